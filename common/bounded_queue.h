@@ -1,0 +1,127 @@
+// A bounded multi-producer / multi-consumer queue with an explicit overflow
+// policy and a counter of what was dropped (spdlog's async queue idea).
+//
+// Thread safety: all members may be called from any thread.
+// Blocking: push() blocks only with OverflowPolicy::kBlock; pop_for() blocks
+// up to its timeout. close() wakes every waiter; after close() push() returns
+// false and pop_for() drains what is left, then returns false.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace gw {
+
+enum class OverflowPolicy { kBlock, kDropOldest, kDropNewest };
+
+inline OverflowPolicy parse_overflow_policy(const std::string& s) {
+  if (s == "block") return OverflowPolicy::kBlock;
+  if (s == "drop_oldest") return OverflowPolicy::kDropOldest;
+  if (s == "drop_newest") return OverflowPolicy::kDropNewest;
+  throw Error("unknown overflow policy '" + s + "' (block, drop_oldest, drop_newest)");
+}
+
+template <typename T>
+class BoundedQueue {
+ public:
+  BoundedQueue(std::size_t capacity, OverflowPolicy policy)
+      : capacity_(capacity == 0 ? 1 : capacity), policy_(policy) {}
+
+  BoundedQueue(const BoundedQueue&) = delete;
+  BoundedQueue& operator=(const BoundedQueue&) = delete;
+
+  // Returns true when the item was queued. With kDropNewest a full queue drops
+  // `item` (returns false); with kDropOldest it drops the oldest queued item
+  // (returns true). Either way dropped() grows by one.
+  bool push(T item) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (closed_) return false;
+    if (items_.size() >= capacity_) {
+      switch (policy_) {
+        case OverflowPolicy::kBlock:
+          not_full_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
+          if (closed_) return false;
+          break;
+        case OverflowPolicy::kDropNewest:
+          ++dropped_;
+          return false;
+        case OverflowPolicy::kDropOldest:
+          items_.pop_front();
+          ++dropped_;
+          break;
+      }
+    }
+    items_.push_back(std::move(item));
+    high_water_ = std::max(high_water_, items_.size());
+    not_empty_.notify_one();
+    return true;
+  }
+
+  // Waits up to `timeout` for an item. Returns nullopt on timeout or when the
+  // queue is closed and empty.
+  template <typename Rep, typename Period>
+  std::optional<T> pop_for(std::chrono::duration<Rep, Period> timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!not_empty_.wait_for(lock, timeout, [&] { return closed_ || !items_.empty(); }))
+      return std::nullopt;
+    if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    not_full_.notify_one();
+    return item;
+  }
+
+  // Moves every queued item into `out` without waiting; returns how many.
+  std::size_t drain(std::vector<T>& out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::size_t n = items_.size();
+    for (auto& item : items_) out.push_back(std::move(item));
+    items_.clear();
+    not_full_.notify_all();
+    return n;
+  }
+
+  void close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    not_empty_.notify_all();
+    not_full_.notify_all();
+  }
+
+  std::size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return items_.size();
+  }
+  std::uint64_t dropped() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dropped_;
+  }
+  std::size_t high_water() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return high_water_;
+  }
+  std::size_t capacity() const { return capacity_; }
+  OverflowPolicy policy() const { return policy_; }
+
+ private:
+  const std::size_t capacity_;
+  const OverflowPolicy policy_;
+  mutable std::mutex mu_;
+  std::condition_variable not_empty_;
+  std::condition_variable not_full_;
+  std::deque<T> items_;
+  std::uint64_t dropped_ = 0;
+  std::size_t high_water_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace gw

@@ -1,0 +1,136 @@
+// The daemon's configuration: one YAML file (config/gaitwatch.yaml documents
+// every key). load_config() validates everything before anything runs: unknown
+// keys and wrong types are errors that name the key path and the line.
+//
+// Relative file paths inside the config are resolved against the directory of
+// the config file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "sensors/frame.h"
+
+namespace gw::config {
+
+struct ConfigIssue {
+  std::string path;   // key path, e.g. "patterns[2].threshold"
+  int line = 0;       // 1-based line in the file, 0 when unknown
+  std::string message;
+  std::string to_string(const std::string& file) const;  // "file:line: path: message"
+};
+
+struct ListenConfig {
+  std::string bind = "127.0.0.1";
+  int port = 0;          // 0 = disabled
+};
+
+struct IngestConfig {
+  ListenConfig udp{"127.0.0.1", 7700};
+  ListenConfig tcp{"127.0.0.1", 7701};
+  std::size_t max_frame_bytes = 65507;
+  std::size_t queue_capacity = 8192;         // decoded frames between ingest and pipeline
+  std::string queue_overflow = "drop_newest"; // block | drop_oldest | drop_newest
+  std::size_t ring_capacity_samples = 8192;   // per stream; must exceed max pattern length + samples per tick
+};
+
+struct ChannelGroup {
+  std::string name;
+  int first = 0;  // inclusive channel indices
+  int last = 0;
+};
+
+struct DeviceProfile {
+  std::uint16_t id = 0;                 // device id on the wire
+  std::string name;
+  sensors::DeviceKind kind = sensors::DeviceKind::kGeneric;
+  double sample_rate_hz = 100;
+  std::vector<std::string> channels;    // names; defaults from the kind
+  std::vector<ChannelGroup> groups;     // neighbour ranges (nr) never cross a group; default: one group
+};
+
+struct ExampleSource {
+  std::string file;       // resolved path
+  std::string format;     // gaitpdb | daphnet | csv | values
+  std::int64_t start = 0; // sample index, inclusive
+  std::int64_t end = 0;   // sample index, exclusive
+};
+
+struct PatternConfig {
+  std::string name;
+  std::string kind;              // fall | stumble | freezing_of_gait | limp | other
+  std::string severity;          // info | warning | critical
+  std::string device;            // name of a DeviceProfile
+  std::vector<std::string> channels;  // channel names of that profile, one per pattern dim
+  int length = 0;                // m
+  double band = 0.1;             // R; r = floor(R * m)
+  bool znorm = true;
+  int nr = 0;                    // neighbour range: pattern dim on channel c is compared with c-nr..c+nr
+  double threshold = 0;          // per-dim DTW distance cutoff
+  int min_dims = 1;              // an alert needs at least this many matched dims
+  double alpha = 1.0;            // weight of a switched dim in the ranking distance (>= 1)
+  double cooldown_s = 5;         // no second alert of this pattern for this stream within this time
+  std::optional<ExampleSource> example;  // query by example ...
+  std::string template_file;             // ... or a template CSV (header = channel names)
+  std::vector<float> shape;      // filled by load_config: dim-major, channels.size() x length
+};
+
+struct SearchConfig {
+  std::string backend = "auto";  // auto | cpu | cuda
+  int threads = 0;               // CPU backend threads; 0 = all cores
+  int tick_ms = 100;
+  int deadline_ms = 250;
+  int max_matches_per_pair = 64;
+};
+
+struct StorageConfig {
+  std::string path = "gaitwatch.db";
+  double retention_days = 30;
+  int commit_interval_ms = 50;
+  int max_batch = 256;
+};
+
+struct PublishConfig {
+  std::string endpoint = "tcp://127.0.0.1:7710";
+  int send_hwm = 10000;
+  double stats_interval_s = 5;   // "stats." messages on the same socket; 0 = only at shutdown
+};
+
+struct DaemonConfig {
+  std::string log_level = "info";  // trace | debug | info | warn | error
+  double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
+};
+
+struct Config {
+  std::string source_file;
+  DaemonConfig daemon;
+  IngestConfig ingest;
+  std::vector<DeviceProfile> devices;
+  SearchConfig search;
+  std::vector<PatternConfig> patterns;
+  StorageConfig storage;
+  PublishConfig publish;
+
+  const DeviceProfile* device_by_id(std::uint16_t id) const;
+  const DeviceProfile* device_by_name(const std::string& name) const;
+};
+
+// Parses and validates; on any problem throws ConfigError listing every issue
+// found (not only the first). Loads pattern shapes from examples/templates.
+Config load_config(const std::string& path);
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::string& base_dir);
+
+class ConfigError : public gw::Error {
+ public:
+  ConfigError(std::string file, std::vector<ConfigIssue> issues);
+  const std::vector<ConfigIssue>& issues() const { return issues_; }
+ private:
+  std::vector<ConfigIssue> issues_;
+};
+
+}  // namespace gw::config

@@ -1,0 +1,120 @@
+// The one search interface (faiss-style): a CPU implementation and, when built
+// with CUDA, a GPU implementation that must return the same results.
+//
+// Semantics (docs/ARCHITECTURE.md, "Search semantics", window mode):
+// for every searched window end t of a stream slice and every (pattern dim j,
+// stream dim i) pair of a pattern that applies to the slice's profile, the
+// window is the m samples ending at t of stream dim i; optionally both the
+// query and each window are z-normalised with population mean and std (a window
+// with std 0 normalises to all zeros); distance = sqrt of the minimal sum of
+// squared differences over warping paths inside the Sakoe-Chiba band r.
+// Of all windows of one (slice, pattern, j, i) with distance <= threshold the
+// backend returns the best `max_matches_per_pair` ordered by (distance, end);
+// lower bounds and early abandoning only skip work and never change that set.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gw::kernels {
+
+struct DimPair {
+  std::uint16_t pattern_dim = 0;  // j
+  std::uint16_t stream_dim = 0;   // i
+};
+
+struct Pattern {
+  std::uint32_t profile = 0;  // applies to slices with this profile id
+  int length = 0;             // m >= 2
+  int band = 0;               // r in samples, 0 <= r < m (floor(R * m))
+  bool znorm = true;
+  float threshold = std::numeric_limits<float>::infinity();  // per-pair distance cutoff
+  int max_matches_per_pair = 64;                               // p >= 1
+  int dim_count = 0;                                           // k
+  std::vector<float> dims;       // dim-major: dims[j * length + s]; raw (the backend normalises)
+  std::vector<DimPair> pairs;    // which (j, i) to compare; i < slice dims
+};
+
+struct PatternLibrary {
+  std::vector<Pattern> patterns;
+  int max_length() const;
+};
+
+// One stream's samples in a batch. Windows end at every absolute index t with
+// max(first_new, first_index + m - 1) <= t <= first_index + length - 1.
+struct StreamSlice {
+  std::uint32_t profile = 0;
+  int dims = 0;
+  int length = 0;               // samples in this slice
+  std::int64_t first_index = 0; // absolute sample index of the slice's sample 0
+  std::int64_t first_new = 0;   // first window end to search (earlier ones were searched before)
+  std::size_t offset = 0;       // slice sample s of dim d is batch.data[offset + d * length + s]
+};
+
+struct SearchBatch {
+  std::vector<StreamSlice> streams;
+  std::vector<float> data;
+  // Appends a slice; `sample_major` holds length x dims values (values[s * dims + d]).
+  void add_slice(std::uint32_t profile, int dims, const float* sample_major, int length,
+                 std::int64_t first_index, std::int64_t first_new);
+};
+
+struct Match {
+  std::uint32_t slice = 0;    // index into SearchBatch::streams
+  std::uint32_t pattern = 0;  // index into PatternLibrary::patterns
+  std::uint16_t pattern_dim = 0;
+  std::uint16_t stream_dim = 0;
+  std::int64_t end = 0;       // absolute index of the window's last sample
+  float distance = 0;
+};
+
+// Work counters; they describe effort, not results, and may differ by backend.
+struct SearchStats {
+  std::uint64_t windows = 0;          // windows considered
+  std::uint64_t pruned_kim = 0;
+  std::uint64_t pruned_keogh_eq = 0;  // query envelope vs window
+  std::uint64_t pruned_keogh_ec = 0;  // window envelope vs query
+  std::uint64_t dtw_full = 0;         // DTWs run to the end
+  std::uint64_t dtw_abandoned = 0;
+  std::uint64_t cells = 0;            // DTW cells evaluated
+  void add(const SearchStats& o);
+};
+
+struct SearchResult {
+  // Sorted by (slice, pattern, pattern_dim, stream_dim, distance, end).
+  std::vector<Match> matches;
+  SearchStats stats;
+};
+
+// Which pruning steps run; all on by default. Turning any off must not change
+// the matches (tests rely on it).
+struct PruningOptions {
+  bool lb_kim = true;
+  bool lb_keogh_eq = true;
+  bool lb_keogh_ec = true;
+  bool early_abandon = true;
+};
+
+class SearchBackend {
+ public:
+  virtual ~SearchBackend() = default;
+  virtual std::string name() const = 0;
+  // Replaces the pattern library; takes effect for the next search().
+  // Not thread-safe against a concurrent search().
+  virtual void set_library(std::shared_ptr<const PatternLibrary> library) = 0;
+  // Searches one batch; synchronous; callable from one thread at a time.
+  virtual SearchResult search(const SearchBatch& batch) = 0;
+};
+
+// threads <= 0 means std::thread::hardware_concurrency().
+std::unique_ptr<SearchBackend> make_cpu_backend(int threads, PruningOptions pruning = {});
+
+// kind: "cpu", "cuda" or "auto" (CUDA when built and a GPU is present, else
+// CPU). `note` receives a one-line explanation of the choice. Throws gw::Error
+// for "cuda" when no CUDA backend is available.
+std::unique_ptr<SearchBackend> make_backend(const std::string& kind, int threads, std::string* note);
+
+}  // namespace gw::kernels

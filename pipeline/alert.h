@@ -1,0 +1,43 @@
+// An alert: one multi-dimensional detection of one pattern in one stream.
+// This is the row in SQLite and the JSON body on ZeroMQ (docs/interfaces.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace gw::pipeline {
+
+struct DimMatch {
+  int pattern_dim = 0;
+  int stream_dim = 0;
+  double distance = 0;
+  std::int64_t end_index = 0;  // absolute sample index of the window end
+};
+
+struct Alert {
+  std::uint64_t seq = 0;        // assigned by the store when the row commits; 1, 2, 3, ... without gaps
+  std::uint32_t wearer = 0;
+  std::uint16_t device = 0;
+  std::string pattern;
+  std::string kind;             // fall, stumble, freezing_of_gait, limp, ...
+  std::string severity;         // info, warning, critical
+  double t_start = 0;           // device time [s] of the matched window's first sample
+  double t_end = 0;             // device time [s] of the sample that completed the match
+  std::int64_t end_index = 0;   // absolute sample index of that sample in its stream
+  double distance = 0;          // ranking distance: sum of f * d over matched dims (seed 000 §7.4.6)
+  int matched_dims = 0;
+  int pattern_dims = 0;
+  double detected_at = 0;       // unix time [s] when the detector decided
+  double latency_ms = 0;        // detected_at minus arrival of the completing sample
+  std::vector<DimMatch> dims;
+};
+
+nlohmann::json alert_to_json(const Alert& alert);
+Alert alert_from_json(const nlohmann::json& j);  // throws gw::Error on missing fields
+// "alert.<severity>.<wearer>." — a subscriber filters by prefix.
+std::string alert_topic(const Alert& alert);
+
+}  // namespace gw::pipeline

@@ -1,0 +1,64 @@
+// The alert sink: a writer thread that commits alerts to the HitStore in
+// batched transactions and, only after a batch commits, publishes each alert on
+// a ZeroMQ PUB socket as [topic, JSON]. It also publishes status messages
+// ([ "stats.", JSON ]) handed to it.
+//
+// Thread safety: submit()/submit_stats()/counters() from any thread.
+// submit() blocks when the queue is full (alerts are never dropped).
+// stop() drains the queue, commits, publishes, closes the socket and joins.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/bounded_queue.h"
+#include "pipeline/alert.h"
+
+namespace gw::pipeline {
+
+struct SinkOptions {
+  std::string db_path;
+  double retention_days = 30;        // 0 = keep forever
+  int commit_interval_ms = 50;       // longest an alert waits for its transaction
+  int max_batch = 256;               // most alerts in one transaction
+  std::string publish_endpoint;      // e.g. tcp://127.0.0.1:7710; empty = do not publish
+  int send_hwm = 10000;              // ZeroMQ high-water mark per subscriber
+  std::size_t queue_capacity = 4096;
+};
+
+struct SinkCounters {
+  std::uint64_t committed = 0;
+  std::uint64_t published = 0;
+  std::uint64_t transactions = 0;
+  std::uint64_t retention_deleted = 0;
+  std::uint64_t last_seq = 0;
+  std::uint64_t store_errors = 0;
+};
+
+class AlertSink {
+ public:
+  // Opens the store and binds the socket (throws gw::Error on failure), then
+  // starts the writer thread.
+  explicit AlertSink(const SinkOptions& options);
+  ~AlertSink();  // calls stop()
+  AlertSink(const AlertSink&) = delete;
+  AlertSink& operator=(const AlertSink&) = delete;
+
+  void submit(Alert alert);
+  void submit_stats(nlohmann::json stats);
+  void stop();
+  SinkCounters counters() const;
+  // Endpoint actually bound (resolves tcp://...:0 / wildcards).
+  std::string bound_endpoint() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gw::pipeline

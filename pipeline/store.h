@@ -1,0 +1,56 @@
+// The SQLite hit store. One file, WAL mode, schema versioned with
+// PRAGMA user_version and migrated on open.
+//
+// Thread safety: a HitStore is one connection and must be used by one thread
+// at a time (the sink's writer thread in the daemon; the CLI reads with its
+// own HitStore). Readers in other processes see committed rows (WAL).
+// Errors: every SQLite failure throws gw::Error with the statement and message.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/alert.h"
+
+struct sqlite3;
+
+namespace gw::pipeline {
+
+inline constexpr int kStoreSchemaVersion = 1;
+
+struct HitQuery {
+  std::optional<std::uint32_t> wearer;
+  std::optional<std::string> pattern;
+  std::uint64_t after_seq = 0;  // rows with seq > after_seq
+  std::optional<double> since;  // detected_at >= since (unix s)
+  int limit = 1000;
+};
+
+class HitStore {
+ public:
+  // Opens or creates `path`; the file is created with mode 0600.
+  explicit HitStore(const std::string& path, bool read_only = false);
+  ~HitStore();
+  HitStore(const HitStore&) = delete;
+  HitStore& operator=(const HitStore&) = delete;
+
+  // Inserts all alerts in one transaction and assigns each its seq
+  // (last_seq() + 1, + 2, ...). On failure nothing is inserted and it throws.
+  void insert(std::vector<Alert>& alerts);
+  std::vector<Alert> query(const HitQuery& q) const;
+  std::uint64_t last_seq() const;
+  std::uint64_t count() const;
+  // Deletes rows with detected_at < cutoff; returns how many. Seq numbers of
+  // later rows never change and are never reused.
+  std::int64_t delete_older_than(double cutoff_unix_s);
+  int schema_version() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace gw::pipeline

@@ -1,0 +1,83 @@
+// Wire frames: the versioned binary unit a device sends (one per UDP datagram,
+// length-prefixed on TCP). The byte layout is specified in docs/protocol.md;
+// this header is its C++ contract.
+//
+// Thread safety: free functions, no shared state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gw::sensors {
+
+inline constexpr std::uint32_t kFrameMagic = 0x46574147;  // "GAWF" little-endian bytes 'G','A','W','F'
+inline constexpr std::uint8_t kFrameVersion = 1;
+inline constexpr std::size_t kFrameHeaderBytes = 40;
+inline constexpr std::size_t kFrameCrcBytes = 4;
+// Largest frame the decoder accepts at all (fits one UDP datagram).
+inline constexpr std::size_t kMaxFrameBytes = 65507;
+
+enum class DeviceKind : std::uint8_t {
+  kPressureInsoleLeft = 1,   // 99 channels
+  kPressureInsoleRight = 2,  // 99 channels
+  kForceInsole8 = 3,         // 8 channels
+  kAccelerometer3 = 4,       // 3 channels
+  kGeneric = 5,              // N channels, as its profile says
+};
+
+enum class SampleFormat : std::uint8_t {
+  kInt16Scaled = 1,  // per-channel float32 scale, then int16 samples; value = raw * scale
+  kFloat32 = 2,
+};
+
+// A decoded frame. `values` is sample-major: values[s * channels + c].
+struct Frame {
+  DeviceKind kind = DeviceKind::kGeneric;
+  SampleFormat format = SampleFormat::kFloat32;
+  std::uint32_t wearer_id = 0;
+  std::uint16_t device_id = 0;
+  std::uint16_t channels = 0;
+  std::uint16_t samples = 0;
+  float sample_rate_hz = 0;
+  std::uint32_t sequence = 0;
+  std::uint64_t device_time_us = 0;  // time of the frame's first sample
+  std::vector<float> scales;         // kInt16Scaled only: one per channel
+  std::vector<float> values;
+};
+
+// Why a frame was rejected. Each value is a drop counter in the daemon.
+enum class DecodeStatus : std::uint8_t {
+  kOk = 0,
+  kTruncated,       // shorter than a header + CRC, or than its declared payload
+  kOversized,       // longer than kMaxFrameBytes or than its declared payload
+  kBadMagic,
+  kBadVersion,
+  kBadKind,
+  kBadFormat,
+  kBadCounts,       // zero channels/samples, or a kind whose channel count is fixed and differs
+  kBadRate,         // sample rate not finite or outside (0, 100000]
+  kBadScale,        // a scale not finite or zero
+  kBadValue,        // a float32 sample that is NaN or infinite
+  kBadCrc,
+};
+inline constexpr int kDecodeStatusCount = 12;
+const char* to_string(DecodeStatus status);
+const char* to_string(DeviceKind kind);
+// Channel count a kind fixes, or 0 for kGeneric.
+int fixed_channel_count(DeviceKind kind);
+
+// Validates every field and the CRC; never reads outside [data, data + size).
+// On kOk, `out` holds the frame; otherwise `out` is unspecified.
+DecodeStatus decode_frame(const std::uint8_t* data, std::size_t size, Frame& out);
+
+// Encodes `frame` (scales are required for kInt16Scaled and each raw value is
+// round(value / scale) clamped to int16). Throws gw::Error if the frame could
+// not be decoded back (inconsistent counts, too large).
+std::vector<std::uint8_t> encode_frame(const Frame& frame);
+
+// Chooses per-channel scales so that int16 covers max |value| of each channel.
+std::vector<float> fit_int16_scales(const std::vector<float>& values, int channels);
+
+}  // namespace gw::sensors
