@@ -34,7 +34,7 @@ class SyntheticW1Source {
   void next(int wearer, int samples, std::vector<float>& out);
 
  private:
-  Recording insoles_;
+  Recording insoles_;  // all 201 noise-free channels: 198 insole cells, then the accelerometer
   int wearers_;
   std::uint64_t seed_;
   float noise_std_;
