@@ -84,7 +84,7 @@ struct SearchConfig {
   int threads = 0;               // CPU backend threads; 0 = all cores
   int tick_ms = 100;
   int deadline_ms = 250;
-  int max_matches_per_pair = 64;
+  int max_matches_per_pair = 4096;  // cap per (pair, batch); keep above samples per tick so it never binds
 };
 
 struct StorageConfig {

@@ -1,0 +1,1199 @@
+// Parsing and validation of the YAML configuration (config/gaitwatch.yaml
+// documents every key).
+//
+// The validator never stops at the first problem: every section is read with
+// its own defaults, each problem becomes a ConfigIssue (key path + line), and
+// only at the end is one ConfigError thrown with all of them, sorted by line.
+// Later checks that depend on an earlier value (a pattern's device, its
+// channels) are skipped when that value is already wrong, so one mistake is
+// reported once rather than as a cascade.
+
+#include "config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "sensors/recording.h"
+
+namespace gw::config {
+
+std::string ConfigIssue::to_string(const std::string& file) const {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line);
+  out += ": ";
+  if (!path.empty()) out += path + ": ";
+  out += message;
+  return out;
+}
+
+namespace {
+
+std::string join_issues(const std::string& file, const std::vector<ConfigIssue>& issues) {
+  std::string out;
+  for (const ConfigIssue& issue : issues) {
+    if (!out.empty()) out += '\n';
+    out += issue.to_string(file);
+  }
+  return out;
+}
+
+}  // namespace
+
+ConfigError::ConfigError(std::string file, std::vector<ConfigIssue> issues)
+    : gw::Error(join_issues(file, issues)), issues_(std::move(issues)) {}
+
+const DeviceProfile* Config::device_by_id(std::uint16_t id) const {
+  for (const DeviceProfile& device : devices) {
+    if (device.id == id) return &device;
+  }
+  return nullptr;
+}
+
+const DeviceProfile* Config::device_by_name(const std::string& name) const {
+  for (const DeviceProfile& device : devices) {
+    if (device.name == name) return &device;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// Patterns are compared sample by sample in kernels that size shared memory by
+// the pattern length; 4096 is the longest the backends promise to handle.
+constexpr int kMinPatternLength = 2;
+constexpr int kMaxPatternLength = 4096;
+
+// ---------------------------------------------------------------------------
+// Issue collection and message helpers
+
+class IssueList {
+ public:
+  void add(std::string path, int line, std::string message) {
+    issues_.push_back(ConfigIssue{std::move(path), line, std::move(message)});
+  }
+  std::size_t size() const { return issues_.size(); }
+  std::vector<ConfigIssue> take() { return std::move(issues_); }
+
+ private:
+  std::vector<ConfigIssue> issues_;
+};
+
+// 1-based line of a node, 0 when the node does not come from the text.
+int line_of(const YAML::Node& node) {
+  if (!node.IsDefined()) return 0;
+  const YAML::Mark mark = node.Mark();
+  return mark.line >= 0 ? mark.line + 1 : 0;
+}
+
+// What a node is, for "expected X, got Y" messages.
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return "nothing";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  std::string text = node.Scalar();
+  constexpr std::size_t kMaxShown = 40;
+  if (text.size() > kMaxShown) text = text.substr(0, kMaxShown) + "...";
+  return "'" + text + "'";
+}
+
+std::string format_number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+std::string join(const std::vector<std::string>& words, const char* separator = ", ") {
+  std::string out;
+  for (const std::string& word : words) {
+    if (!out.empty()) out += separator;
+    out += word;
+  }
+  return out;
+}
+
+std::string lowercase(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// Edit distance counting an insertion, deletion, substitution or swap of two
+// adjacent characters as one edit (optimal string alignment), so that the
+// typical typos "treshold" and "prot" are one edit from their key.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// " (did you mean 'x'?)" for the closest candidate when it is plausibly a typo
+// (a few edits, or one word a prefix of the other), else "".
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::string needle = lowercase(word);
+  std::string best;
+  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+  for (const std::string& candidate : candidates) {
+    const std::string hay = lowercase(candidate);
+    std::size_t distance = edit_distance(needle, hay);
+    const std::size_t allowed = std::max<std::size_t>(1, std::min<std::size_t>(3, hay.size() / 3));
+    const bool prefix =
+        needle.size() >= 3 && (hay.rfind(needle, 0) == 0 || needle.rfind(hay, 0) == 0);
+    if (distance > allowed && !prefix) continue;
+    if (prefix) distance = std::min<std::size_t>(distance, allowed);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
+}
+
+std::string index_path(const std::string& path, std::size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+std::string resolve_path(const std::string& base_dir, const std::string& file) {
+  namespace fs = std::filesystem;
+  const fs::path path(file);
+  if (base_dir.empty() || path.is_absolute()) return path.lexically_normal().string();
+  return (fs::path(base_dir) / path).lexically_normal().string();
+}
+
+// ---------------------------------------------------------------------------
+// Scalar parsing. Each returns nullopt and sets `error` ("expected ..., got
+// ...") when the node is not of the type.
+
+std::optional<std::int64_t> parse_integer(const YAML::Node& node, std::string& error) {
+  if (node.IsScalar()) {
+    const std::string& text = node.Scalar();
+    std::size_t digits_from = (!text.empty() && (text[0] == '+' || text[0] == '-')) ? 1 : 0;
+    const bool all_digits =
+        text.size() > digits_from && std::all_of(text.begin() + digits_from, text.end(),
+                                                 [](char c) { return c >= '0' && c <= '9'; });
+    if (all_digits) {
+      errno = 0;
+      const long long value = std::strtoll(text.c_str(), nullptr, 10);
+      if (errno != ERANGE) return static_cast<std::int64_t>(value);
+      error = "integer " + describe(node) + " is too large";
+      return std::nullopt;
+    }
+  }
+  error = "expected an integer, got " + describe(node);
+  return std::nullopt;
+}
+
+std::optional<double> parse_number(const YAML::Node& node, std::string& error) {
+  if (node.IsScalar()) {
+    const std::string& text = node.Scalar();
+    const char* begin = text.c_str();
+    char* end = nullptr;
+    errno = 0;
+    const double value = std::strtod(begin, &end);
+    const bool whole = !text.empty() && end == begin + text.size() &&
+                       !std::isspace(static_cast<unsigned char>(text[0]));
+    if (whole && errno != ERANGE && std::isfinite(value)) return value;
+  }
+  error = "expected a number, got " + describe(node);
+  return std::nullopt;
+}
+
+std::optional<bool> parse_bool(const YAML::Node& node, std::string& error) {
+  if (node.IsScalar()) {
+    const std::string text = lowercase(node.Scalar());
+    if (text == "true" || text == "yes" || text == "on") return true;
+    if (text == "false" || text == "no" || text == "off") return false;
+  }
+  error = "expected true or false, got " + describe(node);
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_string(const YAML::Node& node, std::string& error) {
+  if (node.IsScalar()) return node.Scalar();
+  error = "expected a string, got " + describe(node);
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// MapReader: one YAML map with a fixed set of known keys.
+
+class MapReader {
+ public:
+  // Reports (and then ignores) a non-map node, unknown keys, duplicate keys
+  // and keys that are not strings. A null or absent node reads as an empty
+  // map, so `daemon:` with nothing under it means "all defaults".
+  MapReader(const YAML::Node& node, std::string path, std::vector<std::string> known_keys,
+            IssueList& issues)
+      : path_(std::move(path)), line_(line_of(node)), issues_(issues) {
+    if (!node.IsDefined() || node.IsNull()) return;
+    if (!node.IsMap()) {
+      issues_.add(path_, line_, "expected a map, got " + describe(node));
+      valid_ = false;
+      return;
+    }
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node& key_node = it->first;
+      const int key_line = line_of(key_node);
+      if (!key_node.IsScalar()) {
+        issues_.add(path_, key_line, "keys must be plain names, got " + describe(key_node));
+        continue;
+      }
+      const std::string key = key_node.Scalar();
+      if (std::find(known_keys.begin(), known_keys.end(), key) == known_keys.end()) {
+        issues_.add(key_path(key), key_line, "unknown key" + did_you_mean(key, known_keys));
+        continue;
+      }
+      const auto [entry, inserted] = entries_.emplace(key, Entry{it->second, key_line});
+      if (!inserted) {
+        issues_.add(
+            key_path(key), key_line,
+            "duplicate key (first given at line " + std::to_string(entry->second.line) + ")");
+      }
+    }
+  }
+
+  bool valid() const { return valid_; }
+  bool has(const std::string& key) const { return entries_.count(key) != 0; }
+  // The value under `key`; an undefined node when absent.
+  YAML::Node value(const std::string& key) const {
+    const auto it = entries_.find(key);
+    return it == entries_.end() ? YAML::Node(YAML::NodeType::Undefined) : it->second.value;
+  }
+  // Line for an issue about the value of `key`: the value's own line when it
+  // has one (lists start below their key), else the key's, else the map's.
+  int line(const std::string& key) const {
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) return line_;
+    const int value_line = line_of(it->second.value);
+    return value_line > 0 ? value_line : it->second.line;
+  }
+  int line() const { return line_; }
+  const std::string& path() const { return path_; }
+  std::string key_path(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+  IssueList& issues() const { return issues_; }
+
+  void add_issue(const std::string& key, const std::string& message) const {
+    issues_.add(key_path(key), line(key), message);
+  }
+  // Reports a required key that is missing (at the line of the map); returns
+  // whether it is there.
+  bool require(const std::string& key) const {
+    if (has(key)) return true;
+    issues_.add(key_path(key), line_, "missing required key");
+    return false;
+  }
+
+ private:
+  struct Entry {
+    YAML::Node value;
+    int line;  // of the key
+  };
+  std::string path_;
+  int line_;
+  IssueList& issues_;
+  bool valid_ = true;
+  std::map<std::string, Entry> entries_;
+};
+
+// Bounds of a numeric key, for the check and for the message.
+struct Range {
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  bool min_exclusive = false;
+  bool max_exclusive = false;
+
+  bool contains(double value) const {
+    if (min_exclusive ? value <= min : value < min) return false;
+    if (max_exclusive ? value >= max : value > max) return false;
+    return true;
+  }
+  std::string describe_bounds() const {
+    const bool has_min = std::isfinite(min), has_max = std::isfinite(max);
+    if (has_min && has_max) {
+      return std::string("in ") + (min_exclusive ? "(" : "[") + format_number(min) + ", " +
+             format_number(max) + (max_exclusive ? ")" : "]");
+    }
+    if (has_min) return (min_exclusive ? "> " : ">= ") + format_number(min);
+    return (max_exclusive ? "< " : "<= ") + format_number(max);
+  }
+};
+
+Range at_least(double min) { return Range{min}; }
+Range above(double min) { return Range{min, std::numeric_limits<double>::infinity(), true}; }
+Range between(double min, double max) { return Range{min, max}; }
+
+// Typed readers: when the key is present and valid they set `out` and return
+// true; when absent they leave the default in `out` and return false; when
+// invalid they add an issue and return false.
+
+template <typename Int>
+bool read_int(const MapReader& map, const std::string& key, std::int64_t min, std::int64_t max,
+              Int& out) {
+  if (!map.has(key)) return false;
+  std::string error;
+  const std::optional<std::int64_t> value = parse_integer(map.value(key), error);
+  if (!value) {
+    map.add_issue(key, error);
+    return false;
+  }
+  if (*value < min || *value > max) {
+    const std::string bounds = max == std::numeric_limits<std::int64_t>::max()
+                                   ? ">= " + std::to_string(min)
+                                   : "in " + std::to_string(min) + ".." + std::to_string(max);
+    map.add_issue(key, "must be " + bounds + ", got " + std::to_string(*value));
+    return false;
+  }
+  out = static_cast<Int>(*value);
+  return true;
+}
+
+bool read_number(const MapReader& map, const std::string& key, const Range& range, double& out) {
+  if (!map.has(key)) return false;
+  std::string error;
+  const std::optional<double> value = parse_number(map.value(key), error);
+  if (!value) {
+    map.add_issue(key, error);
+    return false;
+  }
+  if (!range.contains(*value)) {
+    map.add_issue(key, "must be " + range.describe_bounds() + ", got " + map.value(key).Scalar());
+    return false;
+  }
+  out = *value;
+  return true;
+}
+
+bool read_bool(const MapReader& map, const std::string& key, bool& out) {
+  if (!map.has(key)) return false;
+  std::string error;
+  const std::optional<bool> value = parse_bool(map.value(key), error);
+  if (!value) {
+    map.add_issue(key, error);
+    return false;
+  }
+  out = *value;
+  return true;
+}
+
+// Strings in the config name things (files, devices, endpoints): never empty.
+bool read_string(const MapReader& map, const std::string& key, std::string& out) {
+  if (!map.has(key)) return false;
+  std::string error;
+  std::optional<std::string> value = parse_string(map.value(key), error);
+  if (!value) {
+    map.add_issue(key, error);
+    return false;
+  }
+  if (value->empty()) {
+    map.add_issue(key, "must not be empty");
+    return false;
+  }
+  out = std::move(*value);
+  return true;
+}
+
+bool read_choice(const MapReader& map, const std::string& key,
+                 const std::vector<std::string>& choices, std::string& out) {
+  std::string value;
+  if (!read_string(map, key, value)) return false;
+  if (std::find(choices.begin(), choices.end(), value) == choices.end()) {
+    map.add_issue(key, "must be one of " + join(choices, " | ") + ", got '" + value + "'" +
+                           did_you_mean(value, choices));
+    return false;
+  }
+  out = std::move(value);
+  return true;
+}
+
+struct LocatedString {
+  std::string value;
+  int line = 0;
+};
+
+// A list of non-empty strings; each element keeps its line for later checks.
+bool read_string_list(const MapReader& map, const std::string& key,
+                      std::vector<LocatedString>& out) {
+  if (!map.has(key)) return false;
+  const YAML::Node node = map.value(key);
+  if (!node.IsSequence()) {
+    map.add_issue(key, "expected a list, got " + describe(node));
+    return false;
+  }
+  bool ok = true;
+  out.clear();
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node element = node[i];
+    const int element_line = line_of(element) > 0 ? line_of(element) : map.line(key);
+    std::string error;
+    const std::optional<std::string> value = parse_string(element, error);
+    if (!value || value->empty()) {
+      map.issues().add(index_path(map.key_path(key), i), element_line,
+                       value ? "must not be empty" : error);
+      ok = false;
+      continue;
+    }
+    out.push_back(LocatedString{*value, element_line});
+  }
+  return ok;
+}
+
+// Calls `item(element, path)` for each element of the list under `key`.
+template <typename Fn>
+void for_each_item(const MapReader& map, const std::string& key, Fn&& item) {
+  if (!map.has(key)) return;
+  const YAML::Node node = map.value(key);
+  if (node.IsNull()) return;
+  if (!node.IsSequence()) {
+    map.add_issue(key, "expected a list, got " + describe(node));
+    return;
+  }
+  for (std::size_t i = 0; i < node.size(); ++i) item(node[i], index_path(map.key_path(key), i), i);
+}
+
+// ---------------------------------------------------------------------------
+// Sections
+
+void read_daemon(const MapReader& root, DaemonConfig& daemon) {
+  const MapReader map(root.value("daemon"), "daemon", {"log_level", "watchdog_s"}, root.issues());
+  read_choice(map, "log_level", {"trace", "debug", "info", "warn", "error"}, daemon.log_level);
+  read_number(map, "watchdog_s", at_least(0), daemon.watchdog_s);
+}
+
+void read_listen(const MapReader& parent, const std::string& key, ListenConfig& listen) {
+  const MapReader map(parent.value(key), parent.key_path(key), {"bind", "port"}, parent.issues());
+  read_string(map, "bind", listen.bind);
+  read_int(map, "port", 0, 65535, listen.port);
+}
+
+void read_ingest(const MapReader& root, IngestConfig& ingest) {
+  const MapReader map(root.value("ingest"), "ingest",
+                      {"udp", "tcp", "max_frame_bytes", "queue_capacity", "queue_overflow",
+                       "ring_capacity_samples"},
+                      root.issues());
+  read_listen(map, "udp", ingest.udp);
+  read_listen(map, "tcp", ingest.tcp);
+  // The smallest useful frame carries one float32 sample.
+  read_int(map, "max_frame_bytes",
+           static_cast<std::int64_t>(sensors::kFrameHeaderBytes + sensors::kFrameCrcBytes + 4),
+           static_cast<std::int64_t>(sensors::kMaxFrameBytes), ingest.max_frame_bytes);
+  read_int(map, "queue_capacity", 1, 1 << 24, ingest.queue_capacity);
+  read_choice(map, "queue_overflow", {"block", "drop_oldest", "drop_newest"},
+              ingest.queue_overflow);
+  read_int(map, "ring_capacity_samples", 2, 1 << 24, ingest.ring_capacity_samples);
+}
+
+struct DeviceKindName {
+  const char* name;
+  sensors::DeviceKind kind;
+};
+constexpr DeviceKindName kDeviceKinds[] = {
+    {"pressure_insole_left", sensors::DeviceKind::kPressureInsoleLeft},
+    {"pressure_insole_right", sensors::DeviceKind::kPressureInsoleRight},
+    {"force_insole_8", sensors::DeviceKind::kForceInsole8},
+    {"accelerometer_3", sensors::DeviceKind::kAccelerometer3},
+    {"generic", sensors::DeviceKind::kGeneric},
+};
+
+// Channel names a fixed kind gets when the profile lists none.
+std::vector<std::string> default_channel_names(sensors::DeviceKind kind) {
+  const int count = sensors::fixed_channel_count(kind);
+  std::vector<std::string> names;
+  for (int c = 0; c < count; ++c) {
+    switch (kind) {
+      case sensors::DeviceKind::kForceInsole8:
+        names.push_back("s" + std::to_string(c + 1));
+        break;
+      case sensors::DeviceKind::kAccelerometer3:
+        names.push_back(std::string(1, static_cast<char>('x' + c)));
+        break;
+      default:
+        names.push_back("p" + std::to_string(c));
+        break;
+    }
+  }
+  return names;
+}
+
+void read_groups(const MapReader& map, DeviceProfile& device) {
+  const int channel_count = static_cast<int>(device.channels.size());
+  std::vector<int> group_of(channel_count, -1);  // index into device.groups
+  std::map<std::string, std::string> path_by_name;
+  bool complete = true;
+  for_each_item(map, "groups", [&](const YAML::Node& node, const std::string& path, std::size_t) {
+    const MapReader group_map(node, path, {"name", "first", "last"}, map.issues());
+    if (!group_map.valid()) {
+      complete = false;
+      return;
+    }
+    ChannelGroup group;
+    bool ok = group_map.require("name") & group_map.require("first") & group_map.require("last");
+    ok &= !group_map.has("name") || read_string(group_map, "name", group.name);
+    ok &= !group_map.has("first") || read_int(group_map, "first", 0, 65535, group.first);
+    ok &= !group_map.has("last") || read_int(group_map, "last", 0, 65535, group.last);
+    if (!group.name.empty()) {
+      const auto [it, inserted] = path_by_name.emplace(group.name, path);
+      if (!inserted) {
+        group_map.add_issue("name",
+                            "duplicate group name '" + group.name + "' (also " + it->second + ")");
+      }
+    }
+    if (!ok) {
+      complete = false;
+      return;
+    }
+    if (group.first > group.last) {
+      group_map.add_issue("last", "last (" + std::to_string(group.last) +
+                                      ") must not be before first (" + std::to_string(group.first) +
+                                      ")");
+      complete = false;
+      return;
+    }
+    if (group.last >= channel_count) {
+      group_map.add_issue("last", "channel " + std::to_string(group.last) +
+                                      " is past the device's " + std::to_string(channel_count) +
+                                      " channels (0.." + std::to_string(channel_count - 1) + ")");
+      complete = false;
+      return;
+    }
+    for (int c = group.first; c <= group.last; ++c) {
+      if (group_of[c] >= 0) {
+        const ChannelGroup& other = device.groups[group_of[c]];
+        group_map.add_issue("first", "channels " + std::to_string(group.first) + ".." +
+                                         std::to_string(group.last) + " overlap group '" +
+                                         other.name + "' (" + std::to_string(other.first) + ".." +
+                                         std::to_string(other.last) + ")");
+        complete = false;
+        return;
+      }
+    }
+    for (int c = group.first; c <= group.last; ++c) {
+      group_of[c] = static_cast<int>(device.groups.size());
+    }
+    device.groups.push_back(group);
+  });
+  if (!map.has("groups") || (device.groups.empty() && complete)) {
+    if (channel_count > 0) device.groups.push_back(ChannelGroup{"all", 0, channel_count - 1});
+    return;
+  }
+  // Every channel must be in exactly one group, so that "the channels nr may
+  // reach" is always defined; an unmentioned channel is most likely a typo.
+  if (!complete) return;
+  std::vector<std::string> ungrouped;
+  for (int c = 0; c < channel_count; ++c) {
+    if (group_of[c] >= 0) continue;
+    int last = c;
+    while (last + 1 < channel_count && group_of[last + 1] < 0) ++last;
+    ungrouped.push_back(c == last ? std::to_string(c)
+                                  : std::to_string(c) + ".." + std::to_string(last));
+    c = last;
+  }
+  if (!ungrouped.empty()) {
+    map.add_issue("groups", "channels " + join(ungrouped) +
+                                " are in no group; groups must cover every channel");
+  }
+}
+
+// Reads one device profile; returns whether its channel list is trustworthy
+// (patterns are only checked against devices whose channels are).
+bool read_device(const YAML::Node& node, const std::string& path, IssueList& issues,
+                 DeviceProfile& device) {
+  const MapReader map(node, path, {"id", "name", "kind", "sample_rate_hz", "channels", "groups"},
+                      issues);
+  if (!map.valid()) return false;
+  if (map.require("id")) read_int(map, "id", 1, 65535, device.id);
+  if (map.require("name")) read_string(map, "name", device.name);
+  bool kind_ok = false;
+  std::string kind_name;
+  if (map.require("kind")) {
+    std::vector<std::string> kind_names;
+    for (const DeviceKindName& entry : kDeviceKinds) kind_names.push_back(entry.name);
+    if (read_choice(map, "kind", kind_names, kind_name)) {
+      for (const DeviceKindName& entry : kDeviceKinds) {
+        if (kind_name == entry.name) device.kind = entry.kind;
+      }
+      kind_ok = true;
+    }
+  }
+  // The decoder's accepted range (sensors/frame.h kBadRate).
+  read_number(map, "sample_rate_hz", Range{0, 100000, true, false}, device.sample_rate_hz);
+
+  std::vector<LocatedString> channels;
+  bool channels_ok = true;
+  if (map.has("channels")) {
+    channels_ok = read_string_list(map, "channels", channels);
+    std::map<std::string, int> line_by_name;
+    for (const LocatedString& channel : channels) {
+      const auto [it, inserted] = line_by_name.emplace(channel.value, channel.line);
+      if (!inserted) {
+        map.add_issue("channels", "channel '" + channel.value + "' is listed twice");
+        channels_ok = false;
+      }
+      device.channels.push_back(channel.value);
+    }
+    if (channels_ok && channels.empty()) {
+      map.add_issue("channels", "must list at least one channel");
+      channels_ok = false;
+    }
+    const int fixed = kind_ok ? sensors::fixed_channel_count(device.kind) : 0;
+    if (channels_ok && fixed > 0 && static_cast<int>(channels.size()) != fixed) {
+      map.add_issue("channels", "a " + kind_name + " device has " + std::to_string(fixed) +
+                                    " channels, " + std::to_string(channels.size()) +
+                                    " names given");
+      channels_ok = false;
+    }
+    if (channels_ok && channels.size() > 65535) {
+      map.add_issue("channels", "at most 65535 channels fit a frame");
+      channels_ok = false;
+    }
+  } else if (kind_ok) {
+    if (device.kind == sensors::DeviceKind::kGeneric) {
+      map.issues().add(map.key_path("channels"), map.line(),
+                       "missing required key (a generic device must name its channels)");
+      channels_ok = false;
+    } else {
+      device.channels = default_channel_names(device.kind);
+    }
+  } else {
+    channels_ok = false;
+  }
+  if (channels_ok) {
+    read_groups(map, device);
+  }
+  return channels_ok;
+}
+
+void read_devices(const MapReader& root, std::vector<DeviceProfile>& devices,
+                  std::vector<bool>& channels_ok) {
+  std::map<std::uint16_t, std::string> path_by_id;
+  std::map<std::string, std::string> path_by_name;
+  for_each_item(root, "devices", [&](const YAML::Node& node, const std::string& path, std::size_t) {
+    DeviceProfile device;
+    const bool ok = read_device(node, path, root.issues(), device);
+    // Uniqueness is reported at the later occurrence, naming the earlier one.
+    if (node.IsMap()) {
+      const YAML::Node id_node = node["id"];
+      const YAML::Node name_node = node["name"];
+      if (device.id != 0) {
+        const auto [it, inserted] = path_by_id.emplace(device.id, path);
+        if (!inserted) {
+          root.issues().add(
+              path + ".id", line_of(id_node),
+              "duplicate device id " + std::to_string(device.id) + " (also " + it->second + ")");
+        }
+      }
+      if (!device.name.empty()) {
+        const auto [it, inserted] = path_by_name.emplace(device.name, path);
+        if (!inserted) {
+          root.issues().add(
+              path + ".name", line_of(name_node),
+              "duplicate device name '" + device.name + "' (also " + it->second + ")");
+        }
+      }
+    }
+    devices.push_back(std::move(device));
+    channels_ok.push_back(ok);
+  });
+}
+
+void read_search(const MapReader& root, SearchConfig& search) {
+  const MapReader map(root.value("search"), "search",
+                      {"backend", "threads", "tick_ms", "deadline_ms", "max_matches_per_pair"},
+                      root.issues());
+  read_choice(map, "backend", {"auto", "cpu", "cuda"}, search.backend);
+  read_int(map, "threads", 0, 4096, search.threads);
+  read_int(map, "tick_ms", 1, 10000, search.tick_ms);
+  const bool deadline_given = read_int(map, "deadline_ms", 1, 600000, search.deadline_ms);
+  // A sample can wait a whole tick before it is searched at all.
+  if (search.deadline_ms < search.tick_ms) {
+    const std::string message = "must be at least tick_ms (" + std::to_string(search.tick_ms) +
+                                "), got " + std::to_string(search.deadline_ms);
+    if (deadline_given) {
+      map.add_issue("deadline_ms", message);
+    } else {
+      map.issues().add(map.key_path("deadline_ms"), map.line(), message + " (the default)");
+    }
+  }
+  read_int(map, "max_matches_per_pair", 1, 1 << 20, search.max_matches_per_pair);
+}
+
+void read_storage(const MapReader& root, const std::string& base_dir, StorageConfig& storage) {
+  const MapReader map(root.value("storage"), "storage",
+                      {"path", "retention_days", "commit_interval_ms", "max_batch"}, root.issues());
+  read_string(map, "path", storage.path);
+  storage.path = resolve_path(base_dir, storage.path);
+  read_number(map, "retention_days", at_least(0), storage.retention_days);
+  read_int(map, "commit_interval_ms", 1, 60000, storage.commit_interval_ms);
+  read_int(map, "max_batch", 1, 1000000, storage.max_batch);
+}
+
+void read_publish(const MapReader& root, PublishConfig& publish) {
+  const MapReader map(root.value("publish"), "publish",
+                      {"endpoint", "send_hwm", "stats_interval_s"}, root.issues());
+  std::string endpoint;
+  if (read_string(map, "endpoint", endpoint)) {
+    if (endpoint.find("://") == std::string::npos) {
+      map.add_issue("endpoint", "expected a ZeroMQ endpoint such as tcp://127.0.0.1:7710, got '" +
+                                    endpoint + "'");
+    } else {
+      publish.endpoint = endpoint;
+    }
+  }
+  read_int(map, "send_hwm", 0, std::numeric_limits<int>::max(), publish.send_hwm);
+  read_number(map, "stats_interval_s", at_least(0), publish.stats_interval_s);
+}
+
+// ---------------------------------------------------------------------------
+// Patterns
+
+// Recordings read once per parse, however many patterns cut from them.
+class RecordingCache {
+ public:
+  // The recording, or nullptr with `error` set.
+  const sensors::Recording* get(const std::string& file, const std::string& format,
+                                std::string& error) {
+    Slot& slot = slots_[{file, format}];
+    if (!slot.loaded) {
+      slot.loaded = true;
+      try {
+        slot.recording =
+            std::make_unique<sensors::Recording>(sensors::read_recording(file, format));
+      } catch (const std::exception& e) {
+        slot.error = e.what();
+      }
+    }
+    error = slot.error;
+    return slot.recording.get();
+  }
+
+ private:
+  struct Slot {
+    bool loaded = false;
+    std::unique_ptr<sensors::Recording> recording;
+    std::string error;
+  };
+  std::map<std::pair<std::string, std::string>, Slot> slots_;
+};
+
+// Copies rows [start, start + length) of the pattern's channels into
+// pattern.shape (dim-major). `at` names the file key for issues.
+bool cut_shape(const sensors::Recording& recording, std::int64_t start, int length,
+               const MapReader& file_map, const std::string& file_key, PatternConfig& pattern) {
+  std::vector<std::size_t> columns;
+  bool ok = true;
+  for (const std::string& channel : pattern.channels) {
+    const auto it =
+        std::find(recording.channel_names.begin(), recording.channel_names.end(), channel);
+    if (it == recording.channel_names.end()) {
+      file_map.add_issue(file_key, "'" + recording.source + "' has no channel '" + channel + "'" +
+                                       did_you_mean(channel, recording.channel_names) +
+                                       "; its channels: " + join(recording.channel_names));
+      ok = false;
+      continue;
+    }
+    columns.push_back(static_cast<std::size_t>(it - recording.channel_names.begin()));
+  }
+  if (!ok) return false;
+  pattern.shape.assign(columns.size() * static_cast<std::size_t>(length), 0.0f);
+  for (std::size_t d = 0; d < columns.size(); ++d) {
+    for (int s = 0; s < length; ++s) {
+      const float value = recording.at(static_cast<std::size_t>(start + s), columns[d]);
+      if (!std::isfinite(value)) {
+        file_map.add_issue(file_key, "sample " + std::to_string(start + s) + " of channel '" +
+                                         pattern.channels[d] + "' is not a finite number");
+        pattern.shape.clear();
+        return false;
+      }
+      pattern.shape[d * static_cast<std::size_t>(length) + static_cast<std::size_t>(s)] = value;
+    }
+  }
+  return true;
+}
+
+// Reads `example:` and loads the shape. `length_given` says whether the
+// pattern set `length` (then pattern.length holds it).
+void read_example(const MapReader& pattern_map, const std::string& base_dir, bool load_shape,
+                  bool length_given, const DeviceProfile* device, RecordingCache& cache,
+                  PatternConfig& pattern) {
+  const MapReader map(pattern_map.value("example"), pattern_map.key_path("example"),
+                      {"file", "format", "start", "end"}, pattern_map.issues());
+  if (!map.valid()) return;
+  if (pattern_map.value("example").IsNull()) {
+    pattern_map.add_issue("example",
+                          "expected a map with file, format, start and end, got nothing");
+    return;
+  }
+  ExampleSource example;
+  bool ok = map.require("file") & map.require("format") & map.require("start");
+  ok &= !map.has("file") || read_string(map, "file", example.file);
+  ok &= !map.has("format") ||
+        read_choice(map, "format", {"gaitpdb", "daphnet", "csv", "values"}, example.format);
+  ok &= !map.has("start") ||
+        read_int(map, "start", 0, std::numeric_limits<std::int64_t>::max(), example.start);
+  const bool end_given = map.has("end");
+  if (end_given) {
+    if (read_int(map, "end", 1, std::numeric_limits<std::int64_t>::max(), example.end)) {
+      if (ok && example.end <= example.start) {
+        map.add_issue("end", "end (" + std::to_string(example.end) + ") must be after start (" +
+                                 std::to_string(example.start) + ")");
+        ok = false;
+      }
+    } else {
+      ok = false;
+    }
+  } else if (!pattern_map.has("length")) {
+    map.issues().add(map.key_path("end"), map.line(),
+                     "missing required key (or give the pattern's length)");
+    ok = false;
+  } else if (!length_given) {
+    ok = false;  // the length itself is wrong and already reported
+  }
+  example.file = resolve_path(base_dir, example.file);
+  if (!ok) {
+    pattern.example = example;
+    return;
+  }
+  if (!end_given) example.end = example.start + pattern.length;
+  const std::int64_t span = example.end - example.start;
+  if (length_given && span != pattern.length) {
+    pattern_map.add_issue("length",
+                          "length " + std::to_string(pattern.length) +
+                              " does not match example end - start = " + std::to_string(span));
+    ok = false;
+  } else if (!length_given) {
+    if (span < kMinPatternLength || span > kMaxPatternLength) {
+      map.add_issue(
+          "end", "the example is " + std::to_string(span) + " samples long; patterns must be " +
+                     std::to_string(kMinPatternLength) + ".." + std::to_string(kMaxPatternLength));
+      ok = false;
+    } else {
+      pattern.length = static_cast<int>(span);
+    }
+  }
+  pattern.example = example;
+  if (!ok || !load_shape) return;
+
+  std::string error;
+  const sensors::Recording* recording = cache.get(example.file, example.format, error);
+  if (recording == nullptr) {
+    map.add_issue("file", error);
+    return;
+  }
+  const auto samples = static_cast<std::int64_t>(recording->samples());
+  if (example.start >= samples) {
+    map.add_issue("start", "start " + std::to_string(example.start) +
+                               " is past the end of the recording (" + std::to_string(samples) +
+                               " samples)");
+    return;
+  }
+  if (example.end > samples) {
+    map.issues().add(map.key_path("end"), map.line("end"),
+                     "end " + std::to_string(example.end) + " is past the end of the recording (" +
+                         std::to_string(samples) + " samples)");
+    return;
+  }
+  // The formats with a fixed rate tell us the recording's rate; a pattern cut
+  // at another rate than its device streams at would be time-scaled.
+  const bool rate_known = example.format == "gaitpdb" || example.format == "daphnet";
+  if (rate_known && device != nullptr &&
+      std::abs(recording->sample_rate_hz - device->sample_rate_hz) >
+          0.01 * device->sample_rate_hz) {
+    map.add_issue("format", "the recording is sampled at " +
+                                format_number(recording->sample_rate_hz) + " Hz but device '" +
+                                device->name + "' at " + format_number(device->sample_rate_hz) +
+                                " Hz");
+    return;
+  }
+  cut_shape(*recording, example.start, pattern.length, map, "file", pattern);
+}
+
+void read_template(const MapReader& pattern_map, const std::string& base_dir, bool load_shape,
+                   bool length_given, RecordingCache& cache, PatternConfig& pattern) {
+  if (!read_string(pattern_map, "template", pattern.template_file)) return;
+  pattern.template_file = resolve_path(base_dir, pattern.template_file);
+  if (!load_shape) return;
+  std::string error;
+  const sensors::Recording* recording = cache.get(pattern.template_file, "csv", error);
+  if (recording == nullptr) {
+    pattern_map.add_issue("template", error);
+    return;
+  }
+  const auto rows = static_cast<std::int64_t>(recording->samples());
+  if (length_given && rows != pattern.length) {
+    pattern_map.add_issue("length", "length " + std::to_string(pattern.length) +
+                                        " does not match the template's " + std::to_string(rows) +
+                                        " rows");
+    return;
+  }
+  if (rows < kMinPatternLength || rows > kMaxPatternLength) {
+    pattern_map.add_issue("template", "the template has " + std::to_string(rows) +
+                                          " rows; patterns must be " +
+                                          std::to_string(kMinPatternLength) + ".." +
+                                          std::to_string(kMaxPatternLength) + " samples long");
+    return;
+  }
+  pattern.length = static_cast<int>(rows);
+  cut_shape(*recording, 0, pattern.length, pattern_map, "template", pattern);
+}
+
+void read_pattern(const YAML::Node& node, const std::string& path, const std::string& base_dir,
+                  const std::vector<DeviceProfile>& devices,
+                  const std::vector<bool>& device_channels_ok, RecordingCache& cache,
+                  IssueList& issues, PatternConfig& pattern) {
+  const MapReader map(node, path,
+                      {"name", "kind", "severity", "device", "channels", "length", "band", "znorm",
+                       "nr", "threshold", "min_dims", "alpha", "cooldown_s", "example", "template"},
+                      issues);
+  if (!map.valid()) return;
+  pattern.kind = "other";
+  pattern.severity = "warning";
+  if (map.require("name")) read_string(map, "name", pattern.name);
+  read_choice(map, "kind", {"fall", "stumble", "freezing_of_gait", "limp", "other"}, pattern.kind);
+  read_choice(map, "severity", {"info", "warning", "critical"}, pattern.severity);
+
+  // The device and its channels: everything about the shape depends on them.
+  const DeviceProfile* device = nullptr;
+  bool device_ok = false;
+  if (map.require("device") && read_string(map, "device", pattern.device)) {
+    std::vector<std::string> names;
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+      names.push_back(devices[d].name);
+      if (devices[d].name == pattern.device) {
+        device = &devices[d];
+        device_ok = device_channels_ok[d];
+      }
+    }
+    if (device == nullptr) {
+      map.add_issue(
+          "device",
+          "no device named '" + pattern.device + "'" + did_you_mean(pattern.device, names) +
+              (names.empty() ? "; no devices are configured" : "; devices: " + join(names)));
+    }
+  }
+  bool channels_ok = false;
+  std::vector<int> channel_indices;
+  if (map.require("channels")) {
+    std::vector<LocatedString> channels;
+    channels_ok = read_string_list(map, "channels", channels);
+    if (channels_ok && channels.empty()) {
+      map.add_issue("channels", "must list at least one channel");
+      channels_ok = false;
+    }
+    std::set<std::string> seen;
+    for (std::size_t k = 0; k < channels.size(); ++k) {
+      const LocatedString& channel = channels[k];
+      const std::string channel_path = index_path(map.key_path("channels"), k);
+      pattern.channels.push_back(channel.value);
+      if (!seen.insert(channel.value).second) {
+        issues.add(channel_path, channel.line, "channel '" + channel.value + "' is listed twice");
+        channels_ok = false;
+        continue;
+      }
+      if (!device_ok) continue;
+      const auto it = std::find(device->channels.begin(), device->channels.end(), channel.value);
+      if (it == device->channels.end()) {
+        issues.add(channel_path, channel.line,
+                   "device '" + device->name + "' has no channel '" + channel.value + "'" +
+                       did_you_mean(channel.value, device->channels));
+        channels_ok = false;
+        continue;
+      }
+      channel_indices.push_back(static_cast<int>(it - device->channels.begin()));
+    }
+  }
+
+  const bool length_given =
+      read_int(map, "length", kMinPatternLength, kMaxPatternLength, pattern.length);
+  const bool length_ok = length_given || !map.has("length");
+  read_number(map, "band", between(0, 1), pattern.band);
+  read_bool(map, "znorm", pattern.znorm);
+  if (read_int(map, "nr", 0, 65535, pattern.nr) && pattern.nr > 0 && device_ok && channels_ok) {
+    // nr reaches neighbours inside a channel's group only; an nr as wide as
+    // every group the pattern touches compares nothing more than nr = size-1.
+    int widest_group = 1;
+    for (const int channel : channel_indices) {
+      for (const ChannelGroup& group : device->groups) {
+        if (channel >= group.first && channel <= group.last) {
+          widest_group = std::max(widest_group, group.last - group.first + 1);
+        }
+      }
+    }
+    if (pattern.nr >= widest_group) {
+      map.add_issue("nr", "nr " + std::to_string(pattern.nr) +
+                              " reaches past every group holding the pattern's channels (the "
+                              "widest has " +
+                              std::to_string(widest_group) +
+                              " channels, so nr <= " + std::to_string(widest_group - 1) + ")");
+    }
+  }
+  if (map.require("threshold")) read_number(map, "threshold", above(0), pattern.threshold);
+  if (read_int(map, "min_dims", 1, 65535, pattern.min_dims) && channels_ok &&
+      static_cast<std::size_t>(pattern.min_dims) > pattern.channels.size()) {
+    map.add_issue("min_dims", "must be at most the pattern's " +
+                                  std::to_string(pattern.channels.size()) + " channels, got " +
+                                  std::to_string(pattern.min_dims));
+  }
+  read_number(map, "alpha", at_least(1), pattern.alpha);
+  read_number(map, "cooldown_s", at_least(0), pattern.cooldown_s);
+
+  // Shapes are only loaded when what selects them is right: otherwise the
+  // file read would only add follow-on noise to the issues already found.
+  const bool load_shape = device_ok && channels_ok && length_ok;
+  const bool has_example = map.has("example"), has_template = map.has("template");
+  if (has_example && has_template) {
+    map.add_issue("template", "give either 'example' or 'template', not both (example is at line " +
+                                  std::to_string(map.line("example")) + ")");
+  } else if (has_example) {
+    read_example(map, base_dir, load_shape, length_given, device, cache, pattern);
+  } else if (has_template) {
+    read_template(map, base_dir, load_shape, length_given, cache, pattern);
+  } else {
+    issues.add(path, map.line(), "missing 'example' or 'template' (the pattern's shape)");
+  }
+}
+
+void read_patterns(const MapReader& root, const std::string& base_dir,
+                   const std::vector<DeviceProfile>& devices,
+                   const std::vector<bool>& device_channels_ok,
+                   std::vector<PatternConfig>& patterns) {
+  RecordingCache cache;
+  std::map<std::string, std::string> path_by_name;
+  for_each_item(
+      root, "patterns", [&](const YAML::Node& node, const std::string& path, std::size_t) {
+        PatternConfig pattern;
+        read_pattern(node, path, base_dir, devices, device_channels_ok, cache, root.issues(),
+                     pattern);
+        if (!pattern.name.empty()) {
+          const auto [it, inserted] = path_by_name.emplace(pattern.name, path);
+          if (!inserted) {
+            root.issues().add(
+                path + ".name", line_of(node["name"]),
+                "duplicate pattern name '" + pattern.name + "' (also " + it->second + ")");
+          }
+        }
+        patterns.push_back(std::move(pattern));
+      });
+}
+
+// A stream's ring must hold the longest pattern plus one tick of new samples,
+// or windows would be overwritten before they are searched.
+void check_ring_capacity(const MapReader& root, const Config& config) {
+  IssueList already_reported;  // read_ingest reported the section's own issues
+  const MapReader ingest(root.value("ingest"), "ingest", {"ring_capacity_samples"},
+                         already_reported);
+  for (const DeviceProfile& device : config.devices) {
+    int longest = 0;
+    for (const PatternConfig& pattern : config.patterns) {
+      if (pattern.device == device.name) longest = std::max(longest, pattern.length);
+    }
+    if (longest == 0) continue;
+    const auto per_tick =
+        static_cast<std::size_t>(std::ceil(device.sample_rate_hz * config.search.tick_ms / 1000.0));
+    const std::size_t needed = static_cast<std::size_t>(longest) + per_tick;
+    if (config.ingest.ring_capacity_samples <= needed) {
+      root.issues().add("ingest.ring_capacity_samples", ingest.line("ring_capacity_samples"),
+                        "must exceed the longest pattern on device '" + device.name + "' (" +
+                            std::to_string(longest) + " samples) + samples per tick (" +
+                            std::to_string(per_tick) + ") = " + std::to_string(needed) + ", is " +
+                            std::to_string(config.ingest.ring_capacity_samples));
+      return;
+    }
+  }
+}
+
+void sort_by_line(std::vector<ConfigIssue>& issues) {
+  // Issues without a line (cross-checks on defaults) go last.
+  std::stable_sort(issues.begin(), issues.end(), [](const ConfigIssue& a, const ConfigIssue& b) {
+    const int line_a = a.line > 0 ? a.line : std::numeric_limits<int>::max();
+    const int line_b = b.line > 0 ? b.line : std::numeric_limits<int>::max();
+    return line_a < line_b;
+  });
+}
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::string& base_dir) {
+  YAML::Node document;
+  try {
+    document = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
+    throw ConfigError(source_name, {ConfigIssue{"", line, "YAML syntax error: " + e.msg}});
+  }
+
+  IssueList issues;
+  Config config;
+  config.source_file = source_name;
+  const MapReader root(document, "",
+                       {"daemon", "ingest", "devices", "search", "patterns", "storage", "publish"},
+                       issues);
+  if (root.valid()) {
+    read_daemon(root, config.daemon);
+    read_ingest(root, config.ingest);
+    std::vector<bool> device_channels_ok;
+    read_devices(root, config.devices, device_channels_ok);
+    read_search(root, config.search);
+    read_patterns(root, base_dir, config.devices, device_channels_ok, config.patterns);
+    read_storage(root, base_dir, config.storage);
+    read_publish(root, config.publish);
+    if (issues.size() == 0) check_ring_capacity(root, config);
+  }
+  if (issues.size() > 0) {
+    std::vector<ConfigIssue> all = issues.take();
+    sort_by_line(all);
+    throw ConfigError(source_name, std::move(all));
+  }
+  return config;
+}
+
+Config load_config(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw ConfigError(path,
+                      {ConfigIssue{"", 0, std::string("cannot open: ") + std::strerror(errno)}});
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  // Absolute, so that a daemon that changes directory (or reloads later)
+  // still finds the files the config names.
+  std::error_code error;
+  fs::path absolute = fs::absolute(fs::path(path), error);
+  if (error) absolute = fs::path(path);
+  absolute = absolute.lexically_normal();
+  Config config = parse_config(text.str(), path, absolute.parent_path().string());
+  config.source_file = absolute.string();
+  return config;
+}
+
+}  // namespace gw::config

@@ -1,0 +1,798 @@
+// Tests of config/: the shipped example config, and that every kind of mistake
+// is reported with its exact key path and line, all at once.
+
+#include "config/config.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "sensors/recording.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using gw::config::Config;
+using gw::config::ConfigError;
+using gw::config::ConfigIssue;
+using gw::config::load_config;
+using gw::config::parse_config;
+
+const std::string kConfigDir = GW_CONFIG_DIR;
+const std::string kDataDir = GW_DATA_DIR;
+
+// One YAML line per element, so that the element's 1-based position is its
+// line number in the tests below.
+std::string yaml(std::initializer_list<const char*> lines) {
+  std::string text;
+  for (const char* line : lines) {
+    text += line;
+    text += '\n';
+  }
+  return text;
+}
+
+// The issues parse_config reports; fails the test if it accepts the text.
+// base_dir is the config dir, as for the shipped config.
+std::vector<ConfigIssue> issues_of(const std::string& text) {
+  try {
+    parse_config(text, "test.yaml", kConfigDir);
+  } catch (const ConfigError& error) {
+    return error.issues();
+  }
+  FAIL("parse_config accepted:\n" << text);
+  return {};
+}
+
+std::string describe(const std::vector<ConfigIssue>& issues) {
+  std::string out;
+  for (const ConfigIssue& issue : issues) out += issue.to_string("test.yaml") + "\n";
+  return out;
+}
+
+// Expects exactly one issue, at `path` on `line`, whose message contains
+// `message_part`.
+void require_single_issue(const std::vector<ConfigIssue>& issues, const std::string& path, int line,
+                          const std::string& message_part) {
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 1);
+  CHECK(issues[0].path == path);
+  CHECK(issues[0].line == line);
+  CHECK_THAT(issues[0].message, Catch::Contains(message_part));
+}
+
+// A valid config: one generic device and one pattern from an example.
+// Line numbers of its keys matter to the tests that edit it.
+const char* const kDeviceLines[] = {
+    "devices:",                                          // 1
+    "  - id: 1",                                         // 2
+    "    name: body",                                    // 3
+    "    kind: generic",                                 // 4
+    "    sample_rate_hz: 64",                            // 5
+    "    channels: [ankle_fwd, ankle_vert, ankle_lat,",  // 6
+    "               thigh_fwd, thigh_vert, thigh_lat]",  // 7
+    "    groups:",                                       // 8
+    "      - {name: ankle, first: 0, last: 2}",          // 9
+    "      - {name: thigh, first: 3, last: 5}",          // 10
+};
+
+std::string with_devices(std::initializer_list<const char*> more_lines) {
+  std::string text;
+  for (const char* line : kDeviceLines) text += std::string(line) + "\n";
+  for (const char* line : more_lines) text += std::string(line) + "\n";
+  return text;
+}
+
+// Lines 11.. of a pattern on `body`, without its shape source.
+#define GW_PATTERN_HEAD                                            \
+  "patterns:",                                            /* 11 */ \
+      "  - name: fog",                                    /* 12 */ \
+      "    device: body",                                 /* 13 */ \
+      "    channels: [ankle_fwd, ankle_vert, ankle_lat]", /* 14 */ \
+      "    threshold: 8.0"                                /* 15 */
+
+// A temporary directory, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("gw_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+  void write(const std::string& relative, const std::string& text) const {
+    fs::create_directories((path_ / relative).parent_path());
+    std::ofstream(path_ / relative) << text;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+std::string normal(const fs::path& path) { return path.lexically_normal().string(); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// The shipped config
+
+TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
+  const Config config = load_config(kConfigDir + "/gaitwatch.yaml");
+
+  CHECK(fs::path(config.source_file).is_absolute());
+  CHECK(config.daemon.log_level == "info");
+  CHECK(config.daemon.watchdog_s == 0);
+  CHECK(config.ingest.udp.bind == "127.0.0.1");
+  CHECK(config.ingest.udp.port == 7700);
+  CHECK(config.ingest.tcp.port == 7701);
+  CHECK(config.ingest.max_frame_bytes == 65507);
+  CHECK(config.ingest.queue_overflow == "drop_newest");
+  CHECK(config.publish.endpoint == "tcp://127.0.0.1:7710");
+  CHECK(config.search.backend == "auto");
+  CHECK(config.search.tick_ms == 100);
+  CHECK(config.search.deadline_ms == 250);
+  CHECK(config.search.max_matches_per_pair == 4096);
+
+  REQUIRE(config.devices.size() == 5);
+  const gw::config::DeviceProfile* body = config.device_by_name("daphnet_body");
+  REQUIRE(body != nullptr);
+  CHECK(body->id == 1);
+  CHECK(body->kind == gw::sensors::DeviceKind::kGeneric);
+  CHECK(body->sample_rate_hz == 64);
+  CHECK(body->channels == std::vector<std::string>{"ankle_fwd", "ankle_vert", "ankle_lat",
+                                                   "thigh_fwd", "thigh_vert", "thigh_lat",
+                                                   "trunk_fwd", "trunk_vert", "trunk_lat"});
+  REQUIRE(body->groups.size() == 3);
+  CHECK(body->groups[0].name == "ankle");
+  CHECK(body->groups[1].first == 3);
+  CHECK(body->groups[1].last == 5);
+  CHECK(body->groups[2].name == "trunk");
+  CHECK(config.device_by_id(1) == body);
+
+  const gw::config::DeviceProfile* left = config.device_by_id(2);
+  REQUIRE(left != nullptr);
+  CHECK(left->kind == gw::sensors::DeviceKind::kPressureInsoleLeft);
+  REQUIRE(left->channels.size() == 99);
+  CHECK(left->channels.front() == "p0");
+  CHECK(left->channels.back() == "p98");
+  REQUIRE(left->groups.size() == 1);
+  CHECK(left->groups[0].first == 0);
+  CHECK(left->groups[0].last == 98);
+  REQUIRE(config.device_by_id(3) != nullptr);
+  CHECK(config.device_by_id(3)->kind == gw::sensors::DeviceKind::kPressureInsoleRight);
+  REQUIRE(config.device_by_id(4) != nullptr);
+  CHECK(config.device_by_id(4)->kind == gw::sensors::DeviceKind::kAccelerometer3);
+  CHECK(config.device_by_id(4)->channels == std::vector<std::string>{"x", "y", "z"});
+  const gw::config::DeviceProfile* force = config.device_by_id(5);
+  REQUIRE(force != nullptr);
+  CHECK(force->kind == gw::sensors::DeviceKind::kForceInsole8);
+  CHECK(force->sample_rate_hz == 100);
+  REQUIRE(force->channels.size() == 8);
+  CHECK(force->channels.front() == "s1");
+  CHECK(force->channels.back() == "s8");
+  CHECK(config.device_by_id(6) == nullptr);
+  CHECK(config.device_by_name("nobody") == nullptr);
+
+  REQUIRE(config.patterns.size() == 1);
+  const gw::config::PatternConfig& fog = config.patterns[0];
+  CHECK(fog.name == "fog_ankle");
+  CHECK(fog.kind == "freezing_of_gait");
+  CHECK(fog.severity == "warning");
+  CHECK(fog.device == "daphnet_body");
+  CHECK(fog.channels == std::vector<std::string>{"ankle_fwd", "ankle_vert", "ankle_lat"});
+  CHECK(fog.length == 128);
+  CHECK(fog.band == Approx(0.1));
+  CHECK(fog.znorm);
+  CHECK(fog.nr == 0);
+  CHECK(fog.threshold == 8.0);
+  CHECK(fog.min_dims == 2);
+  CHECK(fog.alpha == 1.5);
+  CHECK(fog.cooldown_s == 5);
+  REQUIRE(fog.example.has_value());
+  CHECK(fog.example->file == normal(fs::absolute(kDataDir + "/daphnet/S02R01.txt")));
+  CHECK(fog.example->format == "daphnet");
+  CHECK(fog.example->start == 54488);
+  CHECK(fog.example->end == 54616);
+  CHECK(fog.template_file.empty());
+  CHECK(fog.shape.size() == 3 * 128);
+
+  // Relative storage path: next to the config file.
+  CHECK(config.storage.path == normal(fs::absolute(kConfigDir + "/gaitwatch-demo.db")));
+}
+
+TEST_CASE("the example shape is the recording's values at the example's indices", "[config]") {
+  const Config config = load_config(kConfigDir + "/gaitwatch.yaml");
+  const gw::config::PatternConfig& fog = config.patterns.at(0);
+  const gw::sensors::Recording recording =
+      gw::sensors::read_daphnet(kDataDir + "/daphnet/S02R01.txt");
+  REQUIRE(fog.shape.size() == fog.channels.size() * static_cast<std::size_t>(fog.length));
+  for (std::size_t d = 0; d < fog.channels.size(); ++d) {
+    const std::size_t column = recording.channel_index(fog.channels[d]);
+    for (int s = 0; s < fog.length; ++s) {
+      INFO("dim " << d << " sample " << s);
+      REQUIRE(fog.shape[d * fog.length + s] == recording.at(54488 + s, column));
+    }
+  }
+  // Independent of the reader: line 54489 of the file (the freeze onset in
+  // FOG_EPISODES.tsv) is "851390 -383 892 297 ... 2", the last of the window
+  // (line 54616) is "853375 -161 1019 257 ...".
+  CHECK(fog.shape[0] == -383);
+  CHECK(fog.shape[128] == 892);
+  CHECK(fog.shape[256] == 297);
+  CHECK(fog.shape[127] == -161);
+  CHECK(fog.shape[255] == 1019);
+  CHECK(fog.shape[383] == 257);
+  CHECK(recording.labels.at(54488) == 2);
+  CHECK(recording.labels.at(54487) == 1);
+}
+
+TEST_CASE("the template in config/patterns gives the same shape as the shipped example",
+          "[config]") {
+  const Config shipped = load_config(kConfigDir + "/gaitwatch.yaml");
+  const Config config = parse_config(
+      with_devices({GW_PATTERN_HEAD, "    template: patterns/fog_ankle_S02R01_ep1.csv"}),
+      "test.yaml", kConfigDir);
+  REQUIRE(config.patterns.size() == 1);
+  const gw::config::PatternConfig& pattern = config.patterns[0];
+  CHECK(pattern.template_file ==
+        normal(fs::path(kConfigDir) / "patterns/fog_ankle_S02R01_ep1.csv"));
+  CHECK_FALSE(pattern.example.has_value());
+  CHECK(pattern.length == 128);
+  CHECK(pattern.shape == shipped.patterns.at(0).shape);
+}
+
+TEST_CASE("an empty document gives the defaults", "[config]") {
+  const Config config = parse_config("", "empty.yaml", "/base");
+  CHECK(config.source_file == "empty.yaml");
+  CHECK(config.devices.empty());
+  CHECK(config.patterns.empty());
+  CHECK(config.ingest.udp.port == 7700);
+  CHECK(config.ingest.queue_capacity == 8192);
+  CHECK(config.search.tick_ms == 100);
+  CHECK(config.publish.send_hwm == 10000);
+  CHECK(config.storage.path == "/base/gaitwatch.db");
+  CHECK(config.storage.retention_days == 30);
+}
+
+TEST_CASE("a pattern's kind and severity default to other and warning, end may come from length",
+          "[config]") {
+  const Config config =
+      parse_config(with_devices({GW_PATTERN_HEAD, "    length: 64",
+                                 "    example:", "      file: ../data/daphnet/S02R01.txt",
+                                 "      format: daphnet", "      start: 100"}),
+                   "test.yaml", kConfigDir);
+  const gw::config::PatternConfig& pattern = config.patterns.at(0);
+  CHECK(pattern.kind == "other");
+  CHECK(pattern.severity == "warning");
+  CHECK(pattern.example->end == 164);
+  CHECK(pattern.length == 64);
+  CHECK(pattern.shape.size() == 3 * 64);
+}
+
+// ---------------------------------------------------------------------------
+// Each kind of mistake: path and line
+
+TEST_CASE("an unknown key inside a list item names its path and suggests the key", "[config]") {
+  const auto issues = issues_of(with_devices({
+      "patterns:",                                        // 11
+      "  - name: fog",                                    // 12
+      "    device: body",                                 // 13
+      "    channels: [ankle_fwd]",                        // 14
+      "    threshold: 8.0",                               // 15
+      "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 16
+      "  - name: fog2",                                   // 17
+      "    device: body",                                 // 18
+      "    channels: [ankle_fwd]",                        // 19
+      "    treshold: 8.0",                                // 20
+      "    threshold: 8.0",                               // 21
+      "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 22
+  }));
+  require_single_issue(issues, "patterns[1].treshold", 20,
+                       "unknown key (did you mean 'threshold'?)");
+}
+
+TEST_CASE("unknown keys at the top level and in nested maps", "[config]") {
+  const auto issues = issues_of(yaml({
+      "serach:",         // 1
+      "  tick_ms: 10",   // 2
+      "ingest:",         // 3
+      "  udp:",          // 4
+      "    prot: 7700",  // 5
+  }));
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 2);
+  CHECK(issues[0].path == "serach");
+  CHECK(issues[0].line == 1);
+  CHECK(issues[0].message == "unknown key (did you mean 'search'?)");
+  CHECK(issues[1].path == "ingest.udp.prot");
+  CHECK(issues[1].line == 5);
+  CHECK(issues[1].message == "unknown key (did you mean 'port'?)");
+}
+
+TEST_CASE("a wrong type names the path, the expected type and the value", "[config]") {
+  SECTION("integer") {
+    const auto issues = issues_of(yaml({"search:", "  backend: cpu", "  tick_ms: fast"}));
+    require_single_issue(issues, "search.tick_ms", 3, "");
+    CHECK(issues[0].message == "expected an integer, got 'fast'");
+  }
+  SECTION("a fraction is not an integer") {
+    require_single_issue(issues_of(yaml({"ingest:", "  udp: {port: 77.5}"})), "ingest.udp.port", 2,
+                         "expected an integer, got '77.5'");
+  }
+  SECTION("number") {
+    require_single_issue(issues_of(yaml({"daemon:", "  watchdog_s: soon"})), "daemon.watchdog_s", 2,
+                         "expected a number, got 'soon'");
+  }
+  SECTION("a list where a map belongs") {
+    require_single_issue(issues_of(yaml({"storage:", "  - path: x.db"})), "storage", 2,
+                         "expected a map, got a list");
+  }
+  SECTION("a map where a list belongs") {
+    require_single_issue(issues_of(yaml({"devices:", "  id: 1"})), "devices", 2,
+                         "expected a list, got a map");
+  }
+  SECTION("boolean in a list item") {
+    const auto issues = issues_of(with_devices(
+        {GW_PATTERN_HEAD, "    znorm: maybe", "    template: patterns/fog_ankle_S02R01_ep1.csv"}));
+    require_single_issue(issues, "patterns[0].znorm", 16, "expected true or false, got 'maybe'");
+  }
+  SECTION("enumeration") {
+    const auto issues =
+        issues_of(yaml({"daemon:", "  log_level: verbose", "search:", "  backend: gpu"}));
+    INFO(describe(issues));
+    REQUIRE(issues.size() == 2);
+    CHECK(issues[0].path == "daemon.log_level");
+    CHECK(issues[0].line == 2);
+    CHECK_THAT(issues[0].message, Catch::Contains("trace | debug | info | warn | error"));
+    CHECK(issues[1].path == "search.backend");
+    CHECK(issues[1].line == 4);
+  }
+}
+
+TEST_CASE("out-of-range values name the path, the range and the value", "[config]") {
+  SECTION("tick_ms") {
+    require_single_issue(issues_of(yaml({"search:", "  tick_ms: 0"})), "search.tick_ms", 2,
+                         "must be in 1..10000, got 0");
+  }
+  SECTION("device id") {
+    const auto issues =
+        issues_of(yaml({"devices:", "  - id: 70000", "    name: a", "    kind: accelerometer_3"}));
+    require_single_issue(issues, "devices[0].id", 2, "must be in 1..65535, got 70000");
+  }
+  SECTION("port") {
+    require_single_issue(issues_of(yaml({"ingest:", "  tcp:", "    port: -1"})), "ingest.tcp.port",
+                         3, "must be in 0..65535, got -1");
+  }
+  SECTION("pattern band, threshold and alpha") {
+    const auto issues = issues_of(with_devices({
+        "patterns:",                                         // 11
+        "  - name: fog",                                     // 12
+        "    device: body",                                  // 13
+        "    channels: [ankle_fwd, ankle_vert, ankle_lat]",  // 14
+        "    threshold: 0",                                  // 15
+        "    band: 1.5",                                     // 16
+        "    alpha: 0.5",                                    // 17
+        "    min_dims: 4",                                   // 18
+        "    template: patterns/fog_ankle_S02R01_ep1.csv",   // 19
+    }));
+    INFO(describe(issues));
+    REQUIRE(issues.size() == 4);
+    CHECK(issues[0].path == "patterns[0].threshold");
+    CHECK(issues[0].line == 15);
+    CHECK(issues[0].message == "must be > 0, got 0");
+    CHECK(issues[1].path == "patterns[0].band");
+    CHECK(issues[1].line == 16);
+    CHECK(issues[1].message == "must be in [0, 1], got 1.5");
+    CHECK(issues[2].path == "patterns[0].alpha");
+    CHECK(issues[2].line == 17);
+    CHECK(issues[3].path == "patterns[0].min_dims");
+    CHECK(issues[3].line == 18);
+    CHECK_THAT(issues[3].message, Catch::Contains("3 channels"));
+  }
+  SECTION("deadline shorter than a tick") {
+    require_single_issue(issues_of(yaml({"search:", "  tick_ms: 500", "  deadline_ms: 250"})),
+                         "search.deadline_ms", 3, "must be at least tick_ms (500)");
+  }
+}
+
+TEST_CASE("a missing required key is reported at the item that lacks it", "[config]") {
+  SECTION("pattern threshold") {
+    const auto issues = issues_of(with_devices({
+        "patterns:",                                        // 11
+        "  - name: fog",                                    // 12
+        "    device: body",                                 // 13
+        "    channels: [ankle_fwd]",                        // 14
+        "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 15
+    }));
+    require_single_issue(issues, "patterns[0].threshold", 12, "missing required key");
+  }
+  SECTION("device kind, and channels of a generic device") {
+    const auto issues = issues_of(yaml({
+        "devices:",           // 1
+        "  - id: 1",          // 2
+        "    name: a",        // 3
+        "  - id: 2",          // 4
+        "    name: b",        // 5
+        "    kind: generic",  // 6
+    }));
+    INFO(describe(issues));
+    REQUIRE(issues.size() == 2);
+    CHECK(issues[0].path == "devices[0].kind");
+    CHECK(issues[0].line == 2);
+    CHECK(issues[1].path == "devices[1].channels");
+    CHECK(issues[1].line == 4);
+    CHECK_THAT(issues[1].message, Catch::Contains("generic"));
+  }
+  SECTION("neither example nor template") {
+    const auto issues = issues_of(with_devices({GW_PATTERN_HEAD}));
+    require_single_issue(issues, "patterns[0]", 12, "missing 'example' or 'template'");
+  }
+}
+
+TEST_CASE("duplicate device ids and names are reported at the later one", "[config]") {
+  const auto issues = issues_of(yaml({
+      "devices:",                   // 1
+      "  - id: 3",                  // 2
+      "    name: a",                // 3
+      "    kind: accelerometer_3",  // 4
+      "  - id: 3",                  // 5
+      "    name: a",                // 6
+      "    kind: force_insole_8",   // 7
+  }));
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 2);
+  CHECK(issues[0].path == "devices[1].id");
+  CHECK(issues[0].line == 5);
+  CHECK(issues[0].message == "duplicate device id 3 (also devices[0])");
+  CHECK(issues[1].path == "devices[1].name");
+  CHECK(issues[1].line == 6);
+}
+
+TEST_CASE("duplicate pattern names and duplicate YAML keys", "[config]") {
+  const auto issues = issues_of(with_devices({
+      "patterns:",                                        // 11
+      "  - name: fog",                                    // 12
+      "    device: body",                                 // 13
+      "    channels: [ankle_fwd]",                        // 14
+      "    threshold: 8.0",                               // 15
+      "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 16
+      "  - name: fog",                                    // 17
+      "    device: body",                                 // 18
+      "    channels: [ankle_vert]",                       // 19
+      "    threshold: 8.0",                               // 20
+      "    threshold: 9.0",                               // 21
+      "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 22
+  }));
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 2);
+  CHECK(issues[0].path == "patterns[1].name");
+  CHECK(issues[0].line == 17);
+  CHECK(issues[0].message == "duplicate pattern name 'fog' (also patterns[0])");
+  CHECK(issues[1].path == "patterns[1].threshold");
+  CHECK(issues[1].line == 21);
+  CHECK(issues[1].message == "duplicate key (first given at line 20)");
+}
+
+TEST_CASE("a pattern naming an unknown device or channel", "[config]") {
+  SECTION("device") {
+    const auto issues = issues_of(with_devices({
+        "patterns:",                                        // 11
+        "  - name: fog",                                    // 12
+        "    device: bodi",                                 // 13
+        "    channels: [ankle_fwd]",                        // 14
+        "    threshold: 8.0",                               // 15
+        "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 16
+    }));
+    require_single_issue(issues, "patterns[0].device", 13,
+                         "no device named 'bodi' (did you mean 'body'?)");
+  }
+  SECTION("channel") {
+    const auto issues = issues_of(with_devices({
+        "patterns:",                                        // 11
+        "  - name: fog",                                    // 12
+        "    device: body",                                 // 13
+        "    channels:",                                    // 14
+        "      - ankle_fwd",                                // 15
+        "      - ankle_vrt",                                // 16
+        "      - trunk_fwd",                                // 17
+        "    threshold: 8.0",                               // 18
+        "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 19
+    }));
+    INFO(describe(issues));
+    REQUIRE(issues.size() == 2);
+    CHECK(issues[0].path == "patterns[0].channels[1]");
+    CHECK(issues[0].line == 16);
+    CHECK(issues[0].message ==
+          "device 'body' has no channel 'ankle_vrt' (did you mean 'ankle_vert'?)");
+    CHECK(issues[1].path == "patterns[0].channels[2]");
+    CHECK(issues[1].line == 17);
+  }
+  SECTION("a channel of the device that the template lacks") {
+    const auto issues = issues_of(with_devices({
+        "patterns:",                                        // 11
+        "  - name: fog",                                    // 12
+        "    device: body",                                 // 13
+        "    channels: [thigh_fwd]",                        // 14
+        "    threshold: 8.0",                               // 15
+        "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 16
+    }));
+    require_single_issue(issues, "patterns[0].template", 16, "has no channel 'thigh_fwd'");
+  }
+}
+
+TEST_CASE("an example range past the end of the recording", "[config]") {
+  const auto issues = issues_of(with_devices({
+      GW_PATTERN_HEAD,
+      "    example:",                            // 16
+      "      file: ../data/daphnet/S02R01.txt",  // 17
+      "      format: daphnet",                   // 18
+      "      start: 72500",                      // 19
+      "      end: 72600",                        // 20
+  }));
+  require_single_issue(issues, "patterns[0].example.end", 20,
+                       "end 72600 is past the end of the recording (72561 samples)");
+}
+
+TEST_CASE("example length and range mistakes", "[config]") {
+  SECTION("length disagrees with end - start") {
+    const auto issues = issues_of(with_devices({
+        GW_PATTERN_HEAD,
+        "    length: 100",                         // 16
+        "    example:",                            // 17
+        "      file: ../data/daphnet/S02R01.txt",  // 18
+        "      format: daphnet",                   // 19
+        "      start: 0",                          // 20
+        "      end: 128",                          // 21
+    }));
+    require_single_issue(issues, "patterns[0].length", 16,
+                         "length 100 does not match example end - start = 128");
+  }
+  SECTION("end before start") {
+    const auto issues = issues_of(with_devices({
+        GW_PATTERN_HEAD,
+        "    example: {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 10, end: 5}",
+    }));
+    require_single_issue(issues, "patterns[0].example.end", 16, "must be after start");
+  }
+  SECTION("too long") {
+    const auto issues = issues_of(with_devices({
+        GW_PATTERN_HEAD,
+        "    example: {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 0, end: 5000}",
+    }));
+    require_single_issue(issues, "patterns[0].example.end", 16, "patterns must be 2..4096");
+  }
+  SECTION("a file that does not exist") {
+    const auto issues = issues_of(with_devices({
+        GW_PATTERN_HEAD,
+        "    example:",                            // 16
+        "      file: ../data/daphnet/S99R99.txt",  // 17
+        "      format: daphnet",                   // 18
+        "      start: 0",                          // 19
+        "      end: 128",                          // 20
+    }));
+    require_single_issue(issues, "patterns[0].example.file", 17, "S99R99.txt");
+  }
+  SECTION("a recording at another rate than the device") {
+    const auto issues = issues_of(yaml({
+        "devices:",                                                    // 1
+        "  - {id: 1, name: foot, kind: generic, channels: [L1, L2]}",  // 2
+        "patterns:",                                                   // 3
+        "  - name: step",                                              // 4
+        "    device: foot",                                            // 5
+        "    channels: [L1, L2]",                                      // 6
+        "    threshold: 1",                                            // 7
+        "    example:",                                                // 8
+        "      file: ../data/daphnet/S02R01.txt",                      // 9
+        "      format: daphnet",                                       // 10
+        "      start: 0",                                              // 11
+        "      end: 100",                                              // 12
+    }));
+    INFO(describe(issues));
+    // Daphnet has no L1: the rate check comes first and stops there.
+    require_single_issue(issues, "patterns[0].example.format", 10, "sampled at 64 Hz");
+  }
+}
+
+TEST_CASE("a template whose rows disagree with length", "[config]") {
+  const auto issues = issues_of(with_devices({
+      GW_PATTERN_HEAD,
+      "    length: 64",                                   // 16
+      "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 17
+  }));
+  require_single_issue(issues, "patterns[0].length", 16,
+                       "length 64 does not match the template's 128 rows");
+}
+
+TEST_CASE("a pattern with both an example and a template", "[config]") {
+  const auto issues = issues_of(with_devices({
+      GW_PATTERN_HEAD,
+      "    example: {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 0, end: 128}",
+      "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 17
+  }));
+  require_single_issue(issues, "patterns[0].template", 17,
+                       "give either 'example' or 'template', not both (example is at line 16)");
+}
+
+TEST_CASE("a YAML syntax error is one issue with its line", "[config]") {
+  const std::string text = yaml({
+      "search:",          // 1
+      "  tick_ms: 100",   // 2
+      "  backend: [cpu",  // 3
+      "storage:",         // 4
+      "  path: x.db",     // 5
+  });
+  const auto issues = issues_of(text);
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 1);
+  CHECK(issues[0].path.empty());
+  CHECK(issues[0].line >= 3);
+  CHECK(issues[0].line <= 5);
+  CHECK_THAT(issues[0].message, Catch::StartsWith("YAML syntax error"));
+
+  const auto bad_indent = issues_of(yaml({"daemon:", "  log_level: info", " watchdog_s: 1"}));
+  REQUIRE(bad_indent.size() == 1);
+  CHECK(bad_indent[0].line == 3);
+}
+
+TEST_CASE("device channels and groups are validated", "[config]") {
+  SECTION("a fixed kind with the wrong channel count") {
+    require_single_issue(issues_of(yaml({"devices:", "  - id: 1", "    name: a",
+                                         "    kind: accelerometer_3", "    channels: [x, y]"})),
+                         "devices[0].channels", 5,
+                         "accelerometer_3 device has 3 channels, 2 names given");
+  }
+  SECTION("a group past the channels") {
+    require_single_issue(
+        issues_of(yaml({"devices:", "  - id: 1", "    name: a", "    kind: accelerometer_3",
+                        "    groups:", "      - {name: g, first: 0, last: 3}"})),
+        "devices[0].groups[0].last", 6, "past the device's 3 channels");
+  }
+  SECTION("overlapping groups") {
+    require_single_issue(
+        issues_of(yaml({"devices:", "  - id: 1", "    name: a", "    kind: force_insole_8",
+                        "    groups:", "      - {name: g, first: 0, last: 4}",
+                        "      - {name: h, first: 4, last: 7}"})),
+        "devices[0].groups[1].first", 7, "overlap group 'g' (0..4)");
+  }
+  SECTION("groups that leave channels out") {
+    require_single_issue(
+        issues_of(yaml({"devices:", "  - id: 1", "    name: a", "    kind: force_insole_8",
+                        "    groups:", "      - {name: g, first: 2, last: 4}"})),
+        "devices[0].groups", 6, "channels 0..1, 5..7 are in no group");
+  }
+  SECTION("nr wider than the pattern's groups") {
+    const auto issues = issues_of(with_devices(
+        {GW_PATTERN_HEAD, "    nr: 3", "    template: patterns/fog_ankle_S02R01_ep1.csv"}));
+    require_single_issue(issues, "patterns[0].nr", 16, "nr <= 2");
+  }
+}
+
+TEST_CASE("the ring must hold the longest pattern plus a tick", "[config]") {
+  const auto issues = issues_of(with_devices({
+      GW_PATTERN_HEAD,
+      "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 16
+      "ingest:",                                          // 17
+      "  ring_capacity_samples: 130",                     // 18
+  }));
+  // 128 samples + ceil(64 Hz * 0.1 s) = 135.
+  require_single_issue(issues, "ingest.ring_capacity_samples", 18, "= 135, is 130");
+}
+
+TEST_CASE("several mistakes are all reported, sorted by line, in what()", "[config]") {
+  const std::string text = yaml({
+      "daemon:",                    // 1
+      "  log_level: loud",          // 2
+      "devices:",                   // 3
+      "  - id: 1",                  // 4
+      "    name: a",                // 5
+      "    kind: accelerometer_3",  // 6
+      "    colour: red",            // 7
+      "search:",                    // 8
+      "  tick_ms: fast",            // 9
+      "patterns:",                  // 10
+      "  - name: p",                // 11
+      "    device: a",              // 12
+      "    channels: [x, w]",       // 13
+      "    threshold: -1",          // 14
+      "    template: nowhere.csv",  // 15
+      "publish:",                   // 16
+      "  endpoint: localhost",      // 17
+  });
+  try {
+    parse_config(text, "several.yaml", kConfigDir);
+    FAIL("accepted");
+  } catch (const ConfigError& error) {
+    const auto& issues = error.issues();
+    INFO(describe(issues));
+    REQUIRE(issues.size() == 6);
+    const std::vector<std::string> expected_paths = {
+        "daemon.log_level",        "devices[0].colour",     "search.tick_ms",
+        "patterns[0].channels[1]", "patterns[0].threshold", "publish.endpoint"};
+    const std::vector<int> expected_lines = {2, 7, 9, 13, 14, 17};
+    for (std::size_t i = 0; i < issues.size(); ++i) {
+      CHECK(issues[i].path == expected_paths[i]);
+      CHECK(issues[i].line == expected_lines[i]);
+    }
+    const std::string what = error.what();
+    CHECK_THAT(what, Catch::StartsWith("several.yaml:2: daemon.log_level: must be one of"));
+    CHECK_THAT(what, Catch::Contains(
+                         "\nseveral.yaml:9: search.tick_ms: expected an integer, got 'fast'\n"));
+    CHECK_THAT(what, Catch::Contains("\nseveral.yaml:17: publish.endpoint: "));
+    CHECK(std::count(what.begin(), what.end(), '\n') == 5);
+  }
+}
+
+TEST_CASE("relative paths resolve against the config file's directory", "[config]") {
+  TempDir dir;
+  dir.write("etc/templates/step.csv", "a,b\n1,2\n3,4\n5,6\n");
+  dir.write("etc/gw.yaml", yaml({
+                               "devices:",
+                               "  - {id: 7, name: d, kind: generic, channels: [a, b]}",
+                               "patterns:",
+                               "  - name: step",
+                               "    device: d",
+                               "    channels: [b, a]",
+                               "    threshold: 1",
+                               "    template: templates/step.csv",
+                               "storage:",
+                               "  path: ../var/gw.db",
+                           }));
+  // Load through a relative path from another working directory.
+  const fs::path previous = fs::current_path();
+  fs::current_path(dir.path());
+  Config config;
+  try {
+    config = load_config("etc/gw.yaml");
+  } catch (...) {
+    fs::current_path(previous);
+    throw;
+  }
+  fs::current_path(previous);
+  const fs::path root = fs::canonical(dir.path());
+  CHECK(fs::canonical(config.source_file) == root / "etc/gw.yaml");
+  REQUIRE(config.patterns.size() == 1);
+  CHECK(fs::path(config.patterns[0].template_file).is_absolute());
+  CHECK(fs::canonical(config.patterns[0].template_file) == root / "etc/templates/step.csv");
+  CHECK(fs::path(config.storage.path).is_absolute());
+  CHECK(fs::weakly_canonical(config.storage.path) == root / "var/gw.db");
+  // Dim-major, in the pattern's channel order (b then a).
+  CHECK(config.patterns[0].length == 3);
+  CHECK(config.patterns[0].shape == std::vector<float>{2, 4, 6, 1, 3, 5});
+  // Absolute paths stay as they are.
+  const Config absolute = parse_config("storage: {path: /var/lib/gaitwatch/gw.db}", "x", "/etc");
+  CHECK(absolute.storage.path == "/var/lib/gaitwatch/gw.db");
+}
+
+TEST_CASE("load_config of a missing file throws ConfigError naming it", "[config]") {
+  try {
+    load_config("/nonexistent/gaitwatch.yaml");
+    FAIL("accepted");
+  } catch (const ConfigError& error) {
+    REQUIRE(error.issues().size() == 1);
+    CHECK_THAT(error.what(), Catch::StartsWith("/nonexistent/gaitwatch.yaml: cannot open"));
+  }
+}
+
+TEST_CASE("ConfigIssue::to_string formats with and without line and path", "[config]") {
+  CHECK(ConfigIssue{"search.tick_ms", 12, "bad"}.to_string("a.yaml") ==
+        "a.yaml:12: search.tick_ms: bad");
+  CHECK(ConfigIssue{"search.tick_ms", 0, "bad"}.to_string("a.yaml") ==
+        "a.yaml: search.tick_ms: bad");
+  CHECK(ConfigIssue{"", 3, "syntax"}.to_string("a.yaml") == "a.yaml:3: syntax");
+  const ConfigError error("f.yaml", {{"a", 1, "x"}, {"b", 2, "y"}});
+  CHECK(std::string(error.what()) == "f.yaml:1: a: x\nf.yaml:2: b: y");
+  const gw::Error& as_base = error;
+  CHECK(std::string(as_base.what()) == error.what());
+}
