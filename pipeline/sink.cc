@@ -1,0 +1,348 @@
+#include "pipeline/sink.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/error.h"
+#include "pipeline/store.h"
+
+namespace gw::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr auto kRetentionPeriod = std::chrono::minutes(1);
+// How long closing the socket may wait for queued messages to reach
+// subscribers; bounds how long stop() can take on the ZeroMQ side.
+constexpr int kLingerMs = 1000;
+// While running, a batch that fails to commit is retried forever (alerts are
+// never dropped; producers block on the full queue meanwhile), with a back-off
+// that doubles from kFirstBackoff up to kMaxBackoff.
+constexpr auto kFirstBackoff = std::chrono::milliseconds(50);
+constexpr auto kMaxBackoff = std::chrono::seconds(2);
+// Once stop() has been called, a failing batch gets this many more attempts,
+// kStoppingBackoff apart, and is then given up and reported, so that stop()
+// terminates. Each attempt may itself wait up to the store's busy timeout.
+constexpr int kAttemptsWhenStopping = 3;
+constexpr auto kStoppingBackoff = std::chrono::milliseconds(200);
+const std::string kStatsTopic = "stats.";
+
+struct StatsMessage {
+  json body;
+};
+using Item = std::variant<Alert, StatsMessage>;
+
+// "<3>" is the syslog priority "err"; journald strips it from the line and
+// records the priority (sd-daemon(3)).
+void log_error(const std::string& message) {
+  std::fprintf(stderr, "<3>gaitwatch alert sink: %s\n", message.c_str());
+}
+
+// Never throws on invalid UTF-8 in a string (a pattern name from a config
+// file, say): the writer thread must not die over a message body.
+std::string to_text(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+double unix_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void validate(const SinkOptions& options) {
+  auto fail = [](const std::string& message) { throw Error("alert sink: " + message); };
+  if (options.db_path.empty()) fail("db_path is empty");
+  if (!(options.retention_days >= 0))
+    fail("retention_days must be >= 0 (0 keeps hits forever), got " +
+         std::to_string(options.retention_days));
+  if (options.commit_interval_ms < 0)
+    fail("commit_interval_ms must be >= 0, got " + std::to_string(options.commit_interval_ms));
+  if (options.max_batch < 1)
+    fail("max_batch must be >= 1, got " + std::to_string(options.max_batch));
+  if (options.send_hwm < 0)
+    fail("send_hwm must be >= 0 (0 = no limit), got " + std::to_string(options.send_hwm));
+}
+
+}  // namespace
+
+struct AlertSink::Impl {
+  explicit Impl(const SinkOptions& opts)
+      : options((validate(opts), opts)),
+        store(options.db_path),
+        queue(options.queue_capacity, OverflowPolicy::kBlock) {
+    last_seq = store.last_seq();
+    if (!options.publish_endpoint.empty()) bind_publisher();
+    writer = std::thread([this] { run(); });
+  }
+
+  void bind_publisher() {
+    try {
+      publisher.emplace(context, zmq::socket_type::pub);
+      publisher->set(zmq::sockopt::sndhwm, options.send_hwm);
+      publisher->set(zmq::sockopt::linger, kLingerMs);
+      // Explicitly off (the default): at the high-water mark a slow
+      // subscriber loses messages instead of stalling the writer and with it
+      // every other subscriber and the store. The subscriber sees the gap in
+      // seq and reads the missing alerts from the store.
+      publisher->set(zmq::sockopt::xpub_nodrop, false);
+      publisher->bind(options.publish_endpoint);
+      bound_endpoint = publisher->get(zmq::sockopt::last_endpoint);
+    } catch (const zmq::error_t& e) {
+      publisher.reset();
+      throw Error("alert sink: cannot bind the alert publisher to '" + options.publish_endpoint +
+                  "': " + e.what());
+    }
+  }
+
+  // The writer thread: the only user of `store` and `publisher` after the
+  // constructor.
+  void run() {
+    try {
+      write_until_stopped();
+    } catch (const std::exception& e) {
+      // Not expected (store and socket errors are handled below); make the
+      // reason visible before std::terminate.
+      log_error(std::string("writer thread failed: ") + e.what());
+      throw;
+    }
+    if (publisher) publisher->close();
+  }
+
+  void write_until_stopped() {
+    const bool retention_enabled = options.retention_days > 0;
+    const auto commit_interval = std::chrono::milliseconds(options.commit_interval_ms);
+    auto next_retention = Clock::now();  // at start, then every kRetentionPeriod
+    std::vector<Item> batch;
+    std::size_t batch_alerts = 0;
+    Clock::time_point batch_deadline;
+
+    auto add = [&](Item item) {
+      if (batch.empty() && std::holds_alternative<StatsMessage>(item)) {
+        // No alert is waiting for a commit, so order is kept by publishing
+        // now; a status message never waits for commit_interval_ms.
+        publish(kStatsTopic, to_text(std::get<StatsMessage>(item).body));
+        return;
+      }
+      if (batch.empty()) batch_deadline = Clock::now() + commit_interval;
+      if (std::holds_alternative<Alert>(item)) ++batch_alerts;
+      batch.push_back(std::move(item));
+      if (batch_alerts >= static_cast<std::size_t>(options.max_batch)) {
+        flush(batch);
+        batch_alerts = 0;
+      }
+    };
+
+    while (true) {
+      auto now = Clock::now();
+      if (retention_enabled && now >= next_retention) {
+        apply_retention();
+        now = Clock::now();
+        next_retention = now + kRetentionPeriod;
+      }
+      // Sleep until the open batch is due or retention is; a push or close()
+      // wakes pop_for earlier. The 1 s cap only bounds an idle wait.
+      auto wake = batch.empty() ? now + std::chrono::seconds(1) : batch_deadline;
+      if (retention_enabled) wake = std::min(wake, next_retention);
+      std::optional<Item> item = queue.pop_for(std::max(wake - now, Clock::duration::zero()));
+      if (item) {
+        add(std::move(*item));
+      } else if (stopping.load()) {
+        // stop() closes the queue before it sets `stopping`, so nothing can
+        // be pushed any more: take what is left, commit, publish, finish.
+        std::vector<Item> rest;
+        queue.drain(rest);
+        for (Item& left : rest) add(std::move(left));
+        flush(batch);
+        return;
+      }
+      if (!batch.empty() && Clock::now() >= batch_deadline) {
+        flush(batch);
+        batch_alerts = 0;
+      }
+    }
+  }
+
+  // Commits the batch's alerts in one transaction, then publishes the batch
+  // in order (alerts with their seq, stats as they came). Empties `batch`.
+  void flush(std::vector<Item>& batch) {
+    if (batch.empty()) return;
+    std::vector<Alert> alerts;
+    for (Item& item : batch) {
+      if (auto* alert = std::get_if<Alert>(&item)) alerts.push_back(std::move(*alert));
+    }
+    const bool stored = commit(alerts);
+    std::size_t next_alert = 0;
+    for (const Item& item : batch) {
+      if (std::holds_alternative<Alert>(item)) {
+        const Alert& alert = alerts[next_alert++];
+        // Never publish an alert whose row is not committed.
+        if (stored && publish(alert_topic(alert), to_text(alert_to_json(alert)))) ++published;
+      } else {
+        publish(kStatsTopic, to_text(std::get<StatsMessage>(item).body));
+      }
+    }
+    batch.clear();
+  }
+
+  // Returns true once the alerts are committed (each now has its seq); false
+  // only when stop() was called and the batch still failed
+  // kAttemptsWhenStopping more times, which it reports.
+  bool commit(std::vector<Alert>& alerts) {
+    if (alerts.empty()) return true;
+    auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
+    int failures = 0;
+    int failures_while_stopping = 0;
+    while (true) {
+      try {
+        store.insert(alerts);
+        committed += alerts.size();
+        ++transactions;
+        last_seq = alerts.back().seq;
+        if (failures > 0) {
+          log_error("commit of " + std::to_string(alerts.size()) + " alerts succeeded after " +
+                    std::to_string(failures) + " failed attempts");
+        }
+        return true;
+      } catch (const std::exception& e) {
+        ++store_errors;
+        ++failures;
+        const bool is_stopping = stopping.load();
+        if (is_stopping && ++failures_while_stopping >= kAttemptsWhenStopping) {
+          log_error("giving up on " + std::to_string(alerts.size()) + " alerts after " +
+                    std::to_string(failures) +
+                    " failed commits during shutdown; they are neither stored nor published "
+                    "(first: wearer " +
+                    std::to_string(alerts.front().wearer) + ", pattern '" + alerts.front().pattern +
+                    "'): " + e.what());
+          return false;
+        }
+        auto pause =
+            is_stopping ? std::chrono::duration_cast<Clock::duration>(kStoppingBackoff) : backoff;
+        // The first failures, then one in 30: a store that stays broken
+        // should not flood the journal every 2 s.
+        if (failures <= 3 || failures % 30 == 0) {
+          log_error(
+              "commit of " + std::to_string(alerts.size()) + " alerts failed (attempt " +
+              std::to_string(failures) + "); retrying the same batch in " +
+              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(pause).count()) +
+              " ms, new alerts wait in the queue: " + e.what());
+        }
+        std::unique_lock<std::mutex> lock(backoff_mu);
+        if (is_stopping) {
+          backoff_cv.wait_for(lock, pause);
+        } else {
+          // stop() cuts a long back-off short; the retries then go at the
+          // shutdown pace.
+          backoff_cv.wait_for(lock, pause, [&] { return stopping.load(); });
+        }
+        backoff = std::min(backoff * 2, std::chrono::duration_cast<Clock::duration>(kMaxBackoff));
+      }
+    }
+  }
+
+  // Returns true when the message went out. A PUB socket does not block: at a
+  // subscriber's high-water mark the message is dropped for that subscriber.
+  bool publish(const std::string& topic, const std::string& body) {
+    if (!publisher) return false;
+    try {
+      if (!publisher->send(zmq::buffer(topic), zmq::send_flags::sndmore)) return false;
+      return publisher->send(zmq::buffer(body), zmq::send_flags::none).has_value();
+    } catch (const zmq::error_t& e) {
+      log_error("publishing on " + bound_endpoint + " failed: " + e.what());
+      return false;
+    }
+  }
+
+  void apply_retention() {
+    const double cutoff = unix_now_s() - options.retention_days * 86400.0;
+    try {
+      retention_deleted += static_cast<std::uint64_t>(store.delete_older_than(cutoff));
+    } catch (const std::exception& e) {
+      ++store_errors;
+      log_error(std::string("retention failed; trying again in a minute: ") + e.what());
+    }
+  }
+
+  const SinkOptions options;
+  HitStore store;
+  // Declared before `publisher`, so the socket is destroyed first.
+  zmq::context_t context;
+  std::optional<zmq::socket_t> publisher;
+  std::string bound_endpoint;  // cached: the socket belongs to the writer thread
+  BoundedQueue<Item> queue;
+
+  std::mutex stop_mu;    // serializes stop()
+  bool stopped = false;  // guarded by stop_mu
+  std::atomic<bool> stopping{false};
+  std::mutex backoff_mu;
+  std::condition_variable backoff_cv;
+
+  std::atomic<std::uint64_t> committed{0};
+  std::atomic<std::uint64_t> published{0};  // alerts handed to the socket; stats not counted
+  std::atomic<std::uint64_t> transactions{0};
+  std::atomic<std::uint64_t> retention_deleted{0};
+  std::atomic<std::uint64_t> last_seq{0};
+  std::atomic<std::uint64_t> store_errors{0};
+
+  std::thread writer;  // last: started when everything above exists
+};
+
+AlertSink::AlertSink(const SinkOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+
+AlertSink::~AlertSink() { stop(); }
+
+void AlertSink::submit(Alert alert) {
+  const std::uint32_t wearer = alert.wearer;
+  const std::string pattern = alert.pattern;
+  if (!impl_->queue.push(Item(std::move(alert)))) {
+    // Only after stop(): the alert cannot be stored any more, so say so
+    // rather than lose it quietly.
+    throw Error("alert sink is stopped; alert for wearer " + std::to_string(wearer) +
+                ", pattern '" + pattern + "' was not accepted");
+  }
+}
+
+void AlertSink::submit_stats(nlohmann::json stats) {
+  // After stop() the socket is closed and no subscriber could receive a
+  // status snapshot any more; it is dropped (unlike an alert).
+  impl_->queue.push(Item(StatsMessage{std::move(stats)}));
+}
+
+void AlertSink::stop() {
+  std::lock_guard<std::mutex> lock(impl_->stop_mu);
+  if (impl_->stopped) return;
+  impl_->stopped = true;
+  impl_->queue.close();  // before `stopping`: see write_until_stopped
+  {
+    std::lock_guard<std::mutex> backoff_lock(impl_->backoff_mu);
+    impl_->stopping = true;
+  }
+  impl_->backoff_cv.notify_all();
+  if (impl_->writer.joinable()) impl_->writer.join();
+  // The writer closed the socket; this returns once its last messages are
+  // out or kLingerMs has passed.
+  impl_->context.close();
+}
+
+SinkCounters AlertSink::counters() const {
+  SinkCounters c;
+  c.committed = impl_->committed.load();
+  c.published = impl_->published.load();
+  c.transactions = impl_->transactions.load();
+  c.retention_deleted = impl_->retention_deleted.load();
+  c.last_seq = impl_->last_seq.load();
+  c.store_errors = impl_->store_errors.load();
+  return c;
+}
+
+std::string AlertSink::bound_endpoint() const { return impl_->bound_endpoint; }
+
+}  // namespace gw::pipeline

@@ -1,0 +1,507 @@
+// AlertSink against real parts: a SQLite file in a temporary directory and a
+// ZeroMQ SUB socket on loopback connected to the sink's PUB socket.
+//
+// The slow-joiner problem: a SUB that has just connected misses whatever the
+// PUB sends before the subscription reaches it, and there is no event for
+// "subscription arrived". So every test that counts messages first publishes
+// stats probes until each subscriber has received one; from then on the
+// subscription is in place and, below the high-water mark, nothing is lost.
+// Each test ends its stream with a stats message {"end": true}, so receivers
+// stop on a marker instead of on a timeout.
+#include "pipeline/sink.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/error.h"
+#include "pipeline/alert.h"
+#include "pipeline/store.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using gw::pipeline::Alert;
+using gw::pipeline::alert_from_json;
+using gw::pipeline::alert_topic;
+using gw::pipeline::AlertSink;
+using gw::pipeline::DimMatch;
+using gw::pipeline::HitQuery;
+using gw::pipeline::HitStore;
+using gw::pipeline::SinkOptions;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "gw_sink_test_XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+void raw_exec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  INFO(sql << ": " << sqlite3_errmsg(db));
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+double unix_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// end_index identifies an alert in these tests.
+Alert make_alert(std::int64_t id, std::uint32_t wearer = 7,
+                 const std::string& severity = "critical", double detected_at = 0) {
+  Alert a;
+  a.wearer = wearer;
+  a.device = 2;
+  a.pattern = "fall-forward";
+  a.kind = "fall";
+  a.severity = severity;
+  a.t_start = 10.0 + static_cast<double>(id);
+  a.t_end = 11.28 + static_cast<double>(id);
+  a.end_index = id;
+  a.distance = 3.25;
+  a.matched_dims = 1;
+  a.pattern_dims = 3;
+  a.detected_at = detected_at != 0 ? detected_at : unix_now_s();
+  a.latency_ms = 12.0;
+  a.dims = {DimMatch{0, 0, 3.25, id}};
+  return a;
+}
+
+SinkOptions options_for(const TempDir& dir) {
+  SinkOptions options;
+  options.db_path = dir.file("hits.db");
+  options.publish_endpoint = "tcp://127.0.0.1:0";
+  options.commit_interval_ms = 20;
+  options.max_batch = 16;
+  return options;
+}
+
+struct Message {
+  std::string topic;
+  std::string body;
+  bool is_stats() const { return topic == "stats."; }
+  bool is_end() const { return is_stats() && json::parse(body).value("end", false); }
+};
+
+class Subscriber {
+ public:
+  Subscriber(zmq::context_t& context, const std::string& endpoint,
+             const std::vector<std::string>& prefixes)
+      : socket_(context, zmq::socket_type::sub) {
+    socket_.set(zmq::sockopt::rcvhwm, 0);  // the test is the slow side; keep everything
+    socket_.set(zmq::sockopt::linger, 0);
+    for (const std::string& prefix : prefixes) socket_.set(zmq::sockopt::subscribe, prefix);
+    socket_.connect(endpoint);
+  }
+
+  std::optional<Message> receive(std::chrono::milliseconds timeout = 5000ms) {
+    socket_.set(zmq::sockopt::rcvtimeo, static_cast<int>(timeout.count()));
+    zmq::message_t topic;
+    if (!socket_.recv(topic)) return std::nullopt;
+    REQUIRE(socket_.get(zmq::sockopt::rcvmore));
+    zmq::message_t body;
+    REQUIRE(socket_.recv(body));
+    REQUIRE_FALSE(socket_.get(zmq::sockopt::rcvmore));
+    return Message{topic.to_string(), body.to_string()};
+  }
+
+  // Alerts (and non-probe stats) up to the {"end": true} marker.
+  std::vector<Message> receive_until_end() {
+    std::vector<Message> messages;
+    while (true) {
+      auto message = receive();
+      REQUIRE(message.has_value());  // 5 s without a message: something is lost
+      if (message->is_end()) return messages;
+      if (message->is_stats() && json::parse(message->body).contains("probe")) continue;
+      messages.push_back(std::move(*message));
+    }
+  }
+
+  bool seen_probe = false;
+
+ private:
+  zmq::socket_t socket_;
+};
+
+// Publishes stats probes until every subscriber has received one (see the
+// file comment). Subscribers must subscribe to "stats.".
+void wait_until_subscribed(AlertSink& sink, std::vector<Subscriber*> subscribers) {
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  for (int probe = 0;; ++probe) {
+    sink.submit_stats(json{{"probe", probe}});
+    bool all = true;
+    for (Subscriber* sub : subscribers) {
+      if (!sub->seen_probe) sub->seen_probe = sub->receive(50ms).has_value();
+      all = all && sub->seen_probe;
+    }
+    if (all) return;
+    REQUIRE(std::chrono::steady_clock::now() < give_up);
+  }
+}
+
+template <typename Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds within = 10000ms) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (!predicate()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+std::vector<std::uint64_t> iota_seqs(std::uint64_t n) {
+  std::vector<std::uint64_t> seqs;
+  for (std::uint64_t s = 1; s <= n; ++s) seqs.push_back(s);
+  return seqs;
+}
+
+std::vector<std::uint64_t> stored_seqs(const std::string& db_path) {
+  HitStore store(db_path, /*read_only=*/true);
+  HitQuery all;
+  all.limit = -1;
+  std::vector<std::uint64_t> seqs;
+  for (const Alert& a : store.query(all)) seqs.push_back(a.seq);
+  return seqs;
+}
+
+}  // namespace
+
+TEST_CASE("AlertSink: a subscriber gets every alert, each committed before it is seen", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
+  wait_until_subscribed(sink, {&sub});
+
+  // Opened now that the writer has created the file; it sees commits only.
+  HitStore reader(options.db_path, /*read_only=*/true);
+  const int kAlerts = 200;
+  std::vector<Alert> submitted;
+  for (int i = 0; i < kAlerts; ++i) {
+    submitted.push_back(make_alert(i, 1 + i % 3, i % 2 ? "warning" : "critical"));
+    sink.submit(submitted.back());
+  }
+  sink.submit_stats(json{{"end", true}});
+
+  std::vector<Message> received = sub.receive_until_end();
+  REQUIRE(received.size() == kAlerts);
+  std::vector<std::uint64_t> received_seqs;
+  for (std::size_t i = 0; i < received.size(); ++i) {
+    Alert alert = alert_from_json(json::parse(received[i].body));
+    const Alert& expected = submitted.at(static_cast<std::size_t>(alert.end_index));
+    CHECK(received[i].topic == alert_topic(expected));
+    CHECK(alert.seq == i + 1);  // one producer: seq follows submission order
+    CHECK(alert.end_index == static_cast<std::int64_t>(i));
+    CHECK(alert.wearer == expected.wearer);
+    CHECK(alert.severity == expected.severity);
+    CHECK(alert.pattern == expected.pattern);
+    CHECK(alert.detected_at == expected.detected_at);
+    received_seqs.push_back(alert.seq);
+
+    // The row is already committed when the message arrives.
+    HitQuery row;
+    row.after_seq = alert.seq - 1;
+    row.limit = 1;
+    auto rows = reader.query(row);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].seq == alert.seq);
+    CHECK(rows[0].end_index == alert.end_index);
+  }
+
+  sink.stop();
+  CHECK(received_seqs == iota_seqs(kAlerts));
+  CHECK(stored_seqs(options.db_path) == received_seqs);  // and every row was published
+  auto counters = sink.counters();
+  CHECK(counters.committed == kAlerts);
+  CHECK(counters.published == kAlerts);
+  CHECK(counters.last_seq == kAlerts);
+  CHECK(counters.store_errors == 0);
+  CHECK(counters.transactions >= std::uint64_t{kAlerts / 16});
+  CHECK(counters.transactions <= kAlerts);
+}
+
+TEST_CASE("AlertSink: subscribers filter by topic prefix", "[sink]") {
+  TempDir dir;
+  AlertSink sink(options_for(dir));
+  zmq::context_t context;
+  Subscriber critical(context, sink.bound_endpoint(), {"alert.critical.", "stats."});
+  Subscriber critical_wearer_1(context, sink.bound_endpoint(), {"alert.critical.1.", "stats."});
+  wait_until_subscribed(sink, {&critical, &critical_wearer_1});
+
+  const char* severities[] = {"info", "warning", "critical"};
+  const std::uint32_t wearers[] = {1, 12};  // "alert.critical.1." must not match wearer 12
+  std::int64_t id = 0;
+  for (int round = 0; round < 5; ++round)
+    for (const char* severity : severities)
+      for (std::uint32_t wearer : wearers) sink.submit(make_alert(id++, wearer, severity));
+  sink.submit_stats(json{{"end", true}});
+
+  auto all_critical = critical.receive_until_end();
+  CHECK(all_critical.size() == 10);
+  for (const Message& m : all_critical) {
+    CHECK_THAT(m.topic, Catch::StartsWith("alert.critical."));
+    CHECK(json::parse(m.body)["severity"] == "critical");
+  }
+  auto wearer_1 = critical_wearer_1.receive_until_end();
+  CHECK(wearer_1.size() == 5);
+  for (const Message& m : wearer_1) {
+    CHECK(m.topic == "alert.critical.1.");
+    CHECK(json::parse(m.body)["wearer"] == 1);
+  }
+}
+
+TEST_CASE("AlertSink: stats messages are published in order with alerts", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.commit_interval_ms = 300;  // all of it lands in one batch
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {""});
+  wait_until_subscribed(sink, {&sub});
+
+  sink.submit(make_alert(0));
+  sink.submit_stats(json{{"between", 1}});
+  sink.submit(make_alert(1));
+  sink.submit_stats(json{{"end", true}});
+
+  auto messages = sub.receive_until_end();
+  REQUIRE(messages.size() == 3);
+  CHECK(json::parse(messages[0].body)["end_index"] == 0);
+  CHECK(messages[1].topic == "stats.");
+  CHECK(json::parse(messages[1].body) == json{{"between", 1}});
+  CHECK(json::parse(messages[2].body)["end_index"] == 1);
+}
+
+TEST_CASE("AlertSink: stop() commits and publishes everything submitted", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.commit_interval_ms = 60000;  // nothing would commit on time alone
+  options.max_batch = 100000;
+  options.queue_capacity = 100000;
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
+  wait_until_subscribed(sink, {&sub});
+
+  const int kAlerts = 1000;
+  for (int i = 0; i < kAlerts; ++i) sink.submit(make_alert(i));
+  sink.submit_stats(json{{"end", true}});
+  sink.stop();
+
+  CHECK(sink.counters().committed == kAlerts);
+  CHECK(sink.counters().published == kAlerts);
+  CHECK(sink.counters().transactions == 1);
+  CHECK(stored_seqs(options.db_path) == iota_seqs(kAlerts));
+  // The messages left before the socket closed.
+  CHECK(sub.receive_until_end().size() == kAlerts);
+
+  sink.stop();  // idempotent
+  CHECK_THROWS_AS(sink.submit(make_alert(kAlerts)), gw::Error);
+  sink.submit_stats(json{{"late", true}});  // dropped, documented
+  CHECK(sink.counters().committed == kAlerts);
+}
+
+TEST_CASE("AlertSink: 5000 alerts from 2 producer threads commit with gapless seqs", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.queue_capacity = 64;  // producers block on the full queue
+  options.max_batch = 32;
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
+  wait_until_subscribed(sink, {&sub});
+
+  const int kPerProducer = 2500;
+  auto produce = [&](std::uint32_t wearer) {
+    for (int i = 0; i < kPerProducer; ++i) sink.submit(make_alert(i, wearer));
+  };
+  std::thread first(produce, 1);
+  std::thread second(produce, 2);
+  // Receive while producing, on this thread (Catch assertions are not
+  // thread-safe): the test, not the PUB socket, is the buffer.
+  std::vector<Message> received;
+  while (received.size() < std::size_t{2 * kPerProducer}) {
+    auto message = sub.receive();
+    if (!message) break;  // checked below, after the producers are joined
+    if (!message->is_stats()) received.push_back(std::move(*message));
+  }
+  first.join();
+  second.join();
+  sink.stop();
+
+  std::vector<std::uint64_t> seqs = stored_seqs(options.db_path);
+  CHECK(seqs == iota_seqs(2 * kPerProducer));
+  CHECK(sink.counters().committed == 2 * kPerProducer);
+  CHECK(sink.counters().last_seq == 2 * kPerProducer);
+
+  // Every message matches its row; each producer's alerts keep their order.
+  REQUIRE(received.size() == 2 * kPerProducer);
+  HitStore store(options.db_path, /*read_only=*/true);
+  HitQuery all;
+  all.limit = -1;
+  auto rows = store.query(all);
+  std::int64_t next_index[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < received.size(); ++i) {
+    Alert alert = alert_from_json(json::parse(received[i].body));
+    REQUIRE(alert.seq == i + 1);
+    CHECK(rows[i].wearer == alert.wearer);
+    CHECK(rows[i].end_index == alert.end_index);
+    CHECK(alert.end_index == next_index[alert.wearer]++);
+  }
+  CHECK(next_index[1] == kPerProducer);
+  CHECK(next_index[2] == kPerProducer);
+}
+
+TEST_CASE("AlertSink: bound_endpoint resolves port 0, a taken endpoint is an error", "[sink]") {
+  TempDir dir;
+  AlertSink sink(options_for(dir));
+  const std::string endpoint = sink.bound_endpoint();
+  CHECK_THAT(endpoint, Catch::StartsWith("tcp://127.0.0.1:"));
+  CHECK(endpoint != "tcp://127.0.0.1:0");
+
+  TempDir other_dir;
+  SinkOptions taken = options_for(other_dir);
+  taken.publish_endpoint = endpoint;
+  try {
+    AlertSink second(taken);
+    FAIL("binding a taken endpoint must throw");
+  } catch (const gw::Error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains(endpoint));
+  }
+
+  SinkOptions bad = options_for(other_dir);
+  bad.publish_endpoint = "nonsense://here";
+  CHECK_THROWS_AS(AlertSink(bad), gw::Error);
+  bad = options_for(other_dir);
+  bad.max_batch = 0;
+  CHECK_THROWS_WITH(AlertSink(bad), Catch::Contains("max_batch"));
+  bad = options_for(other_dir);
+  bad.db_path = other_dir.file("no/such/dir/hits.db");
+  CHECK_THROWS_WITH(AlertSink(bad), Catch::Contains(bad.db_path));
+}
+
+TEST_CASE("AlertSink: without an endpoint alerts are stored and not published", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.publish_endpoint.clear();
+  AlertSink sink(options);
+  CHECK(sink.bound_endpoint().empty());
+  for (int i = 0; i < 10; ++i) sink.submit(make_alert(i));
+  sink.stop();
+  CHECK(sink.counters().committed == 10);
+  CHECK(sink.counters().published == 0);
+  CHECK(stored_seqs(options.db_path) == iota_seqs(10));
+}
+
+TEST_CASE("AlertSink: retention runs at start and seqs continue after it", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  const double now = unix_now_s();
+  {
+    HitStore store(options.db_path);
+    std::vector<Alert> alerts{
+        make_alert(0, 7, "info", now - 40 * 86400.0), make_alert(1, 7, "info", now - 31 * 86400.0),
+        make_alert(2, 7, "info", now - 29 * 86400.0), make_alert(3, 7, "info", now - 60.0)};
+    store.insert(alerts);
+  }
+
+  SECTION("retention_days = 30 deletes the two older rows") {
+    options.retention_days = 30;
+    AlertSink sink(options);
+    CHECK(eventually([&] { return sink.counters().retention_deleted == 2; }));
+    sink.submit(make_alert(4));
+    sink.stop();
+    CHECK(stored_seqs(options.db_path) == std::vector<std::uint64_t>{3, 4, 5});
+    CHECK(sink.counters().last_seq == 5);
+  }
+  SECTION("retention_days = 0 keeps everything") {
+    options.retention_days = 0;
+    AlertSink sink(options);
+    std::this_thread::sleep_for(100ms);
+    sink.stop();
+    CHECK(sink.counters().retention_deleted == 0);
+    CHECK(stored_seqs(options.db_path) == iota_seqs(4));
+  }
+}
+
+TEST_CASE("AlertSink: a failing commit is retried and published only once it commits", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
+  wait_until_subscribed(sink, {&sub});
+
+  // A real SQLite failure: a trigger that aborts inserts for wearer 666.
+  raw_exec(options.db_path,
+           "CREATE TRIGGER refuse_666 BEFORE INSERT ON hits WHEN NEW.wearer = 666 "
+           "BEGIN SELECT RAISE(ABORT, 'wearer 666 refused'); END");
+  sink.submit(make_alert(0, 666));
+  REQUIRE(eventually([&] { return sink.counters().store_errors >= 2; }));
+  CHECK(sink.counters().committed == 0);
+  CHECK_FALSE(sub.receive(200ms).has_value());  // nothing published meanwhile
+
+  raw_exec(options.db_path, "DROP TRIGGER refuse_666");
+  auto message = sub.receive();
+  REQUIRE(message.has_value());
+  Alert alert = alert_from_json(json::parse(message->body));
+  CHECK(alert.wearer == 666);
+  CHECK(alert.seq == 1);
+  CHECK(sink.counters().committed == 1);
+  sink.stop();
+  CHECK(stored_seqs(options.db_path) == iota_seqs(1));
+}
+
+TEST_CASE("AlertSink: stop() terminates when a batch can never commit", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
+  wait_until_subscribed(sink, {&sub});
+
+  raw_exec(options.db_path,
+           "CREATE TRIGGER refuse_all BEFORE INSERT ON hits "
+           "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END");
+  sink.submit(make_alert(0));
+  REQUIRE(eventually([&] { return sink.counters().store_errors >= 1; }));
+
+  const auto start = std::chrono::steady_clock::now();
+  sink.stop();
+  CHECK(std::chrono::steady_clock::now() - start < 10s);
+  CHECK(sink.counters().committed == 0);
+  CHECK(sink.counters().published == 0);
+  CHECK(sink.counters().store_errors >= 2);
+  CHECK_FALSE(sub.receive(200ms).has_value());
+  CHECK(stored_seqs(options.db_path).empty());
+}

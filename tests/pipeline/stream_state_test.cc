@@ -1,0 +1,93 @@
+#include "pipeline/stream_state.h"
+
+#include <catch2/catch.hpp>
+
+using gw::pipeline::FrameVerdict;
+using gw::pipeline::StreamState;
+using gw::sensors::Frame;
+
+namespace {
+
+Frame frame(std::uint32_t seq, int samples, int channels, float first_value) {
+  Frame f;
+  f.channels = static_cast<std::uint16_t>(channels);
+  f.samples = static_cast<std::uint16_t>(samples);
+  f.sample_rate_hz = 100;
+  f.sequence = seq;
+  f.device_time_us = seq * 1000000ull;
+  for (int s = 0; s < samples; ++s)
+    for (int c = 0; c < channels; ++c) f.values.push_back(first_value + s + 100.0f * c);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("in-order frames append and keep values per channel", "[stream]") {
+  StreamState st(2, 16, 100);
+  CHECK(st.apply(frame(0, 4, 2, 0), 1.0) == FrameVerdict::kAccepted);
+  CHECK(st.apply(frame(1, 4, 2, 4), 2.0) == FrameVerdict::kAccepted);
+  CHECK(st.next_index() == 8);
+  std::vector<float> out;
+  st.copy(2, 6, out);
+  REQUIRE(out.size() == 8);
+  CHECK(out[0] == 2.0f);
+  CHECK(out[1] == 102.0f);
+  CHECK(out[6] == 5.0f);
+  CHECK(st.arrival_s(7) == 2.0);
+  CHECK(st.device_time_s(5) == Approx(1.01));
+}
+
+TEST_CASE("duplicates and late frames are dropped", "[stream]") {
+  StreamState st(1, 16, 100);
+  st.apply(frame(5, 2, 1, 0), 0);
+  st.apply(frame(6, 2, 1, 2), 0);
+  CHECK(st.apply(frame(6, 2, 1, 2), 0) == FrameVerdict::kOutOfOrder);
+  CHECK(st.apply(frame(4, 2, 1, 2), 0) == FrameVerdict::kOutOfOrder);
+  CHECK(st.next_index() == 4);
+}
+
+TEST_CASE("a sequence gap is counted and windows never span it", "[stream]") {
+  StreamState st(1, 64, 100);
+  st.apply(frame(0, 4, 1, 0), 0);
+  st.apply(frame(1, 4, 1, 4), 0);
+  CHECK(st.window_floor() == 0);
+  CHECK(st.apply(frame(4, 4, 1, 100), 0) == FrameVerdict::kAcceptedAfterGap);
+  CHECK(st.gaps() == 1);
+  CHECK(st.missing_frames() == 2);
+  CHECK(st.window_floor() == 8);
+  CHECK(st.apply(frame(5, 4, 1, 104), 0) == FrameVerdict::kAccepted);
+  CHECK(st.window_floor() == 8);
+}
+
+TEST_CASE("a large step back is a device restart, not a late frame", "[stream]") {
+  StreamState st(1, 64, 100);
+  st.apply(frame(5000, 4, 1, 0), 0);
+  CHECK(st.apply(frame(0, 4, 1, 0), 0) == FrameVerdict::kRestarted);
+  CHECK(st.restarts() == 1);
+  CHECK(st.window_floor() == 4);
+  CHECK(st.apply(frame(1, 4, 1, 0), 0) == FrameVerdict::kAccepted);
+}
+
+TEST_CASE("sequence numbers wrap at 2^32", "[stream]") {
+  StreamState st(1, 64, 100);
+  st.apply(frame(0xffffffffu, 1, 1, 0), 0);
+  CHECK(st.apply(frame(0, 1, 1, 0), 0) == FrameVerdict::kAccepted);
+  CHECK(st.gaps() == 0);
+}
+
+TEST_CASE("the ring keeps the newest capacity samples and counts unsearched overwrites",
+          "[stream]") {
+  StreamState st(1, 8, 100);
+  st.apply(frame(0, 6, 1, 0), 0);
+  st.mark_searched(6);
+  st.apply(frame(1, 6, 1, 6), 0);  // 12 samples in an 8-sample ring: 0..3 evicted, all searched
+  CHECK(st.overrun_samples() == 0);
+  CHECK(st.oldest_retained() == 4);
+  std::vector<float> out;
+  st.copy(4, 12, out);
+  CHECK(out.front() == 4.0f);
+  CHECK(out.back() == 11.0f);
+  st.apply(frame(2, 6, 1, 12), 0);  // evicts 4..9; 6..9 were never searched
+  CHECK(st.overrun_samples() == 4);
+  CHECK(st.searched_until() == 10);
+}
