@@ -104,12 +104,22 @@ class SearchBackend {
   virtual std::string name() const = 0;
   // Replaces the pattern library; takes effect for the next search().
   // Not thread-safe against a concurrent search().
+  // Throws gw::Error naming the pattern when the library breaks a Pattern
+  // contract (length < 2, band outside [0, m), p < 1, NaN threshold,
+  // dim_count < 1, dims not dim_count * length values, pattern_dim >=
+  // dim_count); the previous library then stays in effect. nullptr means an
+  // empty library.
   virtual void set_library(std::shared_ptr<const PatternLibrary> library) = 0;
   // Searches one batch; synchronous; callable from one thread at a time.
+  // A pair whose stream_dim is not below a slice's dims is skipped for that
+  // slice (no match, no error). Throws gw::Error when a slice does not fit
+  // the batch's data (only possible if it was not built by add_slice).
   virtual SearchResult search(const SearchBatch& batch) = 0;
 };
 
-// threads <= 0 means std::thread::hardware_concurrency().
+// threads <= 0 means std::thread::hardware_concurrency(). The backend keeps a
+// pool of threads - 1 workers for its lifetime; the thread calling search()
+// works as the last one.
 std::unique_ptr<SearchBackend> make_cpu_backend(int threads, PruningOptions pruning = {});
 
 // kind: "cpu", "cuda" or "auto" (CUDA when built and a GPU is present, else

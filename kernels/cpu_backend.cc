@@ -1,0 +1,279 @@
+// The CPU search backend: the UCR Suite window search (kernels/ucr_search.h)
+// for every (slice, pattern, dim pair), spread over a persistent worker pool.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "common/error.h"
+#include "kernels/search.h"
+#include "kernels/ucr_search.h"
+#include "kernels/worker_pool.h"
+
+namespace gw::kernels {
+namespace {
+
+// One independent piece of a search: all new windows of one stream dim of
+// one slice against one pattern dim.
+struct WorkItem {
+  std::uint32_t slice = 0;
+  std::uint32_t pattern = 0;
+  std::uint32_t pair = 0;  // index into Pattern::pairs
+  int first_end = 0;       // first window end, relative to the slice's sample 0
+  int envelope = -1;       // index into Plan::envelopes, -1 without LB_Keogh EC
+};
+
+// The data envelope of one stream dim of one slice for one band. Every pair
+// that reads this stream dim with this band shares it (in W1 that is 7
+// pattern dims x 16 patterns), so it is computed once per search.
+struct EnvelopeTask {
+  std::uint32_t slice = 0;
+  std::uint16_t stream_dim = 0;
+  int band = 0;
+  std::size_t offset = 0;  // into the backend's envelope buffers; slice.length values
+};
+
+struct Plan {
+  std::vector<WorkItem> items;
+  std::vector<EnvelopeTask> envelopes;
+  std::size_t envelope_values = 0;
+};
+
+std::string pattern_error(std::size_t index, const std::string& what) {
+  return "pattern library: pattern " + std::to_string(index) + ": " + what;
+}
+
+// Library problems are setup errors (the library comes from configuration),
+// so they throw instead of being skipped at search time.
+void validate(const PatternLibrary& library) {
+  for (std::size_t p = 0; p < library.patterns.size(); ++p) {
+    const Pattern& pattern = library.patterns[p];
+    if (pattern.length < 2) {
+      throw Error(pattern_error(p, "length " + std::to_string(pattern.length) + " < 2"));
+    }
+    if (pattern.band < 0 || pattern.band >= pattern.length) {
+      throw Error(pattern_error(p, "band " + std::to_string(pattern.band) + " outside [0, " +
+                                       std::to_string(pattern.length) + ")"));
+    }
+    if (pattern.max_matches_per_pair < 1) {
+      throw Error(pattern_error(
+          p, "max_matches_per_pair " + std::to_string(pattern.max_matches_per_pair) + " < 1"));
+    }
+    if (std::isnan(pattern.threshold)) throw Error(pattern_error(p, "threshold is NaN"));
+    if (pattern.dim_count < 1) {
+      throw Error(pattern_error(p, "dim_count " + std::to_string(pattern.dim_count) + " < 1"));
+    }
+    const std::size_t expected =
+        static_cast<std::size_t>(pattern.dim_count) * static_cast<std::size_t>(pattern.length);
+    if (pattern.dims.size() != expected) {
+      throw Error(pattern_error(
+          p, "dims holds " + std::to_string(pattern.dims.size()) +
+                 " values, expected dim_count * length = " + std::to_string(expected)));
+    }
+    for (std::size_t k = 0; k < pattern.pairs.size(); ++k) {
+      if (pattern.pairs[k].pattern_dim >= pattern.dim_count) {
+        throw Error(pattern_error(p, "pair " + std::to_string(k) + ": pattern_dim " +
+                                         std::to_string(pattern.pairs[k].pattern_dim) +
+                                         " >= dim_count " + std::to_string(pattern.dim_count)));
+      }
+    }
+  }
+}
+
+void validate(const SearchBatch& batch) {
+  for (std::size_t s = 0; s < batch.streams.size(); ++s) {
+    const StreamSlice& slice = batch.streams[s];
+    const std::size_t count =
+        static_cast<std::size_t>(std::max(slice.dims, 0)) * std::max(slice.length, 0);
+    if (slice.dims < 0 || slice.length < 0 || slice.offset > batch.data.size() ||
+        batch.data.size() - slice.offset < count) {
+      throw Error("search batch: slice " + std::to_string(s) +
+                  " does not fit the batch data (use SearchBatch::add_slice)");
+    }
+  }
+}
+
+class CpuBackend : public SearchBackend {
+ public:
+  CpuBackend(int threads, PruningOptions pruning)
+      : pruning_(pruning),
+        pool_(threads),
+        searchers_(pool_.size()),
+        envelope_scratch_(pool_.size()) {}
+
+  std::string name() const override { return "cpu (" + std::to_string(pool_.size()) + " threads)"; }
+
+  void set_library(std::shared_ptr<const PatternLibrary> library) override {
+    std::vector<std::vector<PreparedQuery>> prepared;
+    if (library) {
+      validate(*library);
+      prepared.reserve(library->patterns.size());
+      for (const Pattern& pattern : library->patterns) {
+        std::vector<PreparedQuery> dims;
+        dims.reserve(pattern.dim_count);
+        for (int j = 0; j < pattern.dim_count; ++j) {
+          dims.push_back(
+              prepare_query(pattern.dims.data() + static_cast<std::size_t>(j) * pattern.length,
+                            pattern.length, pattern.band, pattern.znorm));
+        }
+        prepared.push_back(std::move(dims));
+      }
+    }
+    library_ = std::move(library);
+    prepared_ = std::move(prepared);
+  }
+
+  SearchResult search(const SearchBatch& batch) override {
+    SearchResult result;
+    if (!library_) return result;
+    validate(batch);
+    const Plan plan = make_plan(batch);
+    const std::vector<WorkItem>& items = plan.items;
+
+    envelope_upper_.resize(plan.envelope_values);
+    envelope_lower_.resize(plan.envelope_values);
+    if (!plan.envelopes.empty()) {
+      std::atomic<std::size_t> next_envelope{0};
+      pool_.run([&](int worker) {
+        for (;;) {
+          const std::size_t index = next_envelope.fetch_add(1, std::memory_order_relaxed);
+          if (index >= plan.envelopes.size()) break;
+          const EnvelopeTask& task = plan.envelopes[index];
+          const StreamSlice& slice = batch.streams[task.slice];
+          const float* series = batch.data.data() + slice.offset +
+                                static_cast<std::size_t>(task.stream_dim) * slice.length;
+          sliding_envelope(series, slice.length, task.band, envelope_upper_.data() + task.offset,
+                           envelope_lower_.data() + task.offset, &envelope_scratch_[worker]);
+        }
+      });
+    }
+
+    std::vector<std::vector<Match>> item_matches(items.size());
+    std::vector<SearchStats> worker_stats(pool_.size());
+    std::atomic<std::size_t> next_item{0};
+    pool_.run([&](int worker) {
+      WindowSearcher& searcher = searchers_[worker];
+      // Counted locally: neighbouring entries of worker_stats share a cache line.
+      SearchStats stats;
+      std::vector<WindowHit> hits;
+      for (;;) {
+        const std::size_t index = next_item.fetch_add(1, std::memory_order_relaxed);
+        if (index >= items.size()) break;
+        const WorkItem& item = items[index];
+        const StreamSlice& slice = batch.streams[item.slice];
+        const Pattern& pattern = library_->patterns[item.pattern];
+        const DimPair& pair = pattern.pairs[item.pair];
+        const float* series = batch.data.data() + slice.offset +
+                              static_cast<std::size_t>(pair.stream_dim) * slice.length;
+        const float* upper = nullptr;
+        const float* lower = nullptr;
+        if (item.envelope >= 0) {
+          upper = envelope_upper_.data() + plan.envelopes[item.envelope].offset;
+          lower = envelope_lower_.data() + plan.envelopes[item.envelope].offset;
+        }
+        hits.clear();
+        searcher.search(prepared_[item.pattern][pair.pattern_dim], series, slice.length,
+                        item.first_end, pattern.threshold, pattern.max_matches_per_pair, pruning_,
+                        &hits, &stats, upper, lower);
+        std::vector<Match>& out = item_matches[index];
+        out.reserve(hits.size());
+        for (const WindowHit& hit : hits) {
+          Match match;
+          match.slice = item.slice;
+          match.pattern = item.pattern;
+          match.pattern_dim = pair.pattern_dim;
+          match.stream_dim = pair.stream_dim;
+          match.end = slice.first_index + hit.end;
+          match.distance = static_cast<float>(std::sqrt(hit.distance_sq));
+          out.push_back(match);
+        }
+      }
+      worker_stats[worker] = stats;
+    });
+
+    std::size_t total = 0;
+    for (const auto& matches : item_matches) total += matches.size();
+    result.matches.reserve(total);
+    for (const auto& matches : item_matches) {
+      result.matches.insert(result.matches.end(), matches.begin(), matches.end());
+    }
+    // The key covers every field, so the order is total and independent of
+    // which worker found what.
+    std::sort(result.matches.begin(), result.matches.end(), [](const Match& a, const Match& b) {
+      if (a.slice != b.slice) return a.slice < b.slice;
+      if (a.pattern != b.pattern) return a.pattern < b.pattern;
+      if (a.pattern_dim != b.pattern_dim) return a.pattern_dim < b.pattern_dim;
+      if (a.stream_dim != b.stream_dim) return a.stream_dim < b.stream_dim;
+      if (a.distance != b.distance) return a.distance < b.distance;
+      return a.end < b.end;
+    });
+    for (const SearchStats& stats : worker_stats) result.stats.add(stats);
+    return result;
+  }
+
+ private:
+  // Every (slice, pattern of the slice's profile, pair on an existing stream
+  // dim) that has at least one window end to search, and the envelopes they
+  // need.
+  Plan make_plan(const SearchBatch& batch) const {
+    Plan plan;
+    std::vector<WorkItem>& items = plan.items;
+    std::map<std::tuple<std::uint32_t, std::uint16_t, int>, int> envelope_index;
+    for (std::size_t s = 0; s < batch.streams.size(); ++s) {
+      const StreamSlice& slice = batch.streams[s];
+      for (std::size_t p = 0; p < library_->patterns.size(); ++p) {
+        const Pattern& pattern = library_->patterns[p];
+        if (pattern.profile != slice.profile) continue;
+        const std::int64_t first_end =
+            std::max<std::int64_t>(slice.first_new - slice.first_index, pattern.length - 1);
+        if (first_end > static_cast<std::int64_t>(slice.length) - 1) continue;
+        for (std::size_t k = 0; k < pattern.pairs.size(); ++k) {
+          if (pattern.pairs[k].stream_dim >= slice.dims) continue;
+          WorkItem item;
+          item.slice = static_cast<std::uint32_t>(s);
+          item.pattern = static_cast<std::uint32_t>(p);
+          item.pair = static_cast<std::uint32_t>(k);
+          item.first_end = static_cast<int>(first_end);
+          if (pruning_.lb_keogh_ec) {
+            const auto key = std::make_tuple(item.slice, pattern.pairs[k].stream_dim, pattern.band);
+            auto found = envelope_index.find(key);
+            if (found == envelope_index.end()) {
+              EnvelopeTask task;
+              task.slice = item.slice;
+              task.stream_dim = pattern.pairs[k].stream_dim;
+              task.band = pattern.band;
+              task.offset = plan.envelope_values;
+              plan.envelope_values += static_cast<std::size_t>(slice.length);
+              found = envelope_index.emplace(key, static_cast<int>(plan.envelopes.size())).first;
+              plan.envelopes.push_back(task);
+            }
+            item.envelope = found->second;
+          }
+          items.push_back(item);
+        }
+      }
+    }
+    return plan;
+  }
+
+  const PruningOptions pruning_;
+  std::shared_ptr<const PatternLibrary> library_;
+  std::vector<std::vector<PreparedQuery>> prepared_;  // [pattern][pattern dim]
+  WorkerPool pool_;
+  std::vector<WindowSearcher> searchers_;               // one per worker
+  std::vector<std::vector<int>> envelope_scratch_;      // one per worker
+  std::vector<float> envelope_upper_, envelope_lower_;  // kept to reuse their memory
+};
+
+}  // namespace
+
+std::unique_ptr<SearchBackend> make_cpu_backend(int threads, PruningOptions pruning) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::make_unique<CpuBackend>(threads, pruning);
+}
+
+}  // namespace gw::kernels

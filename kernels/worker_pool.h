@@ -1,0 +1,47 @@
+// Private to kernels/: a fixed set of threads that run one task at a time.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gw::kernels {
+
+// `threads` workers in total: threads - 1 helper threads that live as long as
+// the pool, plus the thread that calls run(). Not copyable; run() must not be
+// called from two threads at once (the CPU backend's search() is already
+// single-caller by contract).
+class WorkerPool {
+ public:
+  explicit WorkerPool(int threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  int size() const { return static_cast<int>(helpers_.size()) + 1; }
+
+  // Calls task(worker) once for every worker in [0, size()) concurrently, the
+  // caller being worker 0, and blocks until all calls have returned. If a call
+  // throws, the first exception is rethrown here after all calls returned.
+  void run(const std::function<void(int)>& task);
+
+ private:
+  void helper_loop(int worker);
+  void record_exception();
+
+  std::mutex mutex_;
+  std::condition_variable start_;
+  std::condition_variable done_;
+  const std::function<void(int)>* task_ = nullptr;  // valid while a run is in progress
+  std::uint64_t generation_ = 0;                    // bumped by every run()
+  int busy_helpers_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  std::vector<std::thread> helpers_;
+};
+
+}  // namespace gw::kernels
