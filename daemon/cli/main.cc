@@ -1,0 +1,23 @@
+// gaitwatch: the command-line companion of gaitwatchd.
+//   replay     send a recording to the daemon as wire frames
+//   subscribe  print published alerts
+//   search     offline top-K search of a recording by example or template
+//   hits       list stored hits
+//   detect     run the daemon's detector offline over a recording
+#include <CLI/CLI.hpp>
+
+#include "daemon/cli/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gaitwatch - tools for the gaitwatchd detector"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gaitwatch 0.1.0");
+  int exit_code = 0;
+  gw::cli::add_replay(app, exit_code);
+  gw::cli::add_subscribe(app, exit_code);
+  gw::cli::add_search(app, exit_code);
+  gw::cli::add_hits(app, exit_code);
+  gw::cli::add_detect(app, exit_code);
+  CLI11_PARSE(app, argc, argv);
+  return exit_code;
+}

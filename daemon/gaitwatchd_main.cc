@@ -1,0 +1,41 @@
+// gaitwatchd: the detector daemon.
+//   gaitwatchd --config FILE         run until SIGTERM (SIGHUP reloads FILE)
+//   gaitwatchd --check-config FILE   validate FILE; exit 0 when valid, 1 otherwise
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "config/config.h"
+#include "daemon/daemon.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gaitwatchd - streaming abnormal-gait detector daemon"};
+  std::string config_path, check_path;
+  auto* run_opt = app.add_option("--config", config_path, "run with this config file");
+  auto* check_opt = app.add_option("--check-config", check_path, "validate a config file and exit");
+  run_opt->excludes(check_opt);
+  app.set_version_flag("--version", "gaitwatchd 0.1.0");
+  CLI11_PARSE(app, argc, argv);
+
+  if (!check_path.empty()) {
+    try {
+      const auto config = gw::config::load_config(check_path);
+      std::cout << check_path << ": ok (" << config.devices.size() << " devices, "
+                << config.patterns.size() << " patterns)\n";
+      return 0;
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
+    }
+  }
+  if (config_path.empty()) {
+    std::cerr << "gaitwatchd: --config FILE or --check-config FILE is required\n";
+    return 2;
+  }
+  try {
+    return gw::daemon::run_daemon(config_path);
+  } catch (const std::exception& e) {
+    std::cerr << "<2>gaitwatchd: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,183 @@
+#include "daemon/ingest.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
+#include "common/error.h"
+
+namespace gw::daemon {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using asio::ip::udp;
+
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
+  nlohmann::json decode_errors = nlohmann::json::object();
+  for (int s = 1; s < sensors::kDecodeStatusCount; ++s)
+    decode_errors[sensors::to_string(static_cast<sensors::DecodeStatus>(s))] = decode[s].load();
+  return {{"datagrams", datagrams.load()},
+          {"tcp_frames", tcp_frames.load()},
+          {"tcp_connections", tcp_connections.load()},
+          {"tcp_bad_length", tcp_bad_length.load()},
+          {"oversized", oversized.load()},
+          {"decode_errors", decode_errors},
+          {"unknown_device", unknown_device.load()},
+          {"profile_mismatch", profile_mismatch.load()},
+          {"queued", queued.load()},
+          {"queue_dropped", queue.dropped()},
+          {"queue_depth", queue.size()},
+          {"queue_high_water", queue.high_water()}};
+}
+
+// One TCP connection: read a 4-byte length, then that many bytes, repeat.
+struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
+  TcpSession(Ingest& owner, tcp::socket socket) : owner(owner), socket(std::move(socket)) {}
+
+  void read_length() {
+    auto self = shared_from_this();
+    asio::async_read(socket, asio::buffer(length_bytes),
+                     [self](const boost::system::error_code& ec, std::size_t) {
+                       if (ec) return;
+                       const std::uint32_t length = std::uint32_t(self->length_bytes[0]) |
+                                                    std::uint32_t(self->length_bytes[1]) << 8 |
+                                                    std::uint32_t(self->length_bytes[2]) << 16 |
+                                                    std::uint32_t(self->length_bytes[3]) << 24;
+                       if (length == 0 || length > self->owner.config_.ingest.max_frame_bytes) {
+                         // The stream cannot be resynchronised after a bad length: close it.
+                         ++self->owner.counters_.tcp_bad_length;
+                         spdlog::warn("tcp ingest: bad frame length {} from {}; closing", length,
+                                      self->peer());
+                         boost::system::error_code ignored;
+                         self->socket.close(ignored);
+                         return;
+                       }
+                       self->body.resize(length);
+                       self->read_body();
+                     });
+  }
+
+  void read_body() {
+    auto self = shared_from_this();
+    asio::async_read(socket, asio::buffer(body),
+                     [self](const boost::system::error_code& ec, std::size_t) {
+                       if (ec) return;
+                       ++self->owner.counters_.tcp_frames;
+                       self->owner.handle_frame(self->body.data(), self->body.size());
+                       self->read_length();
+                     });
+  }
+
+  std::string peer() const {
+    boost::system::error_code ec;
+    auto ep = socket.remote_endpoint(ec);
+    return ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  Ingest& owner;
+  tcp::socket socket;
+  std::array<std::uint8_t, 4> length_bytes{};
+  std::vector<std::uint8_t> body;
+};
+
+Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& queue)
+    : io_(io), config_(config), queue_(queue), udp_buffer_(config.ingest.max_frame_bytes + 1) {
+  try {
+    if (config.ingest.udp.port > 0) {
+      udp::endpoint ep(asio::ip::make_address(config.ingest.udp.bind),
+                       static_cast<unsigned short>(config.ingest.udp.port));
+      udp_ = std::make_unique<udp::socket>(io_, ep);
+      udp_->set_option(asio::socket_base::receive_buffer_size(8 << 20));
+      receive_udp();
+    }
+    if (config.ingest.tcp.port > 0) {
+      tcp::endpoint ep(asio::ip::make_address(config.ingest.tcp.bind),
+                       static_cast<unsigned short>(config.ingest.tcp.port));
+      acceptor_ = std::make_unique<tcp::acceptor>(io_, ep, /*reuse_address=*/true);
+      accept_tcp();
+    }
+  } catch (const boost::system::system_error& e) {
+    throw Error(std::string("ingest: cannot bind: ") + e.what());
+  }
+}
+
+Ingest::~Ingest() { stop(); }
+
+void Ingest::stop() {
+  boost::system::error_code ignored;
+  if (udp_) udp_->close(ignored);
+  if (acceptor_) acceptor_->close(ignored);
+  for (auto& weak : sessions_)
+    if (auto session = weak.lock()) session->socket.close(ignored);
+  sessions_.clear();
+}
+
+std::uint16_t Ingest::udp_port() const { return udp_ ? udp_->local_endpoint().port() : 0; }
+std::uint16_t Ingest::tcp_port() const {
+  return acceptor_ ? acceptor_->local_endpoint().port() : 0;
+}
+
+void Ingest::receive_udp() {
+  udp_->async_receive_from(asio::buffer(udp_buffer_), udp_sender_,
+                           [this](const boost::system::error_code& ec, std::size_t size) {
+                             if (ec == asio::error::operation_aborted || !udp_->is_open()) return;
+                             if (!ec) {
+                               ++counters_.datagrams;
+                               if (size > config_.ingest.max_frame_bytes)
+                                 ++counters_.oversized;
+                               else
+                                 handle_frame(udp_buffer_.data(), size);
+                             }
+                             receive_udp();
+                           });
+}
+
+void Ingest::accept_tcp() {
+  acceptor_->async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+    if (!ec) {
+      ++counters_.tcp_connections;
+      auto session = std::make_shared<TcpSession>(*this, std::move(socket));
+      sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
+                                     [](const auto& w) { return w.expired(); }),
+                      sessions_.end());
+      sessions_.push_back(session);
+      session->read_length();
+    }
+    accept_tcp();
+  });
+}
+
+void Ingest::handle_frame(const std::uint8_t* data, std::size_t size) {
+  ReceivedFrame received;
+  received.arrival_s = unix_now();
+  const sensors::DecodeStatus status = sensors::decode_frame(data, size, received.frame);
+  if (status != sensors::DecodeStatus::kOk) {
+    ++counters_.decode[static_cast<int>(status)];
+    return;
+  }
+  const sensors::Frame& f = received.frame;
+  const config::DeviceProfile* profile = config_.device_by_id(f.device_id);
+  if (!profile) {
+    ++counters_.unknown_device;
+    return;
+  }
+  if (profile->kind != f.kind || profile->channels.size() != f.channels ||
+      std::fabs(profile->sample_rate_hz - f.sample_rate_hz) > 1e-3 * profile->sample_rate_hz) {
+    ++counters_.profile_mismatch;
+    return;
+  }
+  if (queue_.push(std::move(received))) ++counters_.queued;
+}
+
+}  // namespace gw::daemon

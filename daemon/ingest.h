@@ -1,0 +1,73 @@
+// Network ingest with Boost.Asio: UDP (one frame per datagram) and TCP (each
+// frame preceded by its length as u32 little-endian). Every frame is decoded
+// and checked against the configured device profiles here, on the I/O thread;
+// what passes goes to the bounded frame queue, what fails is counted by reason.
+//
+// Thread safety: start()/stop() from the thread that owns the io_context's
+// run loop or before it runs; counters() from any thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/bounded_queue.h"
+#include "config/config.h"
+#include "sensors/frame.h"
+
+namespace gw::daemon {
+
+struct ReceivedFrame {
+  sensors::Frame frame;
+  double arrival_s = 0;  // unix seconds at receipt
+};
+using FrameQueue = BoundedQueue<ReceivedFrame>;
+
+struct IngestCounters {
+  std::atomic<std::uint64_t> datagrams{0};
+  std::atomic<std::uint64_t> tcp_frames{0};
+  std::atomic<std::uint64_t> tcp_connections{0};
+  std::atomic<std::uint64_t> tcp_bad_length{0};  // length prefix 0 or > max_frame_bytes: connection closed
+  std::atomic<std::uint64_t> oversized{0};       // datagram larger than max_frame_bytes
+  std::array<std::atomic<std::uint64_t>, sensors::kDecodeStatusCount> decode{};  // by DecodeStatus
+  std::atomic<std::uint64_t> unknown_device{0};
+  std::atomic<std::uint64_t> profile_mismatch{0};  // kind, channel count or rate differ from the profile
+  std::atomic<std::uint64_t> queued{0};
+  nlohmann::json to_json(const FrameQueue& queue) const;
+};
+
+class Ingest {
+ public:
+  // Binds the configured ports (port 0 = that transport is disabled). Throws
+  // gw::Error if a port cannot be bound.
+  Ingest(boost::asio::io_context& io, const config::Config& config, FrameQueue& queue);
+  ~Ingest();
+  void stop();  // closes the sockets; pending handlers finish with errors
+  const IngestCounters& counters() const { return counters_; }
+  std::uint16_t udp_port() const;
+  std::uint16_t tcp_port() const;
+
+ private:
+  struct TcpSession;
+  void receive_udp();
+  void accept_tcp();
+  // Decodes, validates against the profiles and queues one frame.
+  void handle_frame(const std::uint8_t* data, std::size_t size);
+
+  boost::asio::io_context& io_;
+  config::Config config_;
+  FrameQueue& queue_;
+  IngestCounters counters_;
+  std::unique_ptr<boost::asio::ip::udp::socket> udp_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::vector<std::uint8_t> udp_buffer_;
+  boost::asio::ip::udp::endpoint udp_sender_;
+  std::vector<std::weak_ptr<TcpSession>> sessions_;
+};
+
+}  // namespace gw::daemon

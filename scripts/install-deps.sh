@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything gaitwatch needs to build and test on Debian 12.
+# CUDA is optional and not installed here (the CUDA backend builds when nvcc is found).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+packages=(
+  build-essential cmake pkg-config
+  libboost-dev libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libyaml-cpp-dev
+  catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev zlib1g-dev libsystemd-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
