@@ -971,7 +971,8 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
                   IssueList& issues, PatternConfig& pattern) {
   const MapReader map(node, path,
                       {"name", "kind", "severity", "device", "channels", "length", "band", "znorm",
-                       "nr", "threshold", "min_dims", "alpha", "cooldown_s", "example", "template"},
+                       "mode", "nr", "threshold", "min_dims", "alpha", "cooldown_s", "example",
+                       "template"},
                       issues);
   if (!map.valid()) return;
   pattern.kind = "other";
@@ -1036,6 +1037,7 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
   const bool length_ok = length_given || !map.has("length");
   read_number(map, "band", between(0, 1), pattern.band);
   read_bool(map, "znorm", pattern.znorm);
+  read_choice(map, "mode", {"window", "streaming"}, pattern.mode);
   if (read_int(map, "nr", 0, 65535, pattern.nr) && pattern.nr > 0 && device_ok && channels_ok) {
     // nr reaches neighbours inside a channel's group only; an nr as wide as
     // every group the pattern touches compares nothing more than nr = size-1.

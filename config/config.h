@@ -69,6 +69,7 @@ struct PatternConfig {
   int length = 0;                // m
   double band = 0.1;             // R; r = floor(R * m)
   bool znorm = true;
+  std::string mode = "window";   // window (seed's sliding windows) | streaming (SPRING; no band, no znorm)
   int nr = 0;                    // neighbour range: pattern dim on channel c is compared with c-nr..c+nr
   double threshold = 0;          // per-dim DTW distance cutoff
   int min_dims = 1;              // an alert needs at least this many matched dims

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
@@ -11,6 +12,7 @@
 
 #include "common/error.h"
 #include "kernels/search.h"
+#include "kernels/spring.h"
 #include "kernels/ucr_search.h"
 #include "kernels/worker_pool.h"
 
@@ -37,52 +39,27 @@ struct EnvelopeTask {
   std::size_t offset = 0;  // into the backend's envelope buffers; slice.length values
 };
 
+// Streaming-mode state of one (stream, pattern, pair): the SPRING column.
+struct SpringColumn {
+  std::vector<SpringCell> cells;
+  std::int64_t next = -1;  // first sample not yet consumed
+};
+
+// One (slice, streaming pattern, pair): advance its column over the new samples.
+struct StreamingItem {
+  std::uint32_t slice = 0;
+  std::uint32_t pattern = 0;
+  std::uint32_t pair = 0;
+  int first_new = 0;  // relative to the slice's sample 0
+  SpringColumn* column = nullptr;
+};
+
 struct Plan {
   std::vector<WorkItem> items;
+  std::vector<StreamingItem> streaming;
   std::vector<EnvelopeTask> envelopes;
   std::size_t envelope_values = 0;
 };
-
-std::string pattern_error(std::size_t index, const std::string& what) {
-  return "pattern library: pattern " + std::to_string(index) + ": " + what;
-}
-
-// Library problems are setup errors (the library comes from configuration),
-// so they throw instead of being skipped at search time.
-void validate(const PatternLibrary& library) {
-  for (std::size_t p = 0; p < library.patterns.size(); ++p) {
-    const Pattern& pattern = library.patterns[p];
-    if (pattern.length < 2) {
-      throw Error(pattern_error(p, "length " + std::to_string(pattern.length) + " < 2"));
-    }
-    if (pattern.band < 0 || pattern.band >= pattern.length) {
-      throw Error(pattern_error(p, "band " + std::to_string(pattern.band) + " outside [0, " +
-                                       std::to_string(pattern.length) + ")"));
-    }
-    if (pattern.max_matches_per_pair < 1) {
-      throw Error(pattern_error(
-          p, "max_matches_per_pair " + std::to_string(pattern.max_matches_per_pair) + " < 1"));
-    }
-    if (std::isnan(pattern.threshold)) throw Error(pattern_error(p, "threshold is NaN"));
-    if (pattern.dim_count < 1) {
-      throw Error(pattern_error(p, "dim_count " + std::to_string(pattern.dim_count) + " < 1"));
-    }
-    const std::size_t expected =
-        static_cast<std::size_t>(pattern.dim_count) * static_cast<std::size_t>(pattern.length);
-    if (pattern.dims.size() != expected) {
-      throw Error(pattern_error(
-          p, "dims holds " + std::to_string(pattern.dims.size()) +
-                 " values, expected dim_count * length = " + std::to_string(expected)));
-    }
-    for (std::size_t k = 0; k < pattern.pairs.size(); ++k) {
-      if (pattern.pairs[k].pattern_dim >= pattern.dim_count) {
-        throw Error(pattern_error(p, "pair " + std::to_string(k) + ": pattern_dim " +
-                                         std::to_string(pattern.pairs[k].pattern_dim) +
-                                         " >= dim_count " + std::to_string(pattern.dim_count)));
-      }
-    }
-  }
-}
 
 void validate(const SearchBatch& batch) {
   for (std::size_t s = 0; s < batch.streams.size(); ++s) {
@@ -110,7 +87,7 @@ class CpuBackend : public SearchBackend {
   void set_library(std::shared_ptr<const PatternLibrary> library) override {
     std::vector<std::vector<PreparedQuery>> prepared;
     if (library) {
-      validate(*library);
+      validate_library(*library);
       prepared.reserve(library->patterns.size());
       for (const Pattern& pattern : library->patterns) {
         std::vector<PreparedQuery> dims;
@@ -125,6 +102,7 @@ class CpuBackend : public SearchBackend {
     }
     library_ = std::move(library);
     prepared_ = std::move(prepared);
+    spring_columns_.clear();
   }
 
   SearchResult search(const SearchBatch& batch) override {
@@ -133,6 +111,20 @@ class CpuBackend : public SearchBackend {
     validate(batch);
     const Plan plan = make_plan(batch);
     const std::vector<WorkItem>& items = plan.items;
+    std::vector<std::vector<Match>> streaming_matches(plan.streaming.size());
+    std::vector<SearchStats> streaming_stats(pool_.size());
+    if (!plan.streaming.empty()) {
+      std::atomic<std::size_t> next_streaming{0};
+      pool_.run([&](int worker) {
+        SearchStats stats;
+        for (;;) {
+          const std::size_t index = next_streaming.fetch_add(1, std::memory_order_relaxed);
+          if (index >= plan.streaming.size()) break;
+          advance_spring(batch, plan.streaming[index], &streaming_matches[index], &stats);
+        }
+        streaming_stats[worker] = stats;
+      });
+    }
 
     envelope_upper_.resize(plan.envelope_values);
     envelope_lower_.resize(plan.envelope_values);
@@ -188,6 +180,7 @@ class CpuBackend : public SearchBackend {
           match.pattern_dim = pair.pattern_dim;
           match.stream_dim = pair.stream_dim;
           match.end = slice.first_index + hit.end;
+          match.start = match.end - pattern.length + 1;
           match.distance = static_cast<float>(std::sqrt(hit.distance_sq));
           out.push_back(match);
         }
@@ -197,20 +190,13 @@ class CpuBackend : public SearchBackend {
 
     std::size_t total = 0;
     for (const auto& matches : item_matches) total += matches.size();
+    for (const auto& matches : streaming_matches) total += matches.size();
     result.matches.reserve(total);
-    for (const auto& matches : item_matches) {
-      result.matches.insert(result.matches.end(), matches.begin(), matches.end());
-    }
-    // The key covers every field, so the order is total and independent of
-    // which worker found what.
-    std::sort(result.matches.begin(), result.matches.end(), [](const Match& a, const Match& b) {
-      if (a.slice != b.slice) return a.slice < b.slice;
-      if (a.pattern != b.pattern) return a.pattern < b.pattern;
-      if (a.pattern_dim != b.pattern_dim) return a.pattern_dim < b.pattern_dim;
-      if (a.stream_dim != b.stream_dim) return a.stream_dim < b.stream_dim;
-      if (a.distance != b.distance) return a.distance < b.distance;
-      return a.end < b.end;
-    });
+    for (const auto* group : {&item_matches, &streaming_matches})
+      for (const auto& matches : *group)
+        result.matches.insert(result.matches.end(), matches.begin(), matches.end());
+    sort_and_cap_matches(result.matches, *library_);
+    for (const SearchStats& stats : streaming_stats) result.stats.add(stats);
     for (const SearchStats& stats : worker_stats) result.stats.add(stats);
     return result;
   }
@@ -219,7 +205,7 @@ class CpuBackend : public SearchBackend {
   // Every (slice, pattern of the slice's profile, pair on an existing stream
   // dim) that has at least one window end to search, and the envelopes they
   // need.
-  Plan make_plan(const SearchBatch& batch) const {
+  Plan make_plan(const SearchBatch& batch) {
     Plan plan;
     std::vector<WorkItem>& items = plan.items;
     std::map<std::tuple<std::uint32_t, std::uint16_t, int>, int> envelope_index;
@@ -228,6 +214,10 @@ class CpuBackend : public SearchBackend {
       for (std::size_t p = 0; p < library_->patterns.size(); ++p) {
         const Pattern& pattern = library_->patterns[p];
         if (pattern.profile != slice.profile) continue;
+        if (pattern.mode == SearchMode::kStreaming) {
+          plan_streaming(slice, s, p, &plan);
+          continue;
+        }
         const std::int64_t first_end =
             std::max<std::int64_t>(slice.first_new - slice.first_index, pattern.length - 1);
         if (first_end > static_cast<std::int64_t>(slice.length) - 1) continue;
@@ -260,7 +250,72 @@ class CpuBackend : public SearchBackend {
     return plan;
   }
 
+  // Streaming items of one slice and pattern; the columns are created here,
+  // before the workers run, so the workers never touch the map.
+  void plan_streaming(const StreamSlice& slice, std::size_t s, std::size_t p, Plan* plan) {
+    const Pattern& pattern = library_->patterns[p];
+    const std::int64_t first_new = std::max(slice.first_new, slice.first_index);
+    const std::int64_t end = slice.first_index + slice.length;
+    if (first_new >= end) return;
+    for (std::size_t k = 0; k < pattern.pairs.size(); ++k) {
+      if (pattern.pairs[k].stream_dim >= slice.dims) continue;
+      SpringColumn& column = spring_columns_[{slice.stream_key, static_cast<std::uint32_t>(p),
+                                              static_cast<std::uint32_t>(k)}];
+      if (column.next != first_new)
+        column.cells.assign(static_cast<std::size_t>(pattern.length),
+                            SpringCell{std::numeric_limits<float>::infinity(), 0});
+      column.next = end;
+      plan->streaming.push_back({static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(p),
+                                 static_cast<std::uint32_t>(k),
+                                 static_cast<int>(first_new - slice.first_index), &column});
+    }
+  }
+
+  // SPRING over the item's new samples (kernels/spring.h; the CUDA kernel
+  // computes the same cells in another loop order, bit for bit).
+  void advance_spring(const SearchBatch& batch, const StreamingItem& item,
+                      std::vector<Match>* out, SearchStats* stats) const {
+    const StreamSlice& slice = batch.streams[item.slice];
+    const Pattern& pattern = library_->patterns[item.pattern];
+    const DimPair& pair = pattern.pairs[item.pair];
+    const float* x = batch.data.data() + slice.offset +
+                     static_cast<std::size_t>(pair.stream_dim) * slice.length;
+    const float* q = pattern.dims.data() + static_cast<std::size_t>(pair.pattern_dim) * pattern.length;
+    const double t = pattern.threshold;
+    const float cutoff_sq =
+        std::isinf(t) ? std::numeric_limits<float>::infinity() : static_cast<float>(t * t);
+    std::vector<SpringCell>& col = item.column->cells;
+    for (int rel = item.first_new; rel < slice.length; ++rel) {
+      const std::int64_t abs = slice.first_index + rel;
+      const SpringCell fresh{0.f, abs};  // D(t, -1) = 0: a match may start here
+      SpringCell left = fresh;
+      SpringCell diag = fresh;
+      for (int k = 0; k < pattern.length; ++k) {
+        const SpringCell up = col[static_cast<std::size_t>(k)];
+        const SpringCell cell = spring_cell(spring_cost(x[rel], q[k]), diag, left, up);
+        diag = up;
+        col[static_cast<std::size_t>(k)] = cell;
+        left = cell;
+      }
+      if (left.d <= cutoff_sq) {
+        Match match;
+        match.slice = item.slice;
+        match.pattern = item.pattern;
+        match.pattern_dim = pair.pattern_dim;
+        match.stream_dim = pair.stream_dim;
+        match.end = abs;
+        match.start = left.start;
+        match.distance = std::sqrt(left.d);
+        out->push_back(match);
+      }
+    }
+    const auto samples = static_cast<std::uint64_t>(slice.length - item.first_new);
+    stats->windows += samples;
+    stats->cells += samples * static_cast<std::uint64_t>(pattern.length);
+  }
+
   const PruningOptions pruning_;
+  std::map<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>, SpringColumn> spring_columns_;
   std::shared_ptr<const PatternLibrary> library_;
   std::vector<std::vector<PreparedQuery>> prepared_;  // [pattern][pattern dim]
   WorkerPool pool_;

@@ -21,6 +21,15 @@
 
 namespace gw::kernels {
 
+// kWindow: the seed's sliding windows of length m (ARCHITECTURE.md).
+// kStreaming: open-begin subsequence DTW (SPRING, Sakurai et al. 2007; cell
+// arithmetic in kernels/spring.h): per (stream, pattern dim, stream dim) one
+// column of m cells is kept between batches and advanced by each new sample;
+// the match ending at sample t is the best subsequence ending there (any
+// length, start reported), distance = sqrt of its path sum. No band and no
+// z-normalisation in this mode.
+enum class SearchMode : std::uint8_t { kWindow = 0, kStreaming = 1 };
+
 struct DimPair {
   std::uint16_t pattern_dim = 0;  // j
   std::uint16_t stream_dim = 0;   // i
@@ -31,6 +40,7 @@ struct Pattern {
   int length = 0;             // m >= 2
   int band = 0;               // r in samples, 0 <= r < m (floor(R * m))
   bool znorm = true;
+  SearchMode mode = SearchMode::kWindow;
   float threshold = std::numeric_limits<float>::infinity();  // per-pair distance cutoff
   int max_matches_per_pair = 64;                               // p >= 1
   int dim_count = 0;                                           // k
@@ -52,6 +62,10 @@ struct StreamSlice {
   std::int64_t first_index = 0; // absolute sample index of the slice's sample 0
   std::int64_t first_new = 0;   // first window end to search (earlier ones were searched before)
   std::size_t offset = 0;       // slice sample s of dim d is batch.data[offset + d * length + s]
+  // Names the stream across batches (streaming mode keeps state per stream):
+  // the state continues when first_new is the sample after the last one
+  // searched, and restarts at first_new otherwise (new stream, gap).
+  std::uint64_t stream_key = 0;
 };
 
 struct SearchBatch {
@@ -59,7 +73,7 @@ struct SearchBatch {
   std::vector<float> data;
   // Appends a slice; `sample_major` holds length x dims values (values[s * dims + d]).
   void add_slice(std::uint32_t profile, int dims, const float* sample_major, int length,
-                 std::int64_t first_index, std::int64_t first_new);
+                 std::int64_t first_index, std::int64_t first_new, std::uint64_t stream_key = 0);
 };
 
 struct Match {
@@ -68,6 +82,7 @@ struct Match {
   std::uint16_t pattern_dim = 0;
   std::uint16_t stream_dim = 0;
   std::int64_t end = 0;       // absolute index of the window's last sample
+  std::int64_t start = 0;     // absolute index of the first sample (window mode: end - m + 1)
   float distance = 0;
 };
 
@@ -97,6 +112,14 @@ struct PruningOptions {
   bool lb_keogh_ec = true;
   bool early_abandon = true;
 };
+
+// Throws gw::Error naming the pattern when the library breaks a Pattern
+// contract (see SearchBackend::set_library). Shared by every backend.
+void validate_library(const PatternLibrary& library);
+
+// Puts matches in SearchResult order and keeps the best max_matches_per_pair
+// of every (slice, pattern, pattern dim, stream dim). Shared by every backend.
+void sort_and_cap_matches(std::vector<Match>& matches, const PatternLibrary& library);
 
 class SearchBackend {
  public:

@@ -40,6 +40,7 @@ CompiledLibrary compile_library(const config::Config& config) {
     kp.band = static_cast<int>(std::floor(pc.band * pc.length));
     if (kp.band >= kp.length) kp.band = kp.length - 1;
     kp.znorm = pc.znorm;
+    kp.mode = pc.mode == "streaming" ? kernels::SearchMode::kStreaming : kernels::SearchMode::kWindow;
     kp.threshold = static_cast<float>(pc.threshold);
     kp.max_matches_per_pair = config.search.max_matches_per_pair;
     kp.dim_count = static_cast<int>(pc.channels.size());

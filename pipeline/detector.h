@@ -37,6 +37,7 @@ struct DimCandidate {
   int pattern_dim = 0;
   int stream_dim = 0;
   double distance = 0;
+  std::int64_t start = 0;  // first sample of the match (window mode: end - m + 1)
 };
 
 // The detection made at window end t from the candidates with t-m < end <= t:

@@ -75,7 +75,7 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
     std::vector<float> samples;
     st.copy(first_index, end, samples);
     batch.add_slice(stream.device, st.channels(), samples.data(),
-                    static_cast<int>(end - first_index), first_index, first_new);
+                    static_cast<int>(end - first_index), first_index, first_new, key);
     slice_stream.push_back(&stream);
     newest_arrival = std::max(newest_arrival, st.arrival_s(end - 1));
   }
@@ -100,7 +100,7 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
       while (at < result.matches.size() && result.matches[at].slice == s &&
              result.matches[at].pattern == p) {
         const kernels::Match& m = result.matches[at++];
-        fresh.push_back({m.end, m.pattern_dim, m.stream_dim, m.distance});
+        fresh.push_back({m.end, m.pattern_dim, m.stream_dim, m.distance, m.start});
       }
       const auto& pattern = library_.patterns[p];
       auto detections = stream.trackers[p].update(std::move(fresh), searched_until, pattern,
@@ -114,9 +114,8 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
         a.severity = pattern.severity;
         a.end_index = end;
         a.t_end = stream.state.device_time_s(end);
-        std::int64_t first_start = end - pattern.length + 1;
-        for (const auto& e : combination.edges)
-          first_start = std::min(first_start, e.end - pattern.length + 1);
+        std::int64_t first_start = end;
+        for (const auto& e : combination.edges) first_start = std::min(first_start, e.start);
         a.t_start = a.t_end - static_cast<double>(end - first_start) / stream.sample_rate_hz;
         a.distance = combination.distance;
         a.matched_dims = static_cast<int>(combination.edges.size());

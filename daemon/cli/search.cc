@@ -111,7 +111,7 @@ int run(const SearchOptions& o) {
   // then by weighted distance (seed 000 §7.4.6), then by end.
   std::vector<pipeline::DimCandidate> candidates;
   for (const auto& match : result.matches)
-    candidates.push_back({match.end, match.pattern_dim, match.stream_dim, match.distance});
+    candidates.push_back({match.end, match.pattern_dim, match.stream_dim, match.distance, match.start});
   std::sort(candidates.begin(), candidates.end(),
             [](const auto& a, const auto& b) { return a.end < b.end; });
   std::vector<std::int64_t> ends;

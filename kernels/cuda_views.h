@@ -1,0 +1,125 @@
+// Trivially-copyable views of one batch and one pattern library in device
+// memory, passed by value into the kernels of kernels/*.cu (cuCollections
+// style: the owning objects live in cuda_backend.cu). Plain C++: no CUDA
+// header needed to include this.
+#pragma once
+
+#include <cstdint>
+
+namespace gw::kernels::cuda {
+
+struct SliceView {
+  long long offset = 0;       // into BatchView::data: dim d sample s at offset + d * length + s
+  long long first_index = 0;  // absolute index of sample 0
+  int dims = 0;
+  int length = 0;
+};
+
+// One (pattern, pattern dim j, stream dim i) pair of the flattened library.
+struct PairView {
+  int pattern = 0;
+  int query = 0;       // index into LibraryView::queries (the pattern dim j)
+  int stream_dim = 0;  // i
+  int pattern_dim = 0; // j
+};
+
+// A normalised pattern dim with its envelope over +-band.
+struct QueryView {
+  long long offset = 0;  // into LibraryView::values / upper / lower
+  int length = 0;
+};
+
+// A run of consecutive window ends of one slice searched for one pattern.
+struct Segment {
+  int slice = 0;
+  int first_end = 0;         // window end relative to the slice's sample 0
+  long long window_offset = 0;  // windows of earlier segments of the same pattern
+};
+
+// Per pattern: its window-mode work in this batch.
+struct PatternWork {
+  int segment_begin = 0;
+  int segment_end = 0;
+  long long windows = 0;   // windows per pair
+  int length = 0;          // m
+  int band = 0;            // r
+  int znorm = 1;
+  int envelope = -1;       // which data envelope set (by band), -1 = none
+  float cutoff_sq = 0;     // threshold^2 (+inf for no threshold)
+  float prune_sq = 0;      // cutoff_sq with a rounding margin: a bound must exceed it to prune
+};
+
+struct LibraryView {
+  const PairView* pairs = nullptr;
+  const QueryView* queries = nullptr;
+  const float* values = nullptr;  // normalised query values
+  const float* upper = nullptr;   // query envelope
+  const float* lower = nullptr;
+};
+
+struct BatchView {
+  const float* data = nullptr;
+  long long data_size = 0;
+  const SliceView* slices = nullptr;
+  int slice_count = 0;
+  const Segment* segments = nullptr;
+  const PatternWork* patterns = nullptr;
+  const float* envelope_upper = nullptr;  // per envelope set: data_size values, same layout as data
+  const float* envelope_lower = nullptr;
+};
+
+// A window that survived the lower bounds, with its normalisation.
+struct Candidate {
+  int pair = 0;
+  int slice = 0;
+  int end = 0;  // relative to the slice's sample 0
+  float mean = 0;
+  float inv_std = 0;  // 0 for a constant window (it normalises to zeros)
+};
+
+struct RawMatch {
+  int pair = 0;
+  int slice = 0;
+  int end = 0;    // window mode: relative end; streaming: relative end as well
+  float distance_sq = 0;
+  long long start = 0;  // streaming: absolute start sample; window mode: unused
+};
+
+// Effort counters, summed by the kernels with atomics.
+struct DeviceStats {
+  unsigned long long windows;
+  unsigned long long pruned_kim;
+  unsigned long long pruned_keogh_eq;
+  unsigned long long pruned_keogh_ec;
+  unsigned long long dtw_full;
+  unsigned long long dtw_abandoned;
+  unsigned long long cells;
+};
+
+// Growable output buffer: kernels append with an atomic counter and drop what
+// does not fit (count still grows, so the host sees the overflow and reruns).
+template <typename T>
+struct AppendBuffer {
+  T* items = nullptr;
+  unsigned long long* count = nullptr;
+  unsigned long long capacity = 0;
+};
+
+// Streaming mode (SPRING) state of one pattern: one column of `length`
+// cells per (stream slot, pair of the pattern), laid out [k][state] so that
+// consecutive threads (consecutive states) read consecutive addresses.
+struct SpringStateView {
+  float* d = nullptr;
+  long long* start = nullptr;
+  long long states = 0;  // slots * pairs_of_pattern
+};
+
+// One slice's part in a streaming search of one pattern.
+struct StreamingSlice {
+  int slice = 0;
+  int slot = 0;           // state slot of the slice's stream
+  int first_new = 0;      // relative index of the first new sample
+  int reset = 0;          // 1: the state is stale (new stream, gap): start from +inf
+};
+
+}  // namespace gw::kernels::cuda
