@@ -8,6 +8,8 @@
 #include <map>
 #include <numeric>
 #include <string>
+#include <tuple>
+#include <iterator>
 #include <unordered_map>
 #include <vector>
 
@@ -131,6 +133,7 @@ class CudaBackend final : public SearchBackend {
     stats_.reserve(1);
     match_count_.reserve(1);
     candidate_count_.reserve(1);
+    survivor_count_.reserve(1);
   }
   ~CudaBackend() override { cudaStreamDestroy(stream_); }
 
@@ -139,6 +142,11 @@ class CudaBackend final : public SearchBackend {
   void set_library(std::shared_ptr<const PatternLibrary> library) override {
     if (!library) library = std::make_shared<PatternLibrary>();
     validate_library(*library);
+    for (std::size_t p = 0; p < library->patterns.size(); ++p)
+      if (library->patterns[p].band > kMaxGeneralBand)
+        throw Error("CUDA backend: pattern " + std::to_string(p) + ": band " +
+                    std::to_string(library->patterns[p].band) + " exceeds " +
+                    std::to_string(kMaxGeneralBand) + " (use the CPU backend)");
     check(cudaSetDevice(device_), "cudaSetDevice");
     // Window-mode pairs ordered by band so each band is one contiguous range.
     std::vector<int> order(library->patterns.size());
@@ -193,6 +201,19 @@ class CudaBackend final : public SearchBackend {
         springs.push_back(std::move(sp));
       }
     }
+    // Rank of every pair in (pattern, pattern dim, stream dim) order: the
+    // device sort's key for result order.
+    std::vector<int> by_order(pairs.size());
+    std::iota(by_order.begin(), by_order.end(), 0);
+    std::sort(by_order.begin(), by_order.end(), [&](int a, int b) {
+      return std::tie(pairs[a].pattern, pairs[a].pattern_dim, pairs[a].stream_dim) <
+             std::tie(pairs[b].pattern, pairs[b].pattern_dim, pairs[b].stream_dim);
+    });
+    std::vector<int> rank(pairs.size());
+    for (std::size_t r = 0; r < by_order.size(); ++r) rank[by_order[r]] = static_cast<int>(r);
+    if (pairs.size() >= (1u << 24))
+      throw Error("CUDA backend: more than 2^24 dim pairs in the pattern library");
+    pair_rank_.upload(rank, stream_);
     pairs_.upload(pairs, stream_);
     queries_.upload(queries, stream_);
     values_.upload(values, stream_);
@@ -211,21 +232,50 @@ class CudaBackend final : public SearchBackend {
     if (!library_ || library_->patterns.empty() || batch.streams.empty()) return result;
     const PatternLibrary& lib = *library_;
 
-    // Batch data and slices.
+    // Batch data: only samples the device does not hold yet travel (see
+    // StreamHistory); the device assembles the slices from rings + upload.
     const std::size_t n_data = batch.data.size();
-    float* staging = pinned_.reserve(std::max<std::size_t>(n_data, 1));
-    std::memcpy(staging, batch.data.data(), n_data * sizeof(float));
-    data_.reserve(n_data);
-    check(cudaMemcpyAsync(data_.get(), staging, n_data * sizeof(float), cudaMemcpyHostToDevice,
-                          stream_),
-          "data upload");
     std::vector<SliceView> slices;
+    std::vector<SliceUpload> uploads;
+    std::size_t n_upload = 0;
+    int rows = 0;
+    std::unordered_map<std::uint64_t, bool> seen;
     for (const StreamSlice& s : batch.streams) {
       if (s.offset + static_cast<std::size_t>(s.dims) * s.length > n_data)
         throw Error("CUDA backend: a slice does not fit the batch data");
-      slices.push_back({static_cast<long long>(s.offset), s.first_index, s.dims, s.length});
+      slices.push_back({static_cast<long long>(s.offset), s.first_index, s.dims, s.length, rows});
+      rows += s.dims;
+      SliceUpload up;
+      const bool once = s.stream_key != 0 && seen.emplace(s.stream_key, true).second;
+      if (once) plan_history(s, &up);
+      up.staging_offset = static_cast<long long>(n_upload);
+      n_upload += static_cast<std::size_t>(s.dims) * (s.length - up.from);
+      uploads.push_back(up);
     }
+    float* staging = pinned_.reserve(std::max<std::size_t>(n_upload, 1));
+    for (std::size_t i = 0; i < batch.streams.size(); ++i) {
+      const StreamSlice& s = batch.streams[i];
+      const int count = s.length - uploads[i].from;
+      for (int d = 0; d < s.dims; ++d)
+        std::memcpy(staging + uploads[i].staging_offset + static_cast<std::size_t>(d) * count,
+                    batch.data.data() + s.offset + static_cast<std::size_t>(d) * s.length +
+                        uploads[i].from,
+                    static_cast<std::size_t>(count) * sizeof(float));
+    }
+    upload_.reserve(std::max<std::size_t>(n_upload, 1));
+    check(cudaMemcpyAsync(upload_.get(), staging, n_upload * sizeof(float),
+                          cudaMemcpyHostToDevice, stream_),
+          "data upload");
     slices_.upload(slices, stream_);
+    uploads_.upload(uploads, stream_);
+    data_.reserve(std::max<std::size_t>(n_data, 1));
+    {
+      BatchView assemble_view;
+      assemble_view.data_size = static_cast<long long>(n_data);
+      assemble_view.slices = slices_.get();
+      assemble_view.slice_count = static_cast<int>(slices.size());
+      launch_assemble(assemble_view, data_.get(), upload_.get(), uploads_.get(), stream_);
+    }
 
     // Window-mode work per pattern.
     std::vector<Segment> segments;
@@ -280,6 +330,16 @@ class CudaBackend final : public SearchBackend {
       view.envelope_upper = env_upper_.get();
       view.envelope_lower = env_lower_.get();
     }
+    view.row_count = rows;
+    bool any_window = false;
+    for (const PatternWork& pw : work) any_window = any_window || pw.windows > 0;
+    if (any_window) {
+      prefix_sum_.reserve(std::max<std::size_t>(n_data, 1));
+      prefix_sumsq_.reserve(std::max<std::size_t>(n_data, 1));
+      launch_prefix_sums(view, prefix_sum_.get(), prefix_sumsq_.get(), stream_);
+      view.prefix_sum = prefix_sum_.get();
+      view.prefix_sumsq = prefix_sumsq_.get();
+    }
     LibraryView lv{pairs_.get(), queries_.get(), values_.get(), upper_.get(), lower_.get()};
 
     check(cudaMemsetAsync(stats_.get(), 0, sizeof(DeviceStats), stream_), "memset");
@@ -292,7 +352,7 @@ class CudaBackend final : public SearchBackend {
       match_capacity_ = std::max<unsigned long long>(match_capacity_, 1 << 16);
       matches_.reserve(match_capacity_);
       AppendBuffer<RawMatch> out{matches_.get(), match_count_.get(), match_capacity_};
-      unsigned long long needed_candidates = 0;
+      unsigned long long needed_candidates = 0, needed_survivors = 0;
       for (const BandGroup& g : groups_) {
         long long max_windows = 0;
         for (int q = g.pair_begin; q < g.pair_end; ++q)
@@ -303,24 +363,34 @@ class CudaBackend final : public SearchBackend {
                                 g.max_length, pruning_.early_abandon, out, stats_.get(), stream_);
           continue;
         }
+        // 1a: O(1) statistics and LB_Kim for every window.
         candidate_capacity_ = std::max<unsigned long long>(candidate_capacity_, 1 << 20);
         candidates_.reserve(candidate_capacity_);
-        check(cudaMemsetAsync(candidate_count_.get(), 0, sizeof(unsigned long long), stream_),
-              "memset");
         FilterOptions options{pruning_.lb_kim, pruning_.lb_keogh_eq, pruning_.lb_keogh_ec};
-        launch_window_filter(view, lv, g.pair_begin, g.pair_end, max_windows, options,
-                             {candidates_.get(), candidate_count_.get(), candidate_capacity_},
-                             stats_.get(), stream_);
-        unsigned long long candidates = 0;
-        check(cudaMemcpyAsync(&candidates, candidate_count_.get(), sizeof(candidates),
-                              cudaMemcpyDeviceToHost, stream_),
-              "count");
-        check(cudaStreamSynchronize(stream_), "filter");
-        needed_candidates = std::max(needed_candidates, candidates);
-        if (candidates > candidate_capacity_) break;  // rerun below with room for all
-        launch_window_dtw_candidates(view, lv, candidates_.get(), candidates,
-                                     candidate_count_.get(), g.band, pruning_.early_abandon, out,
-                                     stats_.get(), stream_);
+        const unsigned long long after_kim = run_counted(candidate_count_, [&] {
+          launch_window_filter(view, lv, g.pair_begin, g.pair_end, max_windows, options,
+                               {candidates_.get(), candidate_count_.get(), candidate_capacity_},
+                               stats_.get(), stream_);
+        });
+        needed_candidates = std::max(needed_candidates, after_kim);
+        if (after_kim > candidate_capacity_) break;  // rerun below with room for all
+        const Candidate* dtw_input = candidates_.get();
+        unsigned long long dtw_count = after_kim;
+        // 1b: LB_Keogh EQ / EC on the dense list of survivors.
+        if (pruning_.lb_keogh_eq || pruning_.lb_keogh_ec) {
+          survivor_capacity_ = std::max<unsigned long long>(survivor_capacity_, 1 << 18);
+          survivors_.reserve(survivor_capacity_);
+          dtw_count = run_counted(survivor_count_, [&] {
+            launch_window_keogh(view, lv, candidates_.get(), after_kim, options,
+                                {survivors_.get(), survivor_count_.get(), survivor_capacity_},
+                                stats_.get(), stream_);
+          });
+          needed_survivors = std::max(needed_survivors, dtw_count);
+          if (dtw_count > survivor_capacity_) break;
+          dtw_input = survivors_.get();
+        }
+        launch_window_dtw_candidates(view, lv, dtw_input, dtw_count, g.band,
+                                     pruning_.early_abandon, out, stats_.get(), stream_);
       }
       unsigned long long found = 0;
       check(cudaMemcpyAsync(&found, match_count_.get(), sizeof(found), cudaMemcpyDeviceToHost,
@@ -331,21 +401,23 @@ class CudaBackend final : public SearchBackend {
         candidate_capacity_ = needed_candidates + needed_candidates / 4;
         continue;
       }
+      if (needed_survivors > survivor_capacity_) {
+        survivor_capacity_ = needed_survivors + needed_survivors / 4;
+        continue;
+      }
       if (found > match_capacity_) {
         match_capacity_ = found + found / 4;
         continue;
       }
-      raw.resize(found);
-      if (found)
-        check(cudaMemcpy(raw.data(), matches_.get(), found * sizeof(RawMatch),
-                         cudaMemcpyDeviceToHost),
-              "matches");
+      download_sorted(matches_.get(), found, raw);
       break;
     }
 
     // Streaming mode: advances the state, so it runs once with a buffer sized
     // for the worst case.
-    for (SpringPattern& sp : springs_) search_streaming(batch, lib, view, lv, sp, raw);
+    std::vector<std::vector<RawMatch>> streaming_raw(springs_.size());
+    for (std::size_t i = 0; i < springs_.size(); ++i)
+      search_streaming(batch, lib, view, lv, springs_[i], streaming_raw[i]);
 
     DeviceStats ds{};
     check(cudaMemcpy(&ds, stats_.get(), sizeof(ds), cudaMemcpyDeviceToHost), "stats");
@@ -356,7 +428,22 @@ class CudaBackend final : public SearchBackend {
     result.stats.dtw_full = ds.dtw_full;
     result.stats.dtw_abandoned = ds.dtw_abandoned;
     result.stats.cells = ds.cells;
+    // Each list is in result order already; merging keeps it so.
     result.matches = to_matches(raw, batch, lib);
+    for (const auto& chunk : streaming_raw) {
+      if (chunk.empty()) continue;
+      std::vector<Match> more = to_matches(chunk, batch, lib);
+      std::vector<Match> merged;
+      merged.reserve(result.matches.size() + more.size());
+      std::merge(result.matches.begin(), result.matches.end(), more.begin(), more.end(),
+                 std::back_inserter(merged), match_result_order);
+      result.matches.swap(merged);
+    }
+    // Equal float distances from different distance^2 may sit in (d^2, end)
+    // rather than (distance, end) order: restore the exact order if so.
+    if (!std::is_sorted(result.matches.begin(), result.matches.end(), match_result_order))
+      std::sort(result.matches.begin(), result.matches.end(), match_result_order);
+    cap_sorted_matches(result.matches, lib);
     return result;
   }
 
@@ -433,14 +520,74 @@ class CudaBackend final : public SearchBackend {
       throw Error("CUDA backend: streaming pattern " + std::to_string(sp.pattern) + " matched " +
                   std::to_string(found) + " samples in one batch, more than the " +
                   std::to_string(capacity) + " the match buffer holds; raise its threshold");
-    const std::size_t before = raw.size();
-    raw.resize(before + found);
-    if (found)
-      check(cudaMemcpy(raw.data() + before, spring_matches_.get(), found * sizeof(RawMatch),
-                       cudaMemcpyDeviceToHost),
-            "matches");
+    download_sorted(spring_matches_.get(), found, raw);
   }
 
+  // Sorts `count` device matches into result order (launch_sort_matches) and
+  // copies them to `out`. Synchronises.
+  void download_sorted(const RawMatch* matches, unsigned long long count,
+                       std::vector<RawMatch>& out) {
+    out.resize(count);
+    if (count == 0) return;
+    sorted_.reserve(count);
+    sort_keys_a_.reserve(count);
+    sort_keys_b_.reserve(count);
+    sort_index_a_.reserve(count);
+    sort_index_b_.reserve(count);
+    const std::size_t temp = match_sort_temp_bytes(count);
+    sort_temp_.reserve(temp);
+    launch_sort_matches(matches, sorted_.get(), count, pair_rank_.get(),
+                        {sort_keys_a_.get(), sort_keys_b_.get(), sort_index_a_.get(),
+                         sort_index_b_.get(), sort_temp_.get(), temp},
+                        stream_);
+    check(cudaMemcpyAsync(out.data(), sorted_.get(), count * sizeof(RawMatch),
+                          cudaMemcpyDeviceToHost, stream_),
+          "matches");
+    check(cudaStreamSynchronize(stream_), "sort matches");
+  }
+
+  // Zeroes `counter`, runs `launch` (which appends through it) and returns the
+  // final count (synchronises the stream).
+  template <typename Launch>
+  unsigned long long run_counted(DeviceBuffer<unsigned long long>& counter, Launch&& launch) {
+    check(cudaMemsetAsync(counter.get(), 0, sizeof(unsigned long long), stream_), "memset");
+    launch();
+    unsigned long long count = 0;
+    check(cudaMemcpyAsync(&count, counter.get(), sizeof(count), cudaMemcpyDeviceToHost, stream_),
+          "count");
+    check(cudaStreamSynchronize(stream_), "filter");
+    return count;
+  }
+
+  // Decides which samples of slice `s` the device already holds in the ring
+  // of its stream: the ring continues when the slice starts inside what the
+  // ring holds and reaches past it. Updates the history for after this batch.
+  void plan_history(const StreamSlice& s, SliceUpload* up) {
+    StreamHistory& h = histories_[s.stream_key];
+    long long capacity = 256;
+    while (capacity < s.length) capacity *= 2;
+    if (h.dims != s.dims || h.capacity < s.length) {
+      h.ring = DeviceBuffer<float>();
+      h.ring.reserve(static_cast<std::size_t>(s.dims) * capacity);
+      h.dims = s.dims;
+      h.capacity = capacity;
+      h.first = h.next = -1;
+    }
+    const std::int64_t end = s.first_index + s.length;
+    // The ring continues only where the slice's new samples start right after
+    // what it holds (the rule streaming uses too): samples before first_new
+    // were sent before and are taken from the ring; a slice that resends
+    // other values for old indices starts over.
+    const bool continues = h.next >= 0 && s.first_new == h.next && h.first <= s.first_index &&
+                           h.next <= end;
+    up->from = continues ? static_cast<int>(h.next - s.first_index) : 0;
+    up->ring = h.ring.get();
+    up->ring_capacity = h.capacity;
+    h.first = std::max<std::int64_t>(continues ? h.first : s.first_index, end - h.capacity);
+    h.next = end;
+  }
+
+  // Converts raw matches (already in result order) to Match.
   std::vector<Match> to_matches(const std::vector<RawMatch>& raw, const SearchBatch& batch,
                                 const PatternLibrary& lib) const {
     std::vector<Match> all;
@@ -459,7 +606,6 @@ class CudaBackend final : public SearchBackend {
       m.start = pat.mode == SearchMode::kWindow ? m.end - pat.length + 1 : r.start;
       all.push_back(m);
     }
-    sort_and_cap_matches(all, lib);
     return all;
   }
 
@@ -479,13 +625,30 @@ class CudaBackend final : public SearchBackend {
   DeviceBuffer<SliceView> slices_;
   DeviceBuffer<Segment> segments_;
   DeviceBuffer<PatternWork> work_;
-  DeviceBuffer<Candidate> candidates_;
-  DeviceBuffer<RawMatch> matches_, spring_matches_;
+  DeviceBuffer<Candidate> candidates_, survivors_;
+  DeviceBuffer<double> prefix_sum_, prefix_sumsq_;
+  DeviceBuffer<RawMatch> matches_, spring_matches_, sorted_;
+  DeviceBuffer<int> pair_rank_;
+  DeviceBuffer<unsigned long long> sort_keys_a_, sort_keys_b_;
+  DeviceBuffer<unsigned> sort_index_a_, sort_index_b_;
+  DeviceBuffer<char> sort_temp_;
   DeviceBuffer<StreamingSlice> streaming_slices_;
-  DeviceBuffer<unsigned long long> match_count_, candidate_count_;
+  // Per stream key: the stream's latest samples on the device, so a batch
+  // uploads only what is new (the daemon's slices repeat m-1 samples of history).
+  struct StreamHistory {
+    DeviceBuffer<float> ring;
+    int dims = 0;
+    long long capacity = 0;
+    std::int64_t first = -1, next = -1;  // the ring holds samples [first, next)
+  };
+  std::unordered_map<std::uint64_t, StreamHistory> histories_;
+  DeviceBuffer<float> upload_;
+  DeviceBuffer<SliceUpload> uploads_;
+  DeviceBuffer<unsigned long long> match_count_, candidate_count_, survivor_count_;
   DeviceBuffer<DeviceStats> stats_;
   unsigned long long match_capacity_ = 0;
   unsigned long long candidate_capacity_ = 0;
+  unsigned long long survivor_capacity_ = 0;
 };
 
 }  // namespace

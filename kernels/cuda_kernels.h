@@ -4,20 +4,35 @@
 // the launch.
 #pragma once
 
+#include <cstddef>
+
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda_views.h"
 
 namespace gw::kernels::cuda {
 
+// Builds batch.data (data_size values, layout of SliceView) from the device
+// rings and the compact upload in `staging` (device memory), and appends the
+// uploaded samples to the rings.
+void launch_assemble(const BatchView& batch, float* data, const float* staging,
+                     const SliceUpload* uploads, cudaStream_t stream);
+
 // Sliding max/min of every slice dim over +-band (clipped to the slice):
 // upper/lower hold batch.data_size values each.
 void launch_envelope(const BatchView& batch, int band, float* upper, float* lower,
                      cudaStream_t stream);
 
-// Window mode, step 1: z-normalisation statistics and the lower-bound cascade
-// (LB_Kim, LB_Keogh EQ, LB_Keogh EC; each switchable) for every window of
-// every pair in [pair_begin, pair_end); survivors are appended to `candidates`.
+// Inclusive prefix sums of every row (slice dim) of batch.data and of its
+// squares, into sum/sumsq (data_size values each).
+void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cudaStream_t stream);
+
+// Window mode, step 1a: every window of every pair in [pair_begin, pair_end):
+// z-normalisation statistics from the prefix sums (O(1)) and LB_Kim (O(1));
+// survivors are appended to `candidates`. Step 1b: LB_Keogh EQ and EC (O(m))
+// of those candidates; survivors are appended to `survivors`. Two launches so
+// that the O(m) bounds run on dense warps of candidates instead of warps where
+// most lanes were already pruned. With lb_kim off, 1a passes every window.
 struct FilterOptions {
   bool lb_kim = true;
   bool lb_keogh_eq = true;
@@ -27,16 +42,21 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library, in
                           int pair_end, long long max_windows_per_pair, FilterOptions options,
                           AppendBuffer<Candidate> candidates, DeviceStats* stats,
                           cudaStream_t stream);
+void launch_window_keogh(const BatchView& batch, const LibraryView& library,
+                         const Candidate* candidates, unsigned long long candidate_count,
+                         FilterOptions options, AppendBuffer<Candidate> survivors,
+                         DeviceStats* stats, cudaStream_t stream);
 
-// Window mode, step 2: banded DTW with early abandoning of the candidates
-// (count read from device memory, at most `max_candidates` processed); a
+// Window mode, step 2: banded DTW with early abandoning of `count`
+// candidates (survivors of step 1); a
 // window with distance^2 <= cutoff is appended to `matches`. Every candidate
 // must belong to a pattern with this `band`, which selects the kernel: one compiled per band width up to kMaxRegisterBand,
 // a general one above.
 inline constexpr int kMaxRegisterBand = 20;
+// The general kernel keeps its row in a fixed local array: bands up to this.
+inline constexpr int kMaxGeneralBand = 1024;
 void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& library,
-                                  const Candidate* candidates, unsigned long long max_candidates,
-                                  const unsigned long long* candidate_count, int band,
+                                  const Candidate* candidates, unsigned long long count, int band,
                                   bool early_abandon, AppendBuffer<RawMatch> matches,
                                   DeviceStats* stats, cudaStream_t stream);
 
@@ -56,5 +76,22 @@ void launch_spring(const BatchView& batch, const LibraryView& library, int pair_
                    int pair_count, const StreamingSlice* slices, int slice_count,
                    int max_new_samples, float cutoff_sq, SpringStateView state,
                    AppendBuffer<RawMatch> matches, DeviceStats* stats, cudaStream_t stream);
+
+// Sorting matches into SearchResult order (slice, pattern, pattern dim,
+// stream dim, distance, end) on the device; pair_rank[pair] is the pair's
+// position in (pattern, pattern dim, stream dim) order (below 2^24), slice
+// indices below 2^32. Scratch: keys and indices for `count` items and
+// match_sort_temp_bytes(count) bytes.
+struct MatchSortBuffers {
+  unsigned long long* keys_in = nullptr;
+  unsigned long long* keys_out = nullptr;
+  unsigned* index_in = nullptr;
+  unsigned* index_out = nullptr;
+  void* temp = nullptr;
+  std::size_t temp_bytes = 0;
+};
+std::size_t match_sort_temp_bytes(unsigned long long count);
+void launch_sort_matches(const RawMatch* in, RawMatch* out, unsigned long long count,
+                         const int* pair_rank, MatchSortBuffers buffers, cudaStream_t stream);
 
 }  // namespace gw::kernels::cuda

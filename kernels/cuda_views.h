@@ -13,6 +13,7 @@ struct SliceView {
   long long first_index = 0;  // absolute index of sample 0
   int dims = 0;
   int length = 0;
+  int row_begin = 0;          // rows (slice dims) of earlier slices
 };
 
 // One (pattern, pattern dim j, stream dim i) pair of the flattened library.
@@ -34,6 +35,17 @@ struct Segment {
   int slice = 0;
   int first_end = 0;         // window end relative to the slice's sample 0
   long long window_offset = 0;  // windows of earlier segments of the same pattern
+};
+
+// How one slice is assembled in device memory: samples [0, from) are already
+// on the device in the ring of the slice's stream (kept from earlier
+// batches); samples [from, length) come from this batch's upload. The
+// uploaded samples are also written to the ring for the next batch.
+struct SliceUpload {
+  long long staging_offset = 0;  // dim d, sample s >= from at staging_offset + d * (length - from) + s - from
+  float* ring = nullptr;         // dims x capacity, or nullptr when the stream keeps no history
+  long long ring_capacity = 0;   // a power of two >= length
+  int from = 0;
 };
 
 // Per pattern: its window-mode work in this batch.
@@ -66,6 +78,11 @@ struct BatchView {
   const PatternWork* patterns = nullptr;
   const float* envelope_upper = nullptr;  // per envelope set: data_size values, same layout as data
   const float* envelope_lower = nullptr;
+  int row_count = 0;                      // sum of the slices' dims
+  // Inclusive prefix sums of data and data^2 along each row (same layout as
+  // data), so a window's mean and std cost O(1).
+  const double* prefix_sum = nullptr;
+  const double* prefix_sumsq = nullptr;
 };
 
 // A window that survived the lower bounds, with its normalisation.

@@ -87,17 +87,23 @@ void SearchBatch::add_slice(std::uint32_t profile, int dims, const float* sample
   streams.push_back(slice);
 }
 
-void sort_and_cap_matches(std::vector<Match>& matches, const PatternLibrary& library) {
+bool match_result_order(const Match& a, const Match& b) {
   // The key covers every field, so the order is total and independent of
   // which worker or thread found what.
-  std::sort(matches.begin(), matches.end(), [](const Match& a, const Match& b) {
-    if (a.slice != b.slice) return a.slice < b.slice;
-    if (a.pattern != b.pattern) return a.pattern < b.pattern;
-    if (a.pattern_dim != b.pattern_dim) return a.pattern_dim < b.pattern_dim;
-    if (a.stream_dim != b.stream_dim) return a.stream_dim < b.stream_dim;
-    if (a.distance != b.distance) return a.distance < b.distance;
-    return a.end < b.end;
-  });
+  if (a.slice != b.slice) return a.slice < b.slice;
+  if (a.pattern != b.pattern) return a.pattern < b.pattern;
+  if (a.pattern_dim != b.pattern_dim) return a.pattern_dim < b.pattern_dim;
+  if (a.stream_dim != b.stream_dim) return a.stream_dim < b.stream_dim;
+  if (a.distance != b.distance) return a.distance < b.distance;
+  return a.end < b.end;
+}
+
+void sort_and_cap_matches(std::vector<Match>& matches, const PatternLibrary& library) {
+  std::sort(matches.begin(), matches.end(), match_result_order);
+  cap_sorted_matches(matches, library);
+}
+
+void cap_sorted_matches(std::vector<Match>& matches, const PatternLibrary& library) {
   std::size_t kept = 0, run = 0;
   for (std::size_t i = 0; i < matches.size(); ++i) {
     const Match& m = matches[i];

@@ -117,9 +117,13 @@ struct PruningOptions {
 // contract (see SearchBackend::set_library). Shared by every backend.
 void validate_library(const PatternLibrary& library);
 
+// The SearchResult order: (slice, pattern, pattern dim, stream dim, distance, end).
+bool match_result_order(const Match& a, const Match& b);
 // Puts matches in SearchResult order and keeps the best max_matches_per_pair
 // of every (slice, pattern, pattern dim, stream dim). Shared by every backend.
 void sort_and_cap_matches(std::vector<Match>& matches, const PatternLibrary& library);
+// The capping step alone, for matches already in SearchResult order.
+void cap_sorted_matches(std::vector<Match>& matches, const PatternLibrary& library);
 
 class SearchBackend {
  public:

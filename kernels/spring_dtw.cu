@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(kThreads) spring_kernel(
     const float* x = b.data + s.offset + static_cast<long long>(pair.stream_dim) * s.length;
     const int t0 = ss.first_new + chunk_begin;
     const int n = min(kChunk, s.length - t0);
-    if (n > 0) {
+    if (n > 0 && pair.stream_dim < s.dims) {
       const long long state = static_cast<long long>(ss.slot) * pair_count + pl;
       const bool fresh = ss.reset && chunk_begin == 0;
       const long long abs0 = s.first_index + t0;

@@ -36,10 +36,16 @@ __device__ __forceinline__ int find_segment(const Segment* segments, int begin, 
   return lo;
 }
 
-// Two-pass population mean/std in double, and the constant-window rule of
-// kernels/dtw.h (std < 1e-8 * (|mean| + 1) normalises to zeros).
-__device__ __forceinline__ void window_stats(const float* x, int m, float* mean_out,
-                                             float* inv_std_out) {
+// The constant-window rule of kernels/dtw.h: std < 1e-8 * (|mean| + 1)
+// normalises to zeros.
+__device__ __forceinline__ void set_stats(double mean, double sd, float* mean_out,
+                                          float* inv_std_out) {
+  *mean_out = static_cast<float>(mean);
+  *inv_std_out = (sd == 0.0 || sd < 1e-8 * (fabs(mean) + 1.0)) ? 0.f : static_cast<float>(1.0 / sd);
+}
+
+// Two-pass population mean/std in double (as kernels/dtw.h mean_std).
+__device__ void window_stats_two_pass(const float* x, int m, float* mean_out, float* inv_std_out) {
   double sum = 0;
   for (int k = 0; k < m; ++k) sum += x[k];
   const double mean = sum / m;
@@ -48,9 +54,63 @@ __device__ __forceinline__ void window_stats(const float* x, int m, float* mean_
     const double d = x[k] - mean;
     ss += d * d;
   }
-  const double sd = sqrt(ss / m);
-  *mean_out = static_cast<float>(mean);
-  *inv_std_out = (sd == 0.0 || sd < 1e-8 * (fabs(mean) + 1.0)) ? 0.f : static_cast<float>(1.0 / sd);
+  set_stats(mean, sqrt(ss / m), mean_out, inv_std_out);
+}
+
+// Mean/std of the window [first, first + m) of a row from its prefix sums.
+// One pass loses digits when the spread is tiny next to the mean, so near the
+// constant-window limit it defers to the exact two-pass computation.
+__device__ __forceinline__ void window_stats(const BatchView& b, long long row_offset, int first,
+                                             int m, float* mean_out, float* inv_std_out) {
+  const long long last = row_offset + first + m - 1;
+  const double before_sum = first > 0 ? b.prefix_sum[last - m] : 0.0;
+  const double before_sq = first > 0 ? b.prefix_sumsq[last - m] : 0.0;
+  const double sum = b.prefix_sum[last] - before_sum;
+  const double sumsq = b.prefix_sumsq[last] - before_sq;
+  const double mean = sum / m;
+  const double var = sumsq / m - mean * mean;
+  if (var > 1e-6 * (mean * mean + 1.0)) {
+    set_stats(mean, sqrt(var), mean_out, inv_std_out);
+  } else {
+    window_stats_two_pass(b.data + row_offset + first, m, mean_out, inv_std_out);
+  }
+}
+
+// min(a, b, c) of values >= 0 (or +inf): such floats order like their bit
+// patterns as int32, so Hopper's DPX three-way integer minimum does it in one
+// instruction instead of two FMNMX.
+__device__ __forceinline__ float min3_nonnegative(float a, float b, float c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  return __int_as_float(__vimin3_s32(__float_as_int(a), __float_as_int(b), __float_as_int(c)));
+#else
+  return fminf(fminf(a, b), c);
+#endif
+}
+
+// LB_Kim with up to three layers at each end (UCR Suite's hierarchy): every
+// warping path passes through one cell of each layer {max(row, col) == a} at
+// the start and at the end, so the sum of each layer's cheapest cell is a lower
+// bound of the DTW for any band. Layers may not share cells: three need m >= 6.
+// Returns as soon as the partial sum exceeds `prune_sq`.
+__device__ __forceinline__ float lb_kim_hierarchy(const float* q, const float* x, int m, float mean,
+                                                  float inv_std, float prune_sq) {
+  auto c = [&](int k) { return (x[k] - mean) * inv_std; };
+  auto dist = [](float a, float b) { return (a - b) * (a - b); };
+  const float x0 = c(0), xl = c(m - 1);
+  float lb = dist(x0, q[0]) + dist(xl, q[m - 1]);
+  if (lb > prune_sq || m < 6) return lb;
+  const float x1 = c(1), x2 = c(2), xl1 = c(m - 2), xl2 = c(m - 3);
+  lb += fminf(fminf(dist(x1, q[0]), dist(x0, q[1])), dist(x1, q[1]));
+  if (lb > prune_sq) return lb;
+  lb += fminf(fminf(dist(xl1, q[m - 1]), dist(xl, q[m - 2])), dist(xl1, q[m - 2]));
+  if (lb > prune_sq) return lb;
+  lb += fminf(fminf(fminf(dist(x0, q[2]), dist(x1, q[2])), fminf(dist(x2, q[2]), dist(x2, q[1]))),
+              dist(x2, q[0]));
+  if (lb > prune_sq) return lb;
+  lb += fminf(fminf(fminf(dist(xl, q[m - 3]), dist(xl1, q[m - 3])),
+                    fminf(dist(xl2, q[m - 3]), dist(xl2, q[m - 2]))),
+              dist(xl2, q[m - 1]));
+  return lb;
 }
 
 struct WindowRef {
@@ -89,15 +149,80 @@ __device__ __forceinline__ void append(AppendBuffer<T> buffer, const T& item) {
   if (at < buffer.capacity) buffer.items[at] = item;
 }
 
-__global__ void envelope_kernel(BatchView b, int band, float* upper, float* lower) {
-  const long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (e >= b.data_size) return;
-  int lo = 0, hi = b.slice_count - 1;  // last slice with offset <= e
+// Appends `item` where `keep`; one atomic per warp. Every lane of the warp
+// must call it (convergent).
+template <typename T>
+__device__ __forceinline__ void append_warp(AppendBuffer<T> buffer, const T& item, bool keep) {
+  const unsigned lane = threadIdx.x & 31;
+  const unsigned mask = __ballot_sync(0xffffffffu, keep);
+  if (mask == 0) return;
+  const int leader = __ffs(mask) - 1;
+  unsigned long long base = 0;
+  if (lane == static_cast<unsigned>(leader)) base = atomicAdd(buffer.count, static_cast<unsigned long long>(__popc(mask)));
+  base = __shfl_sync(0xffffffffu, base, leader);
+  if (keep) {
+    const unsigned long long at = base + __popc(mask & ((1u << lane) - 1));
+    if (at < buffer.capacity) buffer.items[at] = item;
+  }
+}
+
+__global__ void prefix_kernel(BatchView b, double* sum, double* sumsq) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= b.row_count) return;
+  int lo = 0, hi = b.slice_count - 1;  // last slice with row_begin <= row
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (b.slices[mid].row_begin <= row) lo = mid; else hi = mid - 1;
+  }
+  const SliceView s = b.slices[lo];
+  const long long base = s.offset + static_cast<long long>(row - s.row_begin) * s.length;
+  double a = 0, q = 0;
+  for (int t = 0; t < s.length; ++t) {
+    const double v = b.data[base + t];
+    a += v;
+    q += v * v;
+    sum[base + t] = a;
+    sumsq[base + t] = q;
+  }
+}
+
+// Index of the slice holding data element e: the last with offset <= e.
+__device__ __forceinline__ int slice_of_element(const BatchView& b, long long e) {
+  int lo = 0, hi = b.slice_count - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
     if (b.slices[mid].offset <= e) lo = mid; else hi = mid - 1;
   }
-  const SliceView s = b.slices[lo];
+  return lo;
+}
+
+__global__ void assemble_kernel(BatchView b, float* data, const float* staging,
+                                const SliceUpload* uploads) {
+  const long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (e >= b.data_size) return;
+  const int slice = slice_of_element(b, e);
+  const SliceView s = b.slices[slice];
+  const SliceUpload up = uploads[slice];
+  const long long local = e - s.offset;
+  const int d = static_cast<int>(local / s.length);
+  const int t = static_cast<int>(local % s.length);
+  float* ring_slot = up.ring == nullptr
+                         ? nullptr
+                         : up.ring + d * up.ring_capacity + ((s.first_index + t) & (up.ring_capacity - 1));
+  float v;
+  if (t < up.from) {
+    v = *ring_slot;
+  } else {
+    v = staging[up.staging_offset + static_cast<long long>(d) * (s.length - up.from) + t - up.from];
+    if (ring_slot) *ring_slot = v;
+  }
+  data[e] = v;
+}
+
+__global__ void envelope_kernel(BatchView b, int band, float* upper, float* lower) {
+  const long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (e >= b.data_size) return;
+  const SliceView s = b.slices[slice_of_element(b, e)];
   const long long local = e - s.offset;
   const int d = static_cast<int>(local / s.length);
   const int t = static_cast<int>(local % s.length);
@@ -121,30 +246,58 @@ __global__ void __launch_bounds__(kThreads) filter_kernel(BatchView b, LibraryVi
   const PairView pair = lib.pairs[pair_index];
   const PatternWork pw = b.patterns[pair.pattern];
   const long long w = window_begin + blockIdx.y * static_cast<long long>(kThreads) + threadIdx.x;
-  unsigned long long considered = 0, kim = 0, eq = 0, ec = 0;
-  if (w < pw.windows) {
+  unsigned long long considered = 0, kim = 0;
+  const WindowRef ref = w < pw.windows ? locate_window(b, pw, w) : WindowRef{0, 0};
+  Candidate cand{};
+  bool keep = false;
+  // A pair on a stream dim the slice lacks is skipped, as on the CPU.
+  if (w < pw.windows && pair.stream_dim < b.slices[ref.slice].dims) {
     considered = 1;
-    const WindowRef ref = locate_window(b, pw, w);
     const SliceView s = b.slices[ref.slice];
     const int m = pw.length;
-    const long long base = s.offset + static_cast<long long>(pair.stream_dim) * s.length + ref.end - m + 1;
+    const long long row = s.offset + static_cast<long long>(pair.stream_dim) * s.length;
+    const int first = ref.end - m + 1;
+    float mean = 0.f, inv_std = 1.f;
+    if (pw.znorm) window_stats(b, row, first, m, &mean, &inv_std);
+    keep = true;
+    if (opt.lb_kim) {
+      const float* q = lib.values + lib.queries[pair.query].offset;
+      const float* x = b.data + row + first;
+      if (lb_kim_hierarchy(q, x, m, mean, inv_std, pw.prune_sq) > pw.prune_sq) {
+        keep = false;
+        kim = 1;
+      }
+    }
+    cand = Candidate{pair_index, ref.slice, ref.end, mean, inv_std};
+  }
+  append_warp(out, cand, keep);
+  flush_block_counter(considered, &stats->windows);
+  flush_block_counter(kim, &stats->pruned_kim);
+}
+
+__global__ void __launch_bounds__(kThreads) keogh_kernel(BatchView b, LibraryView lib,
+                                                         const Candidate* in,
+                                                         unsigned long long count,
+                                                         FilterOptions opt,
+                                                         AppendBuffer<Candidate> out,
+                                                         DeviceStats* stats) {
+  const unsigned long long idx = blockIdx.x * static_cast<unsigned long long>(kThreads) + threadIdx.x;
+  unsigned long long eq = 0, ec = 0;
+  Candidate cand{};
+  bool keep = false;
+  if (idx < count) {
+    cand = in[idx];
+    keep = true;
+    const PairView pair = lib.pairs[cand.pair];
+    const PatternWork pw = b.patterns[pair.pattern];
+    const SliceView s = b.slices[cand.slice];
+    const int m = pw.length;
+    const long long base = s.offset + static_cast<long long>(pair.stream_dim) * s.length + cand.end - m + 1;
     const float* x = b.data + base;
     const QueryView qv = lib.queries[pair.query];
     const float* q = lib.values + qv.offset;
-    float mean, inv_std;
-    if (pw.znorm) {
-      window_stats(x, m, &mean, &inv_std);
-    } else {
-      mean = 0.f;
-      inv_std = 1.f;
-    }
-    bool keep = true;
-    if (opt.lb_kim) {
-      const float d0 = q[0] - (x[0] - mean) * inv_std;
-      const float d1 = q[m - 1] - (x[m - 1] - mean) * inv_std;
-      if (d0 * d0 + d1 * d1 > pw.prune_sq) { keep = false; kim = 1; }
-    }
-    if (keep && opt.lb_keogh_eq) {
+    const float mean = cand.mean, inv_std = cand.inv_std;
+    if (opt.lb_keogh_eq) {
       const float* u = lib.upper + qv.offset;
       const float* l = lib.lower + qv.offset;
       float lb = 0.f;
@@ -153,7 +306,10 @@ __global__ void __launch_bounds__(kThreads) filter_kernel(BatchView b, LibraryVi
         const float over = fmaxf(c - u[k], 0.f), under = fmaxf(l[k] - c, 0.f);
         lb += over * over + under * under;
       }
-      if (lb > pw.prune_sq) { keep = false; eq = 1; }
+      if (lb > pw.prune_sq) {
+        keep = false;
+        eq = 1;
+      }
     }
     if (keep && opt.lb_keogh_ec && pw.envelope >= 0) {
       const long long env = static_cast<long long>(pw.envelope) * b.data_size + base;
@@ -165,12 +321,13 @@ __global__ void __launch_bounds__(kThreads) filter_kernel(BatchView b, LibraryVi
         const float over = fmaxf(q[k] - uc, 0.f), under = fmaxf(lc - q[k], 0.f);
         lb += over * over + under * under;
       }
-      if (lb > pw.prune_sq) { keep = false; ec = 1; }
+      if (lb > pw.prune_sq) {
+        keep = false;
+        ec = 1;
+      }
     }
-    if (keep) append(out, Candidate{pair_index, ref.slice, ref.end, mean, inv_std});
   }
-  flush_block_counter(considered, &stats->windows);
-  flush_block_counter(kim, &stats->pruned_kim);
+  append_warp(out, cand, keep);
   flush_block_counter(eq, &stats->pruned_keogh_eq);
   flush_block_counter(ec, &stats->pruned_keogh_ec);
 }
@@ -194,6 +351,10 @@ __device__ __forceinline__ float banded_dtw_registers(const float* __restrict__ 
   }
   prev[W] = kInf;
   prev[R] = 0.f;  // D(-1, -1) = 0: the path starts at (0, 0)
+  // Each row's query value and new data value are loaded one row ahead, so
+  // their latency hides behind a row of cells.
+  float q_next = q[0];
+  float x_next = R < m ? x[R] : 0.f;
   int i0 = 0;
   for (; i0 < m; i0 += W) {
 #pragma unroll
@@ -201,13 +362,16 @@ __device__ __forceinline__ float banded_dtw_registers(const float* __restrict__ 
       const int i = i0 + u;
       if (i < m) {
         const int j_new = i + R;
-        c[(u + W - 1) % W] = j_new < m ? (x[j_new] - mean) * inv_std : kOutside;
-        const float qi = q[i];
+        const float qi = q_next;
+        const float x_new = x_next;
+        if (i + 1 < m) q_next = q[i + 1];
+        if (j_new + 1 < m) x_next = x[j_new + 1];
+        c[(u + W - 1) % W] = j_new < m ? (x_new - mean) * inv_std : kOutside;
         float left = kInf;
 #pragma unroll
         for (int k = 0; k < W; ++k) {
           const float d = qi - c[(u + k) % W];
-          const float best = fminf(fminf(prev[k], prev[k + 1]), left);
+          const float best = min3_nonnegative(prev[k], prev[k + 1], left);
           const float v = fmaf(d, d, best);
           left = v;
           prev[k] = v;
@@ -230,7 +394,7 @@ __device__ __forceinline__ float banded_dtw_registers(const float* __restrict__ 
 __device__ float banded_dtw_general(const float* __restrict__ x, const float* __restrict__ q,
                                     int m, int band, float mean, float inv_std, float abandon_sq,
                                     int* rows) {
-  constexpr int kMaxW = 2 * 1024 + 1;
+  constexpr int kMaxW = 2 * kMaxGeneralBand + 1;
   float prev[kMaxW + 1];
   const int w = 2 * band + 1;
   for (int k = 0; k <= w; ++k) prev[k] = kInf;
@@ -242,7 +406,7 @@ __device__ float banded_dtw_general(const float* __restrict__ x, const float* __
       const int j = i - band + k;
       const float c = (j >= 0 && j < m) ? (x[j] - mean) * inv_std : kOutside;
       const float d = qi - c;
-      const float v = fmaf(d, d, fminf(fminf(prev[k], prev[k + 1]), left));
+      const float v = fmaf(d, d, min3_nonnegative(prev[k], prev[k + 1], left));
       left = v;
       prev[k] = v;
     }
@@ -273,10 +437,8 @@ __device__ __forceinline__ float banded_dtw(const float* x, const float* q, int 
 // W > 0: the register kernel for band (W-1)/2; W == 0: the general kernel.
 template <int W>
 __global__ void __launch_bounds__(kThreads) dtw_candidates_kernel(
-    BatchView b, LibraryView lib, const Candidate* candidates, unsigned long long max_candidates,
-    const unsigned long long* candidate_count, int band, bool early_abandon,
-    AppendBuffer<RawMatch> out, DeviceStats* stats) {
-  const unsigned long long n = min(*candidate_count, max_candidates);
+    BatchView b, LibraryView lib, const Candidate* candidates, unsigned long long n, int band,
+    bool early_abandon, AppendBuffer<RawMatch> out, DeviceStats* stats) {
   const unsigned long long idx = blockIdx.x * static_cast<unsigned long long>(kThreads) + threadIdx.x;
   unsigned long long full = 0, abandoned = 0, cells = 0;
   if (idx < n) {
@@ -321,14 +483,14 @@ __global__ void __launch_bounds__(kThreads) dtw_all_kernel(BatchView b, LibraryV
   __syncthreads();
   const long long w = window_begin + blockIdx.y * static_cast<long long>(kThreads) + threadIdx.x;
   unsigned long long considered = 0, full = 0, abandoned = 0, cells = 0;
-  if (w < pw.windows) {
+  const WindowRef ref = w < pw.windows ? locate_window(b, pw, w) : WindowRef{0, 0};
+  if (w < pw.windows && pair.stream_dim < b.slices[ref.slice].dims) {
     considered = 1;
-    const WindowRef ref = locate_window(b, pw, w);
     const SliceView s = b.slices[ref.slice];
-    const float* x = b.data + s.offset + static_cast<long long>(pair.stream_dim) * s.length +
-                     ref.end - m + 1;
+    const long long row = s.offset + static_cast<long long>(pair.stream_dim) * s.length;
+    const float* x = b.data + row + ref.end - m + 1;
     float mean = 0.f, inv_std = 1.f;
-    if (pw.znorm) window_stats(x, m, &mean, &inv_std);
+    if (pw.znorm) window_stats(b, row, ref.end - m + 1, m, &mean, &inv_std);
     int rows = 0;
     const float d2 = banded_dtw<W>(x, q_shared, m, band, mean, inv_std,
                                    early_abandon ? pw.prune_sq : kInf, &rows);
@@ -373,6 +535,28 @@ void for_window_ranges(long long windows, Launch&& launch) {
 
 }  // namespace
 
+void launch_assemble(const BatchView& batch, float* data, const float* staging,
+                     const SliceUpload* uploads, cudaStream_t stream) {
+  if (batch.data_size == 0) return;
+  const unsigned blocks = static_cast<unsigned>((batch.data_size + 255) / 256);
+  assemble_kernel<<<blocks, 256, 0, stream>>>(batch, data, staging, uploads);
+}
+
+void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cudaStream_t stream) {
+  if (batch.row_count == 0) return;
+  prefix_kernel<<<(batch.row_count + 127) / 128, 128, 0, stream>>>(batch, sum, sumsq);
+}
+
+void launch_window_keogh(const BatchView& batch, const LibraryView& library,
+                         const Candidate* candidates, unsigned long long candidate_count,
+                         FilterOptions options, AppendBuffer<Candidate> survivors,
+                         DeviceStats* stats, cudaStream_t stream) {
+  if (candidate_count == 0) return;
+  const unsigned blocks = static_cast<unsigned>((candidate_count + kThreads - 1) / kThreads);
+  keogh_kernel<<<blocks, kThreads, 0, stream>>>(batch, library, candidates, candidate_count,
+                                                options, survivors, stats);
+}
+
 void launch_envelope(const BatchView& batch, int band, float* upper, float* lower,
                      cudaStream_t stream) {
   if (batch.data_size == 0) return;
@@ -393,16 +577,14 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library, in
 }
 
 void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& library,
-                                  const Candidate* candidates, unsigned long long max_candidates,
-                                  const unsigned long long* candidate_count, int band,
+                                  const Candidate* candidates, unsigned long long count, int band,
                                   bool early_abandon, AppendBuffer<RawMatch> matches,
                                   DeviceStats* stats, cudaStream_t stream) {
-  if (max_candidates == 0) return;
-  const unsigned blocks = static_cast<unsigned>((max_candidates + kThreads - 1) / kThreads);
+  if (count == 0) return;
+  const unsigned blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
   dispatch_band(band, [&](auto w) {
     dtw_candidates_kernel<decltype(w)::value><<<blocks, kThreads, 0, stream>>>(
-        batch, library, candidates, max_candidates, candidate_count, band, early_abandon, matches,
-        stats);
+        batch, library, candidates, count, band, early_abandon, matches, stats);
   });
 }
 

@@ -24,23 +24,36 @@ if [ ! -f $BUILD/CMakeCache.txt ]; then
   cmake -S . -B $BUILD -DCMAKE_BUILD_TYPE=Release -DGAITWATCH_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 fi
-cmake --build $BUILD -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
+build() {
+  cmake --build $BUILD -j"$(nproc)" --target "$@" >> "$OUT/build.log" 2>&1 ||
+    { grep -E "error" -A3 "$OUT/build.log" | head -60; return 1; }
+}
 for step in "$@"; do
   case "$step" in
-    tests)
-      (cd $BUILD && ctest -L gpu --output-on-failure --timeout 300) > "$OUT/ctest-gpu.log" 2>&1
-      echo "gpu tests rc=$?"; tail -5 "$OUT/ctest-gpu.log"
-      (cd $BUILD && ctest -LE gpu -j8 --timeout 300) > "$OUT/ctest-all.log" 2>&1
-      echo "all tests rc=$?"; tail -4 "$OUT/ctest-all.log"
+    tests-search)
+      build test_kernels test_kernels_gpu || continue
+      (cd $BUILD && ctest -R "test_kernels" --output-on-failure --timeout 300) > "$OUT/ctest-search.log" 2>&1
+      echo "search tests rc=$?"; grep -E "tests passed|FAILED|Failed|skipped" "$OUT/ctest-search.log" | head -20
+      ;;
+    tests-all)
+      build all || continue
+      (cd $BUILD && ctest -j8 --timeout 300) > "$OUT/ctest-all.log" 2>&1
+      echo "all tests rc=$?"; tail -6 "$OUT/ctest-all.log"
+      ;;
+    tests-hash)
+      build test_hashtable test_hashtable_gpu || continue
+      (cd $BUILD && ctest -R "test_hashtable" --output-on-failure --timeout 300) > "$OUT/ctest-hash.log" 2>&1
+      echo "hash tests rc=$?"; grep -E "tests passed|FAILED|Failed|skipped" "$OUT/ctest-hash.log" | head -20
       ;;
     bench-search)
-      shift_args=${SEARCH_BENCH_ARGS:-}
+      build search_bench || continue
       bash scripts/bench-search.sh $BUILD > "$OUT/search_bench.jsonl" 2> "$OUT/search_bench.err"
-      echo "search bench rc=$?"; tail -c 3000 "$OUT/search_bench.jsonl"
+      echo "search bench rc=$?"; grep -E "kernel|summary" "$OUT/search_bench.jsonl" | cut -c1-600
       ;;
     bench-hash)
-      $BUILD/bench/hashtable_bench > "$OUT/hashtable_bench.jsonl" 2> "$OUT/hashtable_bench.err"
-      echo "hash bench rc=$?"; tail -c 3000 "$OUT/hashtable_bench.jsonl"
+      build hashtable_bench || continue
+      $BUILD/bench/hashtable_bench ${HASH_BENCH_ARGS:-} > "$OUT/hashtable_bench.jsonl" 2> "$OUT/hashtable_bench.err"
+      echo "hash bench rc=$?"; tail -c 2500 "$OUT/hashtable_bench.jsonl"
       ;;
   esac
 done
