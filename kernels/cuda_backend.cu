@@ -3,7 +3,10 @@
 // the kernels of window_dtw.cu / spring_dtw.cu on one CUDA stream, and turns
 // the compact match buffer into the backend-independent SearchResult.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -107,6 +110,37 @@ struct BandGroup {
   int pair_begin = 0;
   int pair_end = 0;
   int max_length = 0;
+};
+
+// With GW_CUDA_STAGE_TIMES=1 in the environment, each search() prints how long
+// its stages took (stderr, one JSON line); the stream is synchronised at every
+// stage boundary then, so use it to find the slow stage, not for throughput.
+class StageTimer {
+ public:
+  StageTimer(bool enabled, cudaStream_t stream) : enabled_(enabled), stream_(stream) {
+    last_ = start_ = std::chrono::steady_clock::now();
+  }
+  void mark(const char* stage) {
+    if (!enabled_) return;
+    cudaStreamSynchronize(stream_);
+    const auto now = std::chrono::steady_clock::now();
+    line_ += std::string(line_.empty() ? "" : ",") + "\"" + stage + "\":" +
+             std::to_string(std::chrono::duration<double, std::milli>(now - last_).count());
+    last_ = now;
+  }
+  void report(std::size_t matches) const {
+    if (!enabled_) return;
+    const double total =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(stderr, "{\"cuda_stage_ms\":{%s},\"total_ms\":%f,\"matches\":%zu}\n",
+                 line_.c_str(), total, matches);
+  }
+
+ private:
+  bool enabled_;
+  cudaStream_t stream_;
+  std::chrono::steady_clock::time_point start_, last_;
+  std::string line_;
 };
 
 // Streaming state of one pattern: one slot per stream seen.
@@ -231,6 +265,7 @@ class CudaBackend final : public SearchBackend {
     SearchResult result;
     if (!library_ || library_->patterns.empty() || batch.streams.empty()) return result;
     const PatternLibrary& lib = *library_;
+    StageTimer timer(stage_times_, stream_);
 
     // Batch data: only samples the device does not hold yet travel (see
     // StreamHistory); the device assembles the slices from rings + upload.
@@ -341,6 +376,7 @@ class CudaBackend final : public SearchBackend {
       view.prefix_sumsq = prefix_sumsq_.get();
     }
     LibraryView lv{pairs_.get(), queries_.get(), values_.get(), upper_.get(), lower_.get()};
+    timer.mark("upload+assemble+prefix+envelope");
 
     check(cudaMemsetAsync(stats_.get(), 0, sizeof(DeviceStats), stream_), "memset");
     std::vector<RawMatch> raw;
@@ -372,6 +408,7 @@ class CudaBackend final : public SearchBackend {
                                {candidates_.get(), candidate_count_.get(), candidate_capacity_},
                                stats_.get(), stream_);
         });
+        timer.mark("filter_kim");
         needed_candidates = std::max(needed_candidates, after_kim);
         if (after_kim > candidate_capacity_) break;  // rerun below with room for all
         const Candidate* dtw_input = candidates_.get();
@@ -385,12 +422,14 @@ class CudaBackend final : public SearchBackend {
                                 {survivors_.get(), survivor_count_.get(), survivor_capacity_},
                                 stats_.get(), stream_);
           });
+          timer.mark("filter_keogh");
           needed_survivors = std::max(needed_survivors, dtw_count);
           if (dtw_count > survivor_capacity_) break;
           dtw_input = survivors_.get();
         }
         launch_window_dtw_candidates(view, lv, dtw_input, dtw_count, g.band,
                                      pruning_.early_abandon, out, stats_.get(), stream_);
+        timer.mark("dtw");
       }
       unsigned long long found = 0;
       check(cudaMemcpyAsync(&found, match_count_.get(), sizeof(found), cudaMemcpyDeviceToHost,
@@ -410,6 +449,7 @@ class CudaBackend final : public SearchBackend {
         continue;
       }
       download_sorted(matches_.get(), found, raw);
+      timer.mark("sort+download");
       break;
     }
 
@@ -428,6 +468,7 @@ class CudaBackend final : public SearchBackend {
     result.stats.dtw_full = ds.dtw_full;
     result.stats.dtw_abandoned = ds.dtw_abandoned;
     result.stats.cells = ds.cells;
+    timer.mark("streaming");
     // Each list is in result order already; merging keeps it so.
     result.matches = to_matches(raw, batch, lib);
     for (const auto& chunk : streaming_raw) {
@@ -444,6 +485,8 @@ class CudaBackend final : public SearchBackend {
     if (!std::is_sorted(result.matches.begin(), result.matches.end(), match_result_order))
       std::sort(result.matches.begin(), result.matches.end(), match_result_order);
     cap_sorted_matches(result.matches, lib);
+    timer.mark("host_results");
+    timer.report(result.matches.size());
     return result;
   }
 
@@ -611,6 +654,7 @@ class CudaBackend final : public SearchBackend {
 
   int device_;
   PruningOptions pruning_;
+  const bool stage_times_ = std::getenv("GW_CUDA_STAGE_TIMES") != nullptr;
   std::string name_;
   cudaStream_t stream_ = nullptr;
   std::shared_ptr<const PatternLibrary> library_;
