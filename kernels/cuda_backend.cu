@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -111,6 +112,25 @@ struct BandGroup {
   int pair_end = 0;
   int max_length = 0;
 };
+
+// Runs fn(begin, end) over [0, n) split across the host's cores; small n
+// runs inline (a thread start costs more than the work).
+template <typename Fn>
+void parallel_ranges(std::size_t n, std::size_t min_per_thread, Fn&& fn) {
+  const std::size_t threads = std::min<std::size_t>(
+      std::max(1u, std::thread::hardware_concurrency()), (n + min_per_thread - 1) / min_per_thread);
+  if (threads <= 1) {
+    fn(std::size_t{0}, n);
+    return;
+  }
+  std::vector<std::thread> workers;
+  const std::size_t step = (n + threads - 1) / threads;
+  for (std::size_t t = 0; t < threads; ++t) {
+    const std::size_t begin = t * step, end = std::min(n, begin + step);
+    if (begin < end) workers.emplace_back([&fn, begin, end] { fn(begin, end); });
+  }
+  for (auto& w : workers) w.join();
+}
 
 // With GW_CUDA_STAGE_TIMES=1 in the environment, each search() prints how long
 // its stages took (stderr, one JSON line); the stream is synchronised at every
@@ -288,15 +308,17 @@ class CudaBackend final : public SearchBackend {
       uploads.push_back(up);
     }
     float* staging = pinned_.reserve(std::max<std::size_t>(n_upload, 1));
-    for (std::size_t i = 0; i < batch.streams.size(); ++i) {
-      const StreamSlice& s = batch.streams[i];
-      const int count = s.length - uploads[i].from;
-      for (int d = 0; d < s.dims; ++d)
-        std::memcpy(staging + uploads[i].staging_offset + static_cast<std::size_t>(d) * count,
-                    batch.data.data() + s.offset + static_cast<std::size_t>(d) * s.length +
-                        uploads[i].from,
-                    static_cast<std::size_t>(count) * sizeof(float));
-    }
+    parallel_ranges(batch.streams.size(), 256, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const StreamSlice& s = batch.streams[i];
+        const int count = s.length - uploads[i].from;
+        for (int d = 0; d < s.dims; ++d)
+          std::memcpy(staging + uploads[i].staging_offset + static_cast<std::size_t>(d) * count,
+                      batch.data.data() + s.offset + static_cast<std::size_t>(d) * s.length +
+                          uploads[i].from,
+                      static_cast<std::size_t>(count) * sizeof(float));
+      }
+    });
     upload_.reserve(std::max<std::size_t>(n_upload, 1));
     check(cudaMemcpyAsync(upload_.get(), staging, n_upload * sizeof(float),
                           cudaMemcpyHostToDevice, stream_),
@@ -633,22 +655,22 @@ class CudaBackend final : public SearchBackend {
   // Converts raw matches (already in result order) to Match.
   std::vector<Match> to_matches(const std::vector<RawMatch>& raw, const SearchBatch& batch,
                                 const PatternLibrary& lib) const {
-    std::vector<Match> all;
-    all.reserve(raw.size());
-    for (const RawMatch& r : raw) {
-      const PairView& pair = host_pairs_[r.pair];
-      const Pattern& pat = lib.patterns[pair.pattern];
-      const StreamSlice& sl = batch.streams[r.slice];
-      Match m;
-      m.slice = static_cast<std::uint32_t>(r.slice);
-      m.pattern = static_cast<std::uint32_t>(pair.pattern);
-      m.pattern_dim = static_cast<std::uint16_t>(pair.pattern_dim);
-      m.stream_dim = static_cast<std::uint16_t>(pair.stream_dim);
-      m.end = sl.first_index + r.end;
-      m.distance = std::sqrt(r.distance_sq);
-      m.start = pat.mode == SearchMode::kWindow ? m.end - pat.length + 1 : r.start;
-      all.push_back(m);
-    }
+    std::vector<Match> all(raw.size());
+    parallel_ranges(raw.size(), 1 << 14, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const RawMatch& r = raw[i];
+        const PairView& pair = host_pairs_[r.pair];
+        const Pattern& pat = lib.patterns[pair.pattern];
+        Match& m = all[i];
+        m.slice = static_cast<std::uint32_t>(r.slice);
+        m.pattern = static_cast<std::uint32_t>(pair.pattern);
+        m.pattern_dim = static_cast<std::uint16_t>(pair.pattern_dim);
+        m.stream_dim = static_cast<std::uint16_t>(pair.stream_dim);
+        m.end = batch.streams[r.slice].first_index + r.end;
+        m.distance = std::sqrt(r.distance_sq);
+        m.start = pat.mode == SearchMode::kWindow ? m.end - pat.length + 1 : r.start;
+      }
+    });
     return all;
   }
 
