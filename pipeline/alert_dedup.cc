@@ -1,0 +1,168 @@
+#include "pipeline/alert_dedup.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "common/error.h"
+#include "kernels/hashtable/hash_functions.h"
+#include "kernels/hashtable/hash_table_views.h"  // kMaxNodeCapacity
+
+namespace gw::pipeline {
+
+namespace ht = kernels::hashtable;
+
+namespace {
+
+// FNV-1a 64: a hash of the pattern name that is the same in every build and
+// process (std::hash is not), so keys are reproducible in tests and tools.
+std::uint64_t fnv1a64(const std::string& text) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+}  // namespace
+
+std::unique_ptr<ht::HashTableBackend> make_hash_table_backend(const std::string& kind,
+                                                              std::string* note,
+                                                              const ht::HashTableConfig& config) {
+  if (note) note->clear();
+  if (kind == "cpu") return ht::make_cpu_hash_table(config);
+  if (kind == "cuda") return ht::make_gpu_hash_table(config);
+  if (kind != "auto")
+    throw Error("hash table backend '" + kind + "' is not one of auto, cpu, cuda");
+  if (!ht::gpu_hash_table_available()) {
+    if (note) *note = "hash table: no usable CUDA device (or built without CUDA); using the CPU table";
+    return ht::make_cpu_hash_table(config);
+  }
+  try {
+    return ht::make_gpu_hash_table(config);
+  } catch (const Error& e) {
+    // A device that is listed but cannot be used (allocation failure, busy
+    // device) must not stop the daemon when the user asked for "auto".
+    if (note) *note = std::string("hash table: GPU table failed (") + e.what() + "); using the CPU table";
+    return ht::make_cpu_hash_table(config);
+  }
+}
+
+std::vector<ht::HashResult> run_inserts_growing_pool(ht::HashTableBackend& table,
+                                                     const std::vector<ht::HashOp>& ops,
+                                                     std::uint64_t* growths) {
+  std::vector<ht::HashResult> results = table.run_batch(ops);
+  std::vector<std::size_t> pending;
+  for (;;) {
+    pending.clear();
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (results[i].status == ht::OpStatus::kInvalidOp)
+        throw Error("hash table: insert returned invalid_op (internal error)");
+      if (results[i].status == ht::OpStatus::kPoolExhausted) pending.push_back(i);
+    }
+    if (pending.empty()) return results;
+
+    // Room for every pending insert, at least doubling so a stream of small
+    // batches does not reserve once per batch.
+    const std::uint64_t capacity = table.node_capacity();
+    if (capacity >= ht::kMaxNodeCapacity)
+      throw Error("hash table: node pool is full at the 32-bit limit of " +
+                  std::to_string(ht::kMaxNodeCapacity) + " nodes");
+    std::uint64_t wanted = std::max<std::uint64_t>(capacity * 2, table.size() + pending.size());
+    wanted = std::max<std::uint64_t>(wanted, 64);
+    table.reserve(std::min<std::uint64_t>(wanted, ht::kMaxNodeCapacity));
+    if (growths) ++*growths;
+
+    // Resubmit only the failed inserts. They changed nothing, so running them
+    // in a later batch is still a valid linearization: one that may now find
+    // a key another insert of the first batch put in (kDuplicate).
+    std::vector<ht::HashOp> retry;
+    retry.reserve(pending.size());
+    for (std::size_t i : pending) retry.push_back(ops[i]);
+    const std::vector<ht::HashResult> retried = table.run_batch(retry);
+    for (std::size_t j = 0; j < pending.size(); ++j) results[pending[j]] = retried[j];
+  }
+}
+
+AlertDeduplicator::AlertDeduplicator(std::unique_ptr<ht::HashTableBackend> table,
+                                     const AlertDedupOptions& options)
+    : table_(std::move(table)), options_(options) {
+  if (!table_) throw Error("alert dedup: no hash table backend");
+  if (!(options_.bucket_s > 0) || !std::isfinite(options_.bucket_s))
+    throw Error("alert dedup: bucket_s must be a positive number of seconds");
+  if (!(options_.retention_s >= 0) || !std::isfinite(options_.retention_s))
+    throw Error("alert dedup: retention_s must be >= 0 seconds");
+}
+
+std::int64_t AlertDeduplicator::event_bucket(double t_end) const {
+  const double bucket = std::floor(t_end / options_.bucket_s);
+  // A non-finite or absurd t_end cannot come from a real stream; it gets a
+  // fixed bucket rather than undefined behaviour in the conversion.
+  if (!std::isfinite(bucket) || std::fabs(bucket) > 9.0e18) return 0;
+  return static_cast<std::int64_t>(bucket);
+}
+
+ht::HashKey AlertDeduplicator::event_key(const Alert& candidate) const {
+  std::uint64_t key = ht::mix64(fnv1a64(candidate.pattern));
+  key = ht::mix64(key ^ (0x9e3779b97f4a7c15ull + candidate.wearer));
+  key = ht::mix64(key ^ static_cast<std::uint64_t>(event_bucket(candidate.t_end)));
+  return key;
+}
+
+std::vector<bool> AlertDeduplicator::admit(const std::vector<Alert>& candidates) {
+  std::vector<ht::HashOp> ops(candidates.size());
+  std::vector<std::int64_t> buckets(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    buckets[i] = event_bucket(candidates[i].t_end);
+    ops[i].key = event_key(candidates[i]);
+    ops[i].value = static_cast<ht::HashValue>(buckets[i]);
+    ops[i].kind = ht::OpKind::kInsert;
+  }
+  std::vector<bool> admitted(candidates.size(), false);
+  if (ops.empty()) return admitted;
+
+  const std::vector<ht::HashResult> results =
+      run_inserts_growing_pool(*table_, ops, &counters_.pool_growths);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i].status == ht::OpStatus::kInserted) {
+      admitted[i] = true;
+      ++counters_.admitted;
+      keys_by_bucket_[buckets[i]].push_back(ops[i].key);
+    } else if (results[i].status == ht::OpStatus::kDuplicate) {
+      ++counters_.duplicates;
+    } else {
+      throw Error(std::string("alert dedup: unexpected insert status ") +
+                  ht::to_string(results[i].status));
+    }
+  }
+  return admitted;
+}
+
+std::uint64_t AlertDeduplicator::expire(double now_s) {
+  const double horizon = now_s - options_.retention_s;
+  std::vector<ht::HashOp> ops;
+  auto it = keys_by_bucket_.begin();
+  // Bucket b covers [b * bucket_s, (b + 1) * bucket_s); it expires once its
+  // end is at or before the horizon.
+  while (it != keys_by_bucket_.end() &&
+         static_cast<double>(it->first + 1) * options_.bucket_s <= horizon) {
+    for (ht::HashKey key : it->second) {
+      ht::HashOp op;
+      op.key = key;
+      op.kind = ht::OpKind::kDelete;
+      ops.push_back(op);
+    }
+    it = keys_by_bucket_.erase(it);
+  }
+  if (ops.empty()) return 0;
+  const std::vector<ht::HashResult> results = table_->run_batch(ops);
+  std::uint64_t deleted = 0;
+  for (const ht::HashResult& result : results)
+    if (result.status == ht::OpStatus::kDeleted) ++deleted;
+  counters_.expired += deleted;
+  return deleted;
+}
+
+}  // namespace gw::pipeline

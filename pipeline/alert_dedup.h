@@ -1,0 +1,120 @@
+// Alert de-duplication on the lock-free parallel hash table (seed 000 chapter
+// 4; docs ARCHITECTURE "GPU hash table ... and what it does in the daemon",
+// use 2): a candidate alert is published only if its event key
+// (wearer, pattern, event bucket) inserts into the table as new.
+//
+// Why a table insert and not a host-side set: the engine hands over all
+// candidates of one detection round at once, and one run_batch() of inserts
+// decides every one of them, on the GPU when there is one. The table's batch
+// linearizability (kernels/hashtable/hash_table.h) is what makes "two
+// candidates of one event in the same batch: exactly one is admitted" hold.
+//
+// Event key: mix(wearer, FNV-1a-64(pattern name), bucket) where
+//   bucket = floor(t_end / bucket_s)
+// and t_end is the alert's device time. Consequences the caller must know:
+//   * Candidates of one event whose t_end fall on both sides of a bucket
+//     boundary are admitted once per bucket (at most two alerts for an event
+//     shorter than bucket_s).
+//   * The key is a 64-bit hash, not an exact packing (a pattern name does
+//     not fit in bits): two distinct events collide with probability about
+//     n^2 / 2^65 for n live keys, and a collision suppresses the later one.
+//   * A bucket's keys live until expire() removes them; a late candidate of
+//     an expired bucket is admitted again.
+//
+// Threads: none inside this class; one thread at a time (the table's rule).
+// Every call blocks until its batch is done. Errors: gw::Error for invalid
+// options and for table failures (a CUDA error, a pool that cannot grow past
+// the 32-bit node limit, an unexpected status); data-path outcomes are the
+// returned flags and the counters.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/hashtable/hash_table.h"
+#include "pipeline/alert.h"
+
+namespace gw::pipeline {
+
+// Creates a table backend by name, shared by AlertDeduplicator and SlotIndex:
+//   "cpu"  : the multi-threaded CPU table.
+//   "cuda" : the GPU table; throws gw::Error (with the reason) when gaitwatch
+//            was built without CUDA or no device is usable: an explicit
+//            request is never silently downgraded.
+//   "auto" : the GPU table when gpu_hash_table_available(), else the CPU one.
+//            If it falls back, or the GPU table fails to start, `note`
+//            (when non-null) receives a one-line reason to log; otherwise it
+//            is cleared.
+// Any other kind throws gw::Error. `config` is validated by the factories.
+std::unique_ptr<kernels::hashtable::HashTableBackend> make_hash_table_backend(
+    const std::string& kind, std::string* note,
+    const kernels::hashtable::HashTableConfig& config = {});
+
+struct AlertDedupOptions {
+  // Length of an event bucket [s]; candidates of one (wearer, pattern) whose
+  // t_end fall in the same bucket are one event. > 0.
+  double bucket_s = 10.0;
+  // How long [s] a bucket's keys stay after the bucket ends, on the t_end
+  // clock; expire(now_s) removes buckets that ended before now_s - retention_s.
+  // >= 0.
+  double retention_s = 600.0;
+};
+
+struct AlertDedupCounters {
+  std::uint64_t admitted = 0;      // candidates whose key inserted as new
+  std::uint64_t duplicates = 0;    // candidates whose key was already present
+  std::uint64_t expired = 0;       // keys deleted by expire()
+  std::uint64_t pool_growths = 0;  // reserve() calls after kPoolExhausted
+};
+
+class AlertDeduplicator {
+ public:
+  // Takes ownership of `table`, which must be non-null and should be empty:
+  // keys already in it count as seen events. Throws gw::Error on bad options.
+  AlertDeduplicator(std::unique_ptr<kernels::hashtable::HashTableBackend> table,
+                    const AlertDedupOptions& options);
+
+  // Decides every candidate with ONE batch of inserts (plus a resubmission of
+  // just the inserts that found the pool exhausted, after growing it: no
+  // candidate is dropped for lack of nodes). Returns, per candidate in order,
+  // true when it is the first of its event key (publish it) and false when
+  // the key was already present or another candidate of this batch with the
+  // same key won (suppress it). Throws gw::Error on table failure.
+  std::vector<bool> admit(const std::vector<Alert>& candidates);
+
+  // Deletes, in ONE batched delete, the keys of every bucket that ended at or
+  // before now_s - retention_s (now_s on the t_end clock, e.g. the latest
+  // t_end the engine has seen). Returns the number of keys deleted.
+  std::uint64_t expire(double now_s);
+
+  // The key admit() uses for a candidate; exposed for tests and tools.
+  kernels::hashtable::HashKey event_key(const Alert& candidate) const;
+  std::int64_t event_bucket(double t_end) const;
+
+  const AlertDedupCounters& counters() const { return counters_; }
+  const AlertDedupOptions& options() const { return options_; }
+  // Keys held now (admitted and not yet expired).
+  std::uint64_t live_keys() const { return table_->size(); }
+  const kernels::hashtable::HashTableBackend& table() const { return *table_; }
+
+ private:
+  std::unique_ptr<kernels::hashtable::HashTableBackend> table_;
+  AlertDedupOptions options_;
+  AlertDedupCounters counters_;
+  // Host-side record of the keys inserted per bucket: the table cannot be
+  // scanned by bucket, and expire() needs the exact keys to delete.
+  std::map<std::int64_t, std::vector<kernels::hashtable::HashKey>> keys_by_bucket_;
+};
+
+// Runs `ops` (inserts only) as one batch and resubmits those that returned
+// kPoolExhausted after growing the pool, until none does; returns the final
+// result of every op. Shared by AlertDeduplicator and SlotIndex. Throws
+// gw::Error when the pool cannot grow further or an op returns kInvalidOp.
+std::vector<kernels::hashtable::HashResult> run_inserts_growing_pool(
+    kernels::hashtable::HashTableBackend& table,
+    const std::vector<kernels::hashtable::HashOp>& ops, std::uint64_t* growths);
+
+}  // namespace gw::pipeline
