@@ -68,6 +68,101 @@ const DeviceProfile* Config::device_by_name(const std::string& name) const {
   return nullptr;
 }
 
+int TransformStep::lowpass_taps(double rate_hz) const {
+  const int half = std::max(1, static_cast<int>(std::lround(rate_hz / cutoff_hz)));
+  return 2 * half + 1;
+}
+
+int TransformStep::window_samples(double rate_hz) const {
+  return std::max(2, static_cast<int>(std::lround(window_s * rate_hz)));
+}
+
+int TransformStep::history_samples(double rate_hz) const {
+  switch (kind) {
+    case Kind::kRaw:
+    case Kind::kMagnitude:
+      return 0;
+    case Kind::kDerivative:
+      return 1;
+    case Kind::kLowpass:
+      return lowpass_taps(rate_hz) - 1;
+    case Kind::kFreezeIndex:
+      return window_samples(rate_hz) - 1;
+  }
+  return 0;
+}
+
+const char* TransformStep::name(Kind kind) {
+  switch (kind) {
+    case Kind::kRaw:
+      return "raw";
+    case Kind::kMagnitude:
+      return "magnitude";
+    case Kind::kLowpass:
+      return "lowpass";
+    case Kind::kDerivative:
+      return "derivative";
+    case Kind::kFreezeIndex:
+      return "freeze_index";
+  }
+  return "?";
+}
+
+int transform_history(const std::vector<TransformStep>& steps, double rate_hz) {
+  int history = 0;
+  for (const TransformStep& step : steps) history += step.history_samples(rate_hz);
+  return history;
+}
+
+bool uses_raw_channels(const std::vector<TransformStep>& steps) {
+  return std::all_of(steps.begin(), steps.end(),
+                     [](const TransformStep& s) { return s.kind == TransformStep::Kind::kRaw; });
+}
+
+std::vector<DerivedChannel> derived_channels(const DeviceProfile& device,
+                                             const std::vector<int>& channels,
+                                             const std::vector<TransformStep>& steps) {
+  auto group_index = [&](int channel) {
+    for (std::size_t g = 0; g < device.groups.size(); ++g)
+      if (channel >= device.groups[g].first && channel <= device.groups[g].last)
+        return static_cast<int>(g);
+    return 0;
+  };
+  std::vector<DerivedChannel> out;
+  const bool magnitude = !steps.empty() && steps[0].kind == TransformStep::Kind::kMagnitude;
+  if (!magnitude) {
+    for (const int channel : channels)
+      out.push_back(
+          {device.channels[static_cast<std::size_t>(channel)], {channel}, group_index(channel)});
+    return out;
+  }
+  std::vector<int> groups_seen;
+  for (const int channel : channels) {
+    const int g = group_index(channel);
+    const auto it = std::find(groups_seen.begin(), groups_seen.end(), g);
+    if (it != groups_seen.end()) {
+      out[static_cast<std::size_t>(it - groups_seen.begin())].inputs.push_back(channel);
+      continue;
+    }
+    groups_seen.push_back(g);
+    const std::string name =
+        device.groups.empty() ? "all" : device.groups[static_cast<std::size_t>(g)].name;
+    out.push_back({"|" + name + "|", {channel}, 0});
+  }
+  return out;
+}
+
+std::string PatternExample::describe() const {
+  if (source)
+    return source->file + ":" + std::to_string(source->start) + ":" + std::to_string(source->end);
+  return template_file;
+}
+
+bool PatternConfig::has_negatives() const {
+  return std::any_of(examples.begin(), examples.end(),
+                     [](const PatternExample& e) { return e.negative; });
+}
+
 namespace {
 
 // Patterns are compared sample by sample in kernels that size shared memory by
@@ -804,10 +899,11 @@ class RecordingCache {
   std::map<std::pair<std::string, std::string>, Slot> slots_;
 };
 
-// Copies rows [start, start + length) of the pattern's channels into
-// pattern.shape (dim-major). `at` names the file key for issues.
-bool cut_shape(const sensors::Recording& recording, std::int64_t start, int length,
-               const MapReader& file_map, const std::string& file_key, PatternConfig& pattern) {
+// Copies rows [first_row, first_row + rows) of the pattern's channels into
+// example.raw (dim-major). `file_key` names the key issues are reported at.
+bool cut_raw(const sensors::Recording& recording, std::int64_t first_row, int rows,
+             const MapReader& file_map, const std::string& file_key, const PatternConfig& pattern,
+             PatternExample& example) {
   std::vector<std::size_t> columns;
   bool ok = true;
   for (const std::string& channel : pattern.channels) {
@@ -823,35 +919,41 @@ bool cut_shape(const sensors::Recording& recording, std::int64_t start, int leng
     columns.push_back(static_cast<std::size_t>(it - recording.channel_names.begin()));
   }
   if (!ok) return false;
-  pattern.shape.assign(columns.size() * static_cast<std::size_t>(length), 0.0f);
+  const auto row_count = static_cast<std::size_t>(rows);
+  example.raw.assign(columns.size() * row_count, 0.0f);
   for (std::size_t d = 0; d < columns.size(); ++d) {
-    for (int s = 0; s < length; ++s) {
-      const float value = recording.at(static_cast<std::size_t>(start + s), columns[d]);
+    for (std::size_t s = 0; s < row_count; ++s) {
+      const auto row = static_cast<std::size_t>(first_row) + s;
+      const float value = recording.at(row, columns[d]);
       if (!std::isfinite(value)) {
-        file_map.add_issue(file_key, "sample " + std::to_string(start + s) + " of channel '" +
+        file_map.add_issue(file_key, "sample " + std::to_string(row) + " of channel '" +
                                          pattern.channels[d] + "' is not a finite number");
-        pattern.shape.clear();
+        example.raw.clear();
         return false;
       }
-      pattern.shape[d * static_cast<std::size_t>(length) + static_cast<std::size_t>(s)] = value;
+      example.raw[d * row_count + s] = value;
     }
   }
   return true;
 }
 
-// Reads `example:` and loads the shape. `length_given` says whether the
-// pattern set `length` (then pattern.length holds it).
-void read_example(const MapReader& pattern_map, const std::string& base_dir, bool load_shape,
-                  bool length_given, const DeviceProfile* device, RecordingCache& cache,
-                  PatternConfig& pattern) {
-  const MapReader map(pattern_map.value("example"), pattern_map.key_path("example"),
-                      {"file", "format", "start", "end"}, pattern_map.issues());
-  if (!map.valid()) return;
-  if (pattern_map.value("example").IsNull()) {
-    pattern_map.add_issue("example",
-                          "expected a map with file, format, start and end, got nothing");
-    return;
-  }
+// What the examples of one pattern share while they are read. The pattern's
+// length is fixed by `length`, or else by the first example that gives one;
+// every later example must agree.
+struct ExampleContext {
+  const std::string& base_dir;
+  const MapReader& pattern_map;
+  bool load_shape = false;    // device, channels, transforms and length are valid
+  bool length_given = false;  // the pattern's `length` key
+  bool length_known = false;  // given, or taken from an earlier example
+  const DeviceProfile* device = nullptr;
+  int lead_in = 0;  // samples the transforms need before a window
+  RecordingCache& cache;
+};
+
+// Reads a {file, format, start, end} example and loads its raw values.
+void read_window_example(const MapReader& map, ExampleContext& ctx, PatternConfig& pattern,
+                         PatternExample& out) {
   ExampleSource example;
   bool ok = map.require("file") & map.require("format") & map.require("start");
   ok &= !map.has("file") || read_string(map, "file", example.file);
@@ -860,6 +962,7 @@ void read_example(const MapReader& pattern_map, const std::string& base_dir, boo
   ok &= !map.has("start") ||
         read_int(map, "start", 0, std::numeric_limits<std::int64_t>::max(), example.start);
   const bool end_given = map.has("end");
+  const bool length_ok = ctx.length_known || !ctx.pattern_map.has("length");
   if (end_given) {
     if (read_int(map, "end", 1, std::numeric_limits<std::int64_t>::max(), example.end)) {
       if (ok && example.end <= example.start) {
@@ -870,26 +973,29 @@ void read_example(const MapReader& pattern_map, const std::string& base_dir, boo
     } else {
       ok = false;
     }
-  } else if (!pattern_map.has("length")) {
+  } else if (!ctx.pattern_map.has("length") && !ctx.length_known) {
     map.issues().add(map.key_path("end"), map.line(),
                      "missing required key (or give the pattern's length)");
     ok = false;
-  } else if (!length_given) {
+  } else if (!length_ok) {
     ok = false;  // the length itself is wrong and already reported
   }
-  example.file = resolve_path(base_dir, example.file);
-  if (!ok) {
-    pattern.example = example;
-    return;
-  }
+  example.file = resolve_path(ctx.base_dir, example.file);
+  out.source = example;
+  if (!ok) return;
   if (!end_given) example.end = example.start + pattern.length;
   const std::int64_t span = example.end - example.start;
-  if (length_given && span != pattern.length) {
-    pattern_map.add_issue("length",
-                          "length " + std::to_string(pattern.length) +
-                              " does not match example end - start = " + std::to_string(span));
+  if (ctx.length_given && span != pattern.length) {
+    ctx.pattern_map.add_issue("length",
+                              "length " + std::to_string(pattern.length) +
+                                  " does not match example end - start = " + std::to_string(span));
     ok = false;
-  } else if (!length_given) {
+  } else if (ctx.length_known && span != pattern.length) {
+    map.add_issue("end", "end - start = " + std::to_string(span) +
+                             " differs from the pattern's length " +
+                             std::to_string(pattern.length) + " (set by its first example)");
+    ok = false;
+  } else if (!ctx.length_known) {
     if (span < kMinPatternLength || span > kMaxPatternLength) {
       map.add_issue(
           "end", "the example is " + std::to_string(span) + " samples long; patterns must be " +
@@ -897,13 +1003,21 @@ void read_example(const MapReader& pattern_map, const std::string& base_dir, boo
       ok = false;
     } else {
       pattern.length = static_cast<int>(span);
+      ctx.length_known = true;
     }
   }
-  pattern.example = example;
-  if (!ok || !load_shape) return;
+  out.source = example;
+  if (!ok || !ctx.load_shape) return;
+  if (example.start < ctx.lead_in) {
+    map.add_issue("start", "the transforms read " + std::to_string(ctx.lead_in) +
+                               " samples before the window, so start must be >= " +
+                               std::to_string(ctx.lead_in) + ", got " +
+                               std::to_string(example.start));
+    return;
+  }
 
   std::string error;
-  const sensors::Recording* recording = cache.get(example.file, example.format, error);
+  const sensors::Recording* recording = ctx.cache.get(example.file, example.format, error);
   if (recording == nullptr) {
     map.add_issue("file", error);
     return;
@@ -924,56 +1038,186 @@ void read_example(const MapReader& pattern_map, const std::string& base_dir, boo
   // The formats with a fixed rate tell us the recording's rate; a pattern cut
   // at another rate than its device streams at would be time-scaled.
   const bool rate_known = example.format == "gaitpdb" || example.format == "daphnet";
-  if (rate_known && device != nullptr &&
-      std::abs(recording->sample_rate_hz - device->sample_rate_hz) >
-          0.01 * device->sample_rate_hz) {
+  if (rate_known && ctx.device != nullptr &&
+      std::abs(recording->sample_rate_hz - ctx.device->sample_rate_hz) >
+          0.01 * ctx.device->sample_rate_hz) {
     map.add_issue("format", "the recording is sampled at " +
                                 format_number(recording->sample_rate_hz) + " Hz but device '" +
-                                device->name + "' at " + format_number(device->sample_rate_hz) +
-                                " Hz");
+                                ctx.device->name + "' at " +
+                                format_number(ctx.device->sample_rate_hz) + " Hz");
     return;
   }
-  cut_shape(*recording, example.start, pattern.length, map, "file", pattern);
+  out.lead_in = ctx.lead_in;
+  cut_raw(*recording, example.start - ctx.lead_in, ctx.lead_in + pattern.length, map, "file",
+          pattern, out);
 }
 
-void read_template(const MapReader& pattern_map, const std::string& base_dir, bool load_shape,
-                   bool length_given, RecordingCache& cache, PatternConfig& pattern) {
-  if (!read_string(pattern_map, "template", pattern.template_file)) return;
-  pattern.template_file = resolve_path(base_dir, pattern.template_file);
-  if (!load_shape) return;
+// Reads a template file (under `key` of `map`) and loads its raw values: its
+// first lead_in rows feed the transforms, the rest are the pattern.
+void read_template_example(const MapReader& map, const std::string& key, ExampleContext& ctx,
+                           PatternConfig& pattern, PatternExample& out) {
+  if (!read_string(map, key, out.template_file)) return;
+  out.template_file = resolve_path(ctx.base_dir, out.template_file);
+  if (!ctx.load_shape) return;
   std::string error;
-  const sensors::Recording* recording = cache.get(pattern.template_file, "csv", error);
+  const sensors::Recording* recording = ctx.cache.get(out.template_file, "csv", error);
   if (recording == nullptr) {
-    pattern_map.add_issue("template", error);
+    map.add_issue(key, error);
     return;
   }
-  const auto rows = static_cast<std::int64_t>(recording->samples());
-  if (length_given && rows != pattern.length) {
-    pattern_map.add_issue("length", "length " + std::to_string(pattern.length) +
-                                        " does not match the template's " + std::to_string(rows) +
-                                        " rows");
+  const auto rows = static_cast<std::int64_t>(recording->samples()) - ctx.lead_in;
+  const std::string lead_note =
+      ctx.lead_in > 0 ? " (after the transforms' " + std::to_string(ctx.lead_in) + " rows)" : "";
+  if (ctx.length_given && rows != pattern.length) {
+    ctx.pattern_map.add_issue("length", "length " + std::to_string(pattern.length) +
+                                            " does not match the template's " +
+                                            std::to_string(rows) + " rows" + lead_note);
+    return;
+  }
+  if (ctx.length_known && rows != pattern.length) {
+    map.add_issue(key, "the template has " + std::to_string(rows) + " rows" + lead_note +
+                           ", the pattern's length is " + std::to_string(pattern.length) +
+                           " (set by its first example)");
     return;
   }
   if (rows < kMinPatternLength || rows > kMaxPatternLength) {
-    pattern_map.add_issue("template", "the template has " + std::to_string(rows) +
-                                          " rows; patterns must be " +
-                                          std::to_string(kMinPatternLength) + ".." +
-                                          std::to_string(kMaxPatternLength) + " samples long");
+    map.add_issue(key, "the template has " + std::to_string(rows) + " rows" + lead_note +
+                           "; patterns must be " + std::to_string(kMinPatternLength) + ".." +
+                           std::to_string(kMaxPatternLength) + " samples long");
     return;
   }
   pattern.length = static_cast<int>(rows);
-  cut_shape(*recording, 0, pattern.length, pattern_map, "template", pattern);
+  ctx.length_known = true;
+  out.lead_in = ctx.lead_in;
+  cut_raw(*recording, 0, ctx.lead_in + pattern.length, map, key, pattern, out);
+}
+
+// Reads the list under `key` (examples | negatives): each item is a window
+// {file, format, start, end} or {template: FILE}.
+void read_example_list(const std::string& key, bool negative, ExampleContext& ctx,
+                       PatternConfig& pattern) {
+  for_each_item(ctx.pattern_map, key,
+                [&](const YAML::Node& node, const std::string& path, std::size_t) {
+                  const MapReader map(node, path, {"file", "format", "start", "end", "template"},
+                                      ctx.pattern_map.issues());
+                  if (!map.valid()) return;
+                  PatternExample example;
+                  example.negative = negative;
+                  if (map.has("template")) {
+                    for (const char* other : {"file", "format", "start", "end"}) {
+                      if (map.has(other)) {
+                        map.add_issue(other, "give either a template or file/format/start/end");
+                        return;
+                      }
+                    }
+                    read_template_example(map, "template", ctx, pattern, example);
+                  } else {
+                    read_window_example(map, ctx, pattern, example);
+                  }
+                  pattern.examples.push_back(std::move(example));
+                });
+}
+
+// Reads `transforms:`: a list of step names or {kind: NAME, options...}.
+void read_transforms(const MapReader& pattern_map, PatternConfig& pattern, bool& ok) {
+  const std::vector<std::string> kinds = {"raw", "magnitude", "lowpass", "derivative",
+                                          "freeze_index"};
+  for_each_item(
+      pattern_map, "transforms",
+      [&](const YAML::Node& node, const std::string& path, std::size_t index) {
+        TransformStep step;
+        std::string kind;
+        const bool shorthand = node.IsScalar();
+        const MapReader map(shorthand ? YAML::Node(YAML::NodeType::Undefined) : node, path,
+                            {"kind", "cutoff_hz", "window_s", "locomotion_band_hz",
+                             "freeze_band_hz", "power_floor"},
+                            pattern_map.issues());
+        if (!map.valid()) {
+          ok = false;
+          return;
+        }
+        if (shorthand) {
+          kind = node.Scalar();
+          if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+            pattern_map.issues().add(path, line_of(node),
+                                     "must be one of " + join(kinds, " | ") + ", got '" + kind +
+                                         "'" + did_you_mean(kind, kinds));
+            ok = false;
+            return;
+          }
+        } else if (!map.require("kind") || !read_choice(map, "kind", kinds, kind)) {
+          ok = false;
+          return;
+        }
+        const std::vector<std::pair<std::string, TransformStep::Kind>> by_name = {
+            {"raw", TransformStep::Kind::kRaw},
+            {"magnitude", TransformStep::Kind::kMagnitude},
+            {"lowpass", TransformStep::Kind::kLowpass},
+            {"derivative", TransformStep::Kind::kDerivative},
+            {"freeze_index", TransformStep::Kind::kFreezeIndex}};
+        for (const auto& [name, value] : by_name)
+          if (name == kind) step.kind = value;
+        // Options of other kinds are mistakes, not silently ignored settings.
+        const std::map<std::string, TransformStep::Kind> option_owner = {
+            {"cutoff_hz", TransformStep::Kind::kLowpass},
+            {"window_s", TransformStep::Kind::kFreezeIndex},
+            {"locomotion_band_hz", TransformStep::Kind::kFreezeIndex},
+            {"freeze_band_hz", TransformStep::Kind::kFreezeIndex},
+            {"power_floor", TransformStep::Kind::kFreezeIndex}};
+        for (const auto& [option, owner] : option_owner) {
+          if (map.has(option) && owner != step.kind) {
+            map.add_issue(option, "applies to " + std::string(TransformStep::name(owner)) +
+                                      " only, not to " + kind);
+            ok = false;
+          }
+        }
+        if (step.kind == TransformStep::Kind::kMagnitude && index != 0) {
+          pattern_map.issues().add(path, line_of(node), "magnitude must be the first transform");
+          ok = false;
+        }
+        if (step.kind == TransformStep::Kind::kLowpass) {
+          if (!map.require("cutoff_hz") || !read_number(map, "cutoff_hz", above(0), step.cutoff_hz))
+            ok = false;
+        }
+        if (step.kind == TransformStep::Kind::kFreezeIndex) {
+          ok &= !map.has("window_s") || read_number(map, "window_s", above(0), step.window_s);
+          ok &= !map.has("power_floor") ||
+                read_number(map, "power_floor", above(0), step.power_floor);
+          for (const auto& [key, band] :
+               {std::pair<std::string, double*>{"locomotion_band_hz", step.locomotion_band_hz},
+                std::pair<std::string, double*>{"freeze_band_hz", step.freeze_band_hz}}) {
+            if (!map.has(key)) continue;
+            const YAML::Node value = map.value(key);
+            std::string error;
+            std::optional<double> low, high;
+            if (value.IsSequence() && value.size() == 2) {
+              low = parse_number(value[0], error);
+              high = parse_number(value[1], error);
+            }
+            if (!low || !high || *low < 0 || *high <= *low) {
+              map.add_issue(
+                  key, "expected [low, high] in Hz with 0 <= low < high, got " + describe(value));
+              ok = false;
+              continue;
+            }
+            band[0] = *low;
+            band[1] = *high;
+          }
+        }
+        pattern.transforms.push_back(step);
+      });
 }
 
 void read_pattern(const YAML::Node& node, const std::string& path, const std::string& base_dir,
                   const std::vector<DeviceProfile>& devices,
                   const std::vector<bool>& device_channels_ok, RecordingCache& cache,
                   IssueList& issues, PatternConfig& pattern) {
-  const MapReader map(node, path,
-                      {"name", "kind", "severity", "device", "channels", "length", "band", "znorm",
-                       "mode", "nr", "threshold", "min_dims", "alpha", "cooldown_s", "example",
-                       "template"},
-                      issues);
+  const MapReader map(
+      node, path, {"name",       "kind",     "severity", "device",   "channels",   "transforms",
+                   "length",     "measure",  "band",     "znorm",    "mode",       "nr",
+                   "threshold",  "min_dims", "alpha",    "margin",   "hysteresis", "min_duration_s",
+                   "cooldown_s", "example",  "template", "examples", "negatives"},
+      issues);
   if (!map.valid()) return;
   pattern.kind = "other";
   pattern.severity = "warning";
@@ -1031,56 +1275,115 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
       channel_indices.push_back(static_cast<int>(it - device->channels.begin()));
     }
   }
+  bool transforms_ok = true;
+  read_transforms(map, pattern, transforms_ok);
+  // The pattern's dimensions and their groups, once the inputs are known.
+  std::vector<DerivedChannel> dims;
+  if (device_ok && channels_ok && transforms_ok) {
+    dims = derived_channels(*device, channel_indices, pattern.transforms);
+    pattern.dim_count = static_cast<int>(dims.size());
+  } else {
+    pattern.dim_count = static_cast<int>(pattern.channels.size());
+  }
 
   const bool length_given =
       read_int(map, "length", kMinPatternLength, kMaxPatternLength, pattern.length);
   const bool length_ok = length_given || !map.has("length");
-  read_number(map, "band", between(0, 1), pattern.band);
+  read_choice(map, "measure", {"dtw", "euclidean"}, pattern.measure);
+  const bool euclidean = pattern.measure == "euclidean";
+  const bool band_given = read_number(map, "band", between(0, 1), pattern.band);
+  if (euclidean) {
+    // The seed's EDT: synchronous windows, i.e. DTW with a band of 0.
+    if (band_given && pattern.band != 0)
+      map.add_issue("band", "measure euclidean compares synchronous samples: band must be 0");
+    pattern.band = 0;
+  }
   read_bool(map, "znorm", pattern.znorm);
-  read_choice(map, "mode", {"window", "streaming"}, pattern.mode);
-  if (read_int(map, "nr", 0, 65535, pattern.nr) && pattern.nr > 0 && device_ok && channels_ok) {
-    // nr reaches neighbours inside a channel's group only; an nr as wide as
-    // every group the pattern touches compares nothing more than nr = size-1.
-    int widest_group = 1;
-    for (const int channel : channel_indices) {
-      for (const ChannelGroup& group : device->groups) {
-        if (channel >= group.first && channel <= group.last) {
-          widest_group = std::max(widest_group, group.last - group.first + 1);
+  if (read_choice(map, "mode", {"window", "streaming"}, pattern.mode) && euclidean &&
+      pattern.mode != "window")
+    map.add_issue("mode", "measure euclidean needs mode window");
+  if (read_int(map, "nr", 0, 65535, pattern.nr) && pattern.nr > 0) {
+    if (euclidean) {
+      map.add_issue("nr", "measure euclidean compares each dim with its own channel: nr must be 0");
+    } else if (!dims.empty()) {
+      // nr reaches neighbours inside a channel's group only; an nr as wide as
+      // every group the pattern touches compares nothing more than nr = size-1.
+      // In the raw view a dim reaches every channel of its device group; a
+      // transformed view holds only the pattern's own derived channels.
+      const bool raw_view = uses_raw_channels(pattern.transforms);
+      std::map<int, int> group_size;
+      for (const DerivedChannel& dim : dims) ++group_size[dim.group];
+      int widest_group = 1;
+      for (const DerivedChannel& dim : dims) {
+        int size = group_size[dim.group];
+        if (raw_view) {
+          const ChannelGroup& group = device->groups[static_cast<std::size_t>(dim.group)];
+          size = group.last - group.first + 1;
         }
+        widest_group = std::max(widest_group, size);
       }
-    }
-    if (pattern.nr >= widest_group) {
-      map.add_issue("nr", "nr " + std::to_string(pattern.nr) +
-                              " reaches past every group holding the pattern's channels (the "
-                              "widest has " +
-                              std::to_string(widest_group) +
-                              " channels, so nr <= " + std::to_string(widest_group - 1) + ")");
+      if (pattern.nr >= widest_group) {
+        map.add_issue("nr", "nr " + std::to_string(pattern.nr) +
+                                " reaches past every group holding the pattern's channels (the "
+                                "widest has " +
+                                std::to_string(widest_group) +
+                                " channels, so nr <= " + std::to_string(widest_group - 1) + ")");
+      }
     }
   }
   if (map.require("threshold")) read_number(map, "threshold", above(0), pattern.threshold);
-  if (read_int(map, "min_dims", 1, 65535, pattern.min_dims) && channels_ok &&
-      static_cast<std::size_t>(pattern.min_dims) > pattern.channels.size()) {
-    map.add_issue("min_dims", "must be at most the pattern's " +
-                                  std::to_string(pattern.channels.size()) + " channels, got " +
-                                  std::to_string(pattern.min_dims));
+  if (read_int(map, "min_dims", 1, 65535, pattern.min_dims) && channels_ok && transforms_ok &&
+      pattern.min_dims > pattern.dim_count) {
+    const bool derived = pattern.dim_count != static_cast<int>(pattern.channels.size());
+    map.add_issue("min_dims", "must be at most the pattern's " + std::to_string(pattern.dim_count) +
+                                  (derived ? " dimensions (after the transforms)" : " channels") +
+                                  ", got " + std::to_string(pattern.min_dims));
   }
   read_number(map, "alpha", at_least(1), pattern.alpha);
+  read_number(map, "margin", at_least(0), pattern.margin);
+  read_number(map, "hysteresis", at_least(0), pattern.hysteresis);
+  read_number(map, "min_duration_s", at_least(0), pattern.min_duration_s);
   read_number(map, "cooldown_s", at_least(0), pattern.cooldown_s);
 
   // Shapes are only loaded when what selects them is right: otherwise the
   // file read would only add follow-on noise to the issues already found.
-  const bool load_shape = device_ok && channels_ok && length_ok;
+  ExampleContext ctx{base_dir,
+                     map,
+                     device_ok && channels_ok && transforms_ok && length_ok,
+                     length_given,
+                     length_given,
+                     device,
+                     device_ok && transforms_ok
+                         ? transform_history(pattern.transforms, device->sample_rate_hz)
+                         : 0,
+                     cache};
   const bool has_example = map.has("example"), has_template = map.has("template");
   if (has_example && has_template) {
     map.add_issue("template", "give either 'example' or 'template', not both (example is at line " +
                                   std::to_string(map.line("example")) + ")");
   } else if (has_example) {
-    read_example(map, base_dir, load_shape, length_given, device, cache, pattern);
+    const MapReader example_map(map.value("example"), map.key_path("example"),
+                                {"file", "format", "start", "end"}, issues);
+    if (example_map.valid()) {
+      if (map.value("example").IsNull()) {
+        map.add_issue("example", "expected a map with file, format, start and end, got nothing");
+      } else {
+        PatternExample example;
+        read_window_example(example_map, ctx, pattern, example);
+        pattern.examples.push_back(std::move(example));
+      }
+    }
   } else if (has_template) {
-    read_template(map, base_dir, load_shape, length_given, cache, pattern);
-  } else {
-    issues.add(path, map.line(), "missing 'example' or 'template' (the pattern's shape)");
+    PatternExample example;
+    read_template_example(map, "template", ctx, pattern, example);
+    pattern.examples.push_back(std::move(example));
   }
+  read_example_list("examples", false, ctx, pattern);
+  if (!has_example && !has_template && !map.has("examples")) {
+    issues.add(path, map.line(),
+               "missing 'example' or 'template' or 'examples' (the pattern's shape)");
+  }
+  read_example_list("negatives", true, ctx, pattern);
 }
 
 void read_patterns(const MapReader& root, const std::string& base_dir,
@@ -1115,18 +1418,22 @@ void check_ring_capacity(const MapReader& root, const Config& config) {
   for (const DeviceProfile& device : config.devices) {
     int longest = 0;
     for (const PatternConfig& pattern : config.patterns) {
-      if (pattern.device == device.name) longest = std::max(longest, pattern.length);
+      // Transformed channels need their history in the ring as well.
+      if (pattern.device == device.name)
+        longest = std::max(
+            longest, pattern.length + transform_history(pattern.transforms, device.sample_rate_hz));
     }
     if (longest == 0) continue;
     const auto per_tick =
         static_cast<std::size_t>(std::ceil(device.sample_rate_hz * config.search.tick_ms / 1000.0));
     const std::size_t needed = static_cast<std::size_t>(longest) + per_tick;
     if (config.ingest.ring_capacity_samples <= needed) {
-      root.issues().add("ingest.ring_capacity_samples", ingest.line("ring_capacity_samples"),
-                        "must exceed the longest pattern on device '" + device.name + "' (" +
-                            std::to_string(longest) + " samples) + samples per tick (" +
-                            std::to_string(per_tick) + ") = " + std::to_string(needed) + ", is " +
-                            std::to_string(config.ingest.ring_capacity_samples));
+      root.issues().add(
+          "ingest.ring_capacity_samples", ingest.line("ring_capacity_samples"),
+          "must exceed the longest pattern (with its transforms' history) on device '" +
+              device.name + "' (" + std::to_string(longest) + " samples) + samples per tick (" +
+              std::to_string(per_tick) + ") = " + std::to_string(needed) + ", is " +
+              std::to_string(config.ingest.ring_capacity_samples));
       return;
     }
   }

@@ -60,13 +60,80 @@ struct ExampleSource {
   std::int64_t end = 0;   // sample index, exclusive
 };
 
+// One step of a pattern's channel transform chain. The steps are pure
+// functions of a finite stretch of past samples (no state beyond it), so a
+// transformed sample is the same however the stream was cut into batches and
+// wherever the stream started; pipeline/transforms.h computes them.
+struct TransformStep {
+  enum class Kind {
+    kRaw,          // identity
+    kMagnitude,    // per sensor: sqrt of the sum of squares of the pattern's channels in one
+                   // device group (ankle x,y,z -> |a|); only as the first step
+    kLowpass,      // causal windowed-sinc FIR (Hamming), unit gain at 0 Hz
+    kDerivative,   // (x[t] - x[t-1]) * rate: acceleration -> jerk
+    kFreezeIndex,  // ln((P_freeze + floor) / (P_locomotion + floor)), band powers of the DFT of
+                   // the last window_s seconds (Baechlin et al. 2010's freeze index, in logs)
+  };
+  Kind kind = Kind::kRaw;
+  double cutoff_hz = 0;                     // lowpass
+  double window_s = 4;                      // freeze_index
+  double locomotion_band_hz[2] = {0.5, 3};  // freeze_index: [low, high)
+  double freeze_band_hz[2] = {3, 8};        // freeze_index: [low, high)
+  double power_floor = 1;                   // freeze_index: added to both powers (squared units)
+
+  // Samples of a lowpass FIR at this rate: odd, about two periods of the cutoff.
+  int lowpass_taps(double rate_hz) const;
+  // Samples of the freeze-index DFT window at this rate.
+  int window_samples(double rate_hz) const;
+  // How many samples before an output sample the step reads (0 for raw and
+  // magnitude): the output at t is a function of inputs t-history .. t.
+  int history_samples(double rate_hz) const;
+  static const char* name(Kind kind);
+};
+
+// The channels a pattern's transform chain produces (its dimensions), in order.
+struct DerivedChannel {
+  std::string name;         // the raw channel's name, or "|group|" for a magnitude
+  std::vector<int> inputs;  // raw channel indices of the device it is computed from
+  int group = 0;            // neighbour ranges (nr) stay inside one group
+};
+// Without a magnitude step: one channel per pattern channel, in the device's
+// groups. With one: one channel per device group the pattern's channels touch
+// (in order of first appearance), all in one group. `channels` are indices
+// into device.channels.
+std::vector<DerivedChannel> derived_channels(const DeviceProfile& device,
+                                             const std::vector<int>& channels,
+                                             const std::vector<TransformStep>& steps);
+// Sum of the steps' histories at this rate.
+int transform_history(const std::vector<TransformStep>& steps, double rate_hz);
+// True when the chain leaves the channels as they are (no steps, or only raw):
+// such patterns search the device's own channels (its groups bound nr).
+bool uses_raw_channels(const std::vector<TransformStep>& steps);
+
+// One example of a pattern: a window of a recording or a template file.
+struct PatternExample {
+  bool negative = false;                // a counter-example (normal activity)
+  std::optional<ExampleSource> source;  // a window of a recording ...
+  std::string template_file;            // ... or a template CSV (header = channel names)
+  // Raw values of the pattern's channels, dim-major: channels.size() rows of
+  // lead_in + length samples. The first lead_in samples precede the window:
+  // the transforms need them (lead_in = transform_history()).
+  int lead_in = 0;
+  std::vector<float> raw;
+  std::string describe() const;  // "FILE:START:END" or the template path, for messages
+};
+
 struct PatternConfig {
   std::string name;
   std::string kind;              // fall | stumble | freezing_of_gait | limp | other
   std::string severity;          // info | warning | critical
   std::string device;            // name of a DeviceProfile
-  std::vector<std::string> channels;  // channel names of that profile, one per pattern dim
+  std::vector<std::string> channels;      // channel names of that profile, the transforms' inputs
+  std::vector<TransformStep> transforms;  // applied in order; empty = raw channels
+  int dim_count = 0;                      // pattern dimensions = derived_channels().size()
   int length = 0;                // m
+  std::string measure = "dtw";   // dtw (seed's MD-DTW) | euclidean (seed's EDT baseline: band 0,
+                                 // every dim matched at the same window end, nr 0)
   double band = 0.1;             // R; r = floor(R * m)
   bool znorm = true;
   std::string mode = "window";   // window (seed's sliding windows) | streaming (SPRING; no band, no znorm)
@@ -74,10 +141,13 @@ struct PatternConfig {
   double threshold = 0;          // per-dim DTW distance cutoff
   int min_dims = 1;              // an alert needs at least this many matched dims
   double alpha = 1.0;            // weight of a switched dim in the ranking distance (>= 1)
+  double margin = 0;             // decision margin (distance units), see docs/detection.md
+  double hysteresis = 0;         // extra margin needed to start a detection episode
+  double min_duration_s = 0;     // the decision must hold this long before an alert
   double cooldown_s = 5;         // no second alert of this pattern for this stream within this time
-  std::optional<ExampleSource> example;  // query by example ...
-  std::string template_file;             // ... or a template CSV (header = channel names)
-  std::vector<float> shape;      // filled by load_config: dim-major, channels.size() x length
+  // Positive examples first (example, template, examples), then negatives.
+  std::vector<PatternExample> examples;
+  bool has_negatives() const;
 };
 
 struct SearchConfig {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -9,21 +11,112 @@
 
 namespace gw::pipeline {
 
-int CompiledLibrary::max_length_for(std::uint16_t device) const {
-  int longest = 0;
-  for (std::size_t p = 0; p < patterns.size(); ++p)
-    if (kernel_library->patterns[p].profile == device)
-      longest = std::max(longest, kernel_library->patterns[p].length);
-  return longest;
-}
-
 namespace {
 
-// The channel range [first, last] of the group holding `channel`.
-std::pair<int, int> group_of(const config::DeviceProfile& device, int channel) {
-  for (const auto& g : device.groups)
-    if (channel >= g.first && channel <= g.last) return {g.first, g.last};
-  return {0, static_cast<int>(device.channels.size()) - 1};
+// Kernel profile ids of transformed views start above every device id.
+constexpr std::uint32_t kFirstViewProfile = 1u << 16;
+
+bool same_steps(const std::vector<config::TransformStep>& a,
+                const std::vector<config::TransformStep>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto& x = a[i];
+    const auto& y = b[i];
+    if (x.kind != y.kind || x.cutoff_hz != y.cutoff_hz || x.window_s != y.window_s ||
+        x.power_floor != y.power_floor || x.locomotion_band_hz[0] != y.locomotion_band_hz[0] ||
+        x.locomotion_band_hz[1] != y.locomotion_band_hz[1] ||
+        x.freeze_band_hz[0] != y.freeze_band_hz[0] || x.freeze_band_hz[1] != y.freeze_band_hz[1])
+      return false;
+  }
+  return true;
+}
+
+bool same_kernel_pattern(const kernels::Pattern& a, const kernels::Pattern& b) {
+  auto pairs_equal = [](const std::vector<kernels::DimPair>& x,
+                        const std::vector<kernels::DimPair>& y) {
+    return x.size() == y.size() &&
+           std::equal(x.begin(), x.end(), y.begin(), [](const auto& p, const auto& q) {
+             return p.pattern_dim == q.pattern_dim && p.stream_dim == q.stream_dim;
+           });
+  };
+  return a.profile == b.profile && a.length == b.length && a.band == b.band && a.znorm == b.znorm &&
+         a.mode == b.mode && a.threshold == b.threshold &&
+         a.max_matches_per_pair == b.max_matches_per_pair && a.dim_count == b.dim_count &&
+         a.dims == b.dims && pairs_equal(a.pairs, b.pairs);
+}
+
+// The view a pattern searches: found among `views` or appended. Returns its
+// index and the group of each view channel (nr never crosses groups).
+std::size_t view_for(const config::PatternConfig& pc, const config::DeviceProfile& device,
+                     const std::vector<int>& channels,
+                     const std::vector<config::DerivedChannel>& dims,
+                     std::vector<ChannelView>& views,
+                     std::vector<std::vector<config::TransformStep>>& view_steps,
+                     std::vector<std::vector<int>>& view_groups) {
+  const bool raw = config::uses_raw_channels(pc.transforms);
+  for (std::size_t v = 0; v < views.size(); ++v) {
+    if (views[v].device != device.id || views[v].raw != raw) continue;
+    if (raw) return v;
+    if (views[v].inputs == channels && same_steps(view_steps[v], pc.transforms)) return v;
+  }
+  ChannelView view;
+  view.device = device.id;
+  view.raw = raw;
+  std::vector<int> groups;
+  if (raw) {
+    view.profile = device.id;
+    view.channel_names = device.channels;
+    for (std::size_t c = 0; c < device.channels.size(); ++c) {
+      int group = 0;
+      for (std::size_t g = 0; g < device.groups.size(); ++g)
+        if (static_cast<int>(c) >= device.groups[g].first &&
+            static_cast<int>(c) <= device.groups[g].last)
+          group = static_cast<int>(g);
+      groups.push_back(group);
+    }
+  } else {
+    view.profile = kFirstViewProfile + static_cast<std::uint32_t>(views.size());
+    view.inputs = channels;
+    view.chain =
+        std::make_shared<TransformChain>(channels, dims, pc.transforms, device.sample_rate_hz);
+    view.history = view.chain->history();
+    for (const auto& dim : dims) {
+      view.channel_names.push_back(dim.name);
+      groups.push_back(dim.group);
+    }
+  }
+  views.push_back(std::move(view));
+  view_steps.push_back(pc.transforms);
+  view_groups.push_back(std::move(groups));
+  return views.size() - 1;
+}
+
+// The example's pattern values, dim-major (dims x length): its raw values
+// through the view's transform chain.
+std::vector<float> example_shape(const config::PatternExample& example,
+                                 const config::PatternConfig& pc, const ChannelView& view) {
+  const auto length = static_cast<std::size_t>(pc.length);
+  if (view.raw) {
+    if (example.lead_in != 0 || example.raw.size() != pc.channels.size() * length)
+      throw Error("pattern '" + pc.name + "': example " + example.describe() +
+                  " has the wrong size");
+    return example.raw;
+  }
+  const auto rows = static_cast<std::size_t>(example.lead_in) + length;
+  const std::size_t inputs = pc.channels.size();
+  if (example.lead_in != view.history || example.raw.size() != inputs * rows)
+    throw Error("pattern '" + pc.name + "': example " + example.describe() +
+                " does not carry the transforms' lead-in");
+  std::vector<float> sample_major(inputs * rows);
+  for (std::size_t d = 0; d < inputs; ++d)
+    for (std::size_t s = 0; s < rows; ++s) sample_major[s * inputs + d] = example.raw[d * rows + s];
+  std::vector<float> out;
+  view.chain->apply(sample_major.data(), static_cast<int>(rows), out);
+  const auto dims = static_cast<std::size_t>(view.chain->output_channels());
+  std::vector<float> shape(dims * length);
+  for (std::size_t d = 0; d < dims; ++d)
+    for (std::size_t s = 0; s < length; ++s) shape[d * length + s] = out[s * dims + d];
+  return shape;
 }
 
 }  // namespace
@@ -31,118 +124,289 @@ std::pair<int, int> group_of(const config::DeviceProfile& device, int channel) {
 CompiledLibrary compile_library(const config::Config& config) {
   CompiledLibrary out;
   auto library = std::make_shared<kernels::PatternLibrary>();
+  std::vector<std::vector<config::TransformStep>> view_steps;
+  std::vector<std::vector<int>> view_groups;
   for (const auto& pc : config.patterns) {
     const config::DeviceProfile* device = config.device_by_name(pc.device);
     if (!device) throw Error("pattern '" + pc.name + "': unknown device '" + pc.device + "'");
+    std::vector<int> channels;
+    for (const auto& name : pc.channels) {
+      const auto it = std::find(device->channels.begin(), device->channels.end(), name);
+      if (it == device->channels.end())
+        throw Error("pattern '" + pc.name + "': no channel '" + name + "'");
+      channels.push_back(static_cast<int>(it - device->channels.begin()));
+    }
+    const auto dims = config::derived_channels(*device, channels, pc.transforms);
+    const std::size_t v = view_for(pc, *device, channels, dims, out.views, view_steps, view_groups);
+    ChannelView& view = out.views[v];
+    view.longest_pattern = std::max(view.longest_pattern, pc.length);
+    const std::vector<int>& groups = view_groups[v];
+
+    CompiledPattern cp;
+    cp.view = v;
     kernels::Pattern kp;
-    kp.profile = device->id;
+    kp.profile = view.profile;
     kp.length = pc.length;
     kp.band = static_cast<int>(std::floor(pc.band * pc.length));
     if (kp.band >= kp.length) kp.band = kp.length - 1;
     kp.znorm = pc.znorm;
-    kp.mode = pc.mode == "streaming" ? kernels::SearchMode::kStreaming : kernels::SearchMode::kWindow;
+    kp.mode =
+        pc.mode == "streaming" ? kernels::SearchMode::kStreaming : kernels::SearchMode::kWindow;
     kp.threshold = static_cast<float>(pc.threshold);
     kp.max_matches_per_pair = config.search.max_matches_per_pair;
-    kp.dim_count = static_cast<int>(pc.channels.size());
-    kp.dims = pc.shape;
-    if (kp.dims.size() != static_cast<std::size_t>(kp.dim_count) * kp.length)
-      throw Error("pattern '" + pc.name + "': shape has the wrong size");
-    std::vector<int> homes;
+    kp.dim_count = static_cast<int>(dims.size());
+    const int view_channels = static_cast<int>(view.channel_names.size());
     for (int j = 0; j < kp.dim_count; ++j) {
-      const auto& names = device->channels;
-      const auto it = std::find(names.begin(), names.end(), pc.channels[j]);
-      if (it == names.end())
-        throw Error("pattern '" + pc.name + "': no channel '" + pc.channels[j] + "'");
-      const int home = static_cast<int>(it - names.begin());
-      homes.push_back(home);
-      const auto [first, last] = group_of(*device, home);
-      for (int i = std::max(first, home - pc.nr); i <= std::min(last, home + pc.nr); ++i)
-        kp.pairs.push_back({static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(i)});
+      const int home = view.raw ? dims[static_cast<std::size_t>(j)].inputs[0] : j;
+      cp.home_channel.push_back(home);
+      for (int i = std::max(0, home - pc.nr); i <= std::min(view_channels - 1, home + pc.nr); ++i)
+        if (groups[static_cast<std::size_t>(i)] == groups[static_cast<std::size_t>(home)])
+          kp.pairs.push_back({static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(i)});
     }
-    library->patterns.push_back(std::move(kp));
-    out.home_channel.push_back(std::move(homes));
-    out.patterns.push_back(pc);
+    for (const auto& example : pc.examples) {
+      kp.dims = example_shape(example, pc, view);
+      std::size_t kernel = library->patterns.size();
+      for (std::size_t k = 0; k < library->patterns.size(); ++k)
+        if (same_kernel_pattern(library->patterns[k], kp)) kernel = k;
+      if (kernel == library->patterns.size()) library->patterns.push_back(kp);
+      cp.examples.push_back({kernel, example.negative});
+    }
+    cp.config = pc;
+    for (auto& example : cp.config.examples) example.raw.clear();
+    out.patterns.push_back(std::move(cp));
   }
   out.kernel_library = std::move(library);
   return out;
 }
 
-Combination combine_matches(const std::vector<DimCandidate>& window_candidates,
+Combination combine_matches(const std::vector<DimCandidate>& candidates,
                             const std::vector<int>& home_channel, double alpha) {
+  // One edge per (j, i): its best candidate.
   std::map<std::pair<int, int>, DimCandidate> best;
-  for (const auto& c : window_candidates) {
+  for (const auto& c : candidates) {
     auto [it, inserted] = best.try_emplace({c.pattern_dim, c.stream_dim}, c);
     if (!inserted && (c.distance < it->second.distance ||
                       (c.distance == it->second.distance && c.end < it->second.end)))
       it->second = c;
   }
+  std::vector<int> left, right;  // distinct pattern dims and stream dims, ascending
+  for (const auto& [key, c] : best) {
+    left.push_back(key.first);
+    right.push_back(key.second);
+  }
+  left.erase(std::unique(left.begin(), left.end()), left.end());
+  std::sort(right.begin(), right.end());
+  right.erase(std::unique(right.begin(), right.end()), right.end());
   struct Edge {
-    double weighted;
-    DimCandidate c;
+    int l, r;
+    double w;
+    const DimCandidate* c;
   };
   std::vector<Edge> edges;
-  edges.reserve(best.size());
+  std::vector<std::vector<int>> edges_of_left(left.size());
   for (const auto& [key, c] : best) {
-    const bool same_dim = c.stream_dim == home_channel[static_cast<std::size_t>(c.pattern_dim)];
-    edges.push_back({c.distance * (same_dim ? 1.0 : alpha), c});
+    const int l =
+        static_cast<int>(std::lower_bound(left.begin(), left.end(), key.first) - left.begin());
+    const int r =
+        static_cast<int>(std::lower_bound(right.begin(), right.end(), key.second) - right.begin());
+    const bool home = c.stream_dim == home_channel[static_cast<std::size_t>(c.pattern_dim)];
+    edges_of_left[static_cast<std::size_t>(l)].push_back(static_cast<int>(edges.size()));
+    edges.push_back({l, r, c.distance * (home ? 1.0 : alpha), &c});
   }
-  // Map order makes the sort stable over (j, i) for equal weights: deterministic.
-  std::stable_sort(edges.begin(), edges.end(),
-                   [](const Edge& a, const Edge& b) { return a.weighted < b.weighted; });
+
+  // Successive shortest augmenting paths: each augmentation along a
+  // minimum-weight alternating path keeps the matching of minimum weight for
+  // its size, and they run until no augmenting path is left (maximum size).
+  // Shortest paths by label correction (Bellman-Ford with a queue): the graph
+  // has at most k x (2 nr + 1) edges.
+  const auto nl = left.size(), nr = right.size();
+  std::vector<int> match_of_left(nl, -1), match_of_right(nr, -1);  // edge index
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // Path lengths are sums of weights; a change below this is rounding, not a shorter path.
+  constexpr double kTolerance = 1e-12;
+  for (;;) {
+    std::vector<double> dist_left(nl, kInf), dist_right(nr, kInf);
+    std::vector<int> via_right(nr, -1);  // edge that reached the right vertex
+    std::deque<int> queue;
+    std::vector<char> queued(nl, 0);
+    for (std::size_t l = 0; l < nl; ++l)
+      if (match_of_left[l] < 0) {
+        dist_left[l] = 0;
+        queue.push_back(static_cast<int>(l));
+        queued[l] = 1;
+      }
+    while (!queue.empty()) {
+      const int l = queue.front();
+      queue.pop_front();
+      queued[static_cast<std::size_t>(l)] = 0;
+      for (const int e : edges_of_left[static_cast<std::size_t>(l)]) {
+        if (match_of_left[static_cast<std::size_t>(l)] == e) continue;
+        const Edge& edge = edges[static_cast<std::size_t>(e)];
+        const double d = dist_left[static_cast<std::size_t>(l)] + edge.w;
+        if (d < dist_right[static_cast<std::size_t>(edge.r)] - kTolerance) {
+          dist_right[static_cast<std::size_t>(edge.r)] = d;
+          via_right[static_cast<std::size_t>(edge.r)] = e;
+          const int back = match_of_right[static_cast<std::size_t>(edge.r)];
+          if (back >= 0) {  // continue through the matched edge, backwards
+            const Edge& matched = edges[static_cast<std::size_t>(back)];
+            const double dl = d - matched.w;
+            if (dl < dist_left[static_cast<std::size_t>(matched.l)] - kTolerance) {
+              dist_left[static_cast<std::size_t>(matched.l)] = dl;
+              if (!queued[static_cast<std::size_t>(matched.l)]) {
+                queue.push_back(matched.l);
+                queued[static_cast<std::size_t>(matched.l)] = 1;
+              }
+            }
+          }
+        }
+      }
+    }
+    int target = -1;
+    for (std::size_t r = 0; r < nr; ++r)
+      if (match_of_right[r] < 0 && dist_right[r] < kInf &&
+          (target < 0 || dist_right[r] < dist_right[static_cast<std::size_t>(target)] - kTolerance))
+        target = static_cast<int>(r);
+    if (target < 0) break;
+    // Flip the path: every edge that reached a right vertex becomes matched.
+    int r = target;
+    while (r >= 0) {
+      const int e = via_right[static_cast<std::size_t>(r)];
+      const Edge& edge = edges[static_cast<std::size_t>(e)];
+      const int previous = match_of_left[static_cast<std::size_t>(edge.l)];
+      match_of_left[static_cast<std::size_t>(edge.l)] = e;
+      match_of_right[static_cast<std::size_t>(r)] = e;
+      r = previous >= 0 ? edges[static_cast<std::size_t>(previous)].r : -1;
+    }
+  }
   Combination out;
-  std::vector<int> used_pattern_dims, used_stream_dims;
-  for (const auto& e : edges) {
-    if (std::count(used_pattern_dims.begin(), used_pattern_dims.end(), e.c.pattern_dim) ||
-        std::count(used_stream_dims.begin(), used_stream_dims.end(), e.c.stream_dim))
-      continue;
-    used_pattern_dims.push_back(e.c.pattern_dim);
-    used_stream_dims.push_back(e.c.stream_dim);
-    out.edges.push_back(e.c);
-    out.distance += e.weighted;
+  for (std::size_t l = 0; l < nl; ++l) {
+    if (match_of_left[l] < 0) continue;
+    const Edge& edge = edges[static_cast<std::size_t>(match_of_left[l])];
+    out.edges.push_back(*edge.c);
+    out.distance += edge.w;
   }
   return out;
 }
 
-std::vector<std::pair<std::int64_t, Combination>> PatternTracker::update(
-    std::vector<DimCandidate> fresh, std::int64_t searched_until,
-    const config::PatternConfig& pattern, const std::vector<int>& home_channel,
-    double sample_rate_hz) {
-  std::vector<std::pair<std::int64_t, Combination>> alerts;
-  const std::int64_t m = pattern.length;
-  std::sort(fresh.begin(), fresh.end(), [](const DimCandidate& a, const DimCandidate& b) {
-    return a.end < b.end;
-  });
-  std::vector<std::int64_t> ends;
-  for (const auto& c : fresh) ends.push_back(c.end);
-  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
-  // fresh ends are all later than anything in history_: appending keeps it sorted.
-  history_.insert(history_.end(), fresh.begin(), fresh.end());
+Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>& per_example) {
+  const config::PatternConfig& pc = pattern.config;
+  const int dims = static_cast<int>(pattern.home_channel.size());
+  const bool euclidean = pc.measure == "euclidean";
+  const double unmatched = (euclidean ? 1.0 : pc.alpha) * pc.threshold;
+  Decision decision;
+  decision.positive.completed = dims * unmatched;
+  decision.negative.completed = dims * unmatched;
+  // Nearest = lowest completed distance; ties: more dims, then the earlier example.
+  auto nearer = [](const ExampleMatch& a, const ExampleMatch& b) {
+    if (a.completed != b.completed) return a.completed < b.completed;
+    return a.combination.edges.size() > b.combination.edges.size();
+  };
+  for (const ExampleMatch& match : per_example) {
+    if (match.example < 0) continue;
+    const bool negative = pattern.examples[static_cast<std::size_t>(match.example)].negative;
+    ExampleMatch& nearest = negative ? decision.negative : decision.positive;
+    if (nearest.example < 0 || nearer(match, nearest)) nearest = match;
+  }
+  decision.evidence = decision.negative.completed - decision.positive.completed;
+  const int needed = euclidean ? dims : pc.min_dims;
+  decision.hold = decision.positive.example >= 0 &&
+                  static_cast<int>(decision.positive.combination.edges.size()) >= needed &&
+                  decision.evidence >= pc.margin;
+  decision.enter = decision.hold && decision.evidence >= pc.margin + pc.hysteresis;
+  return decision;
+}
 
-  const auto cooldown = static_cast<std::int64_t>(std::llround(pattern.cooldown_s * sample_rate_hz));
-  std::vector<DimCandidate> in_window;
-  for (const std::int64_t t : ends) {
-    if (t < cooldown_until_) continue;
-    in_window.clear();
-    const auto from = std::lower_bound(
-        history_.begin(), history_.end(), t - m + 1,
-        [](const DimCandidate& c, std::int64_t end) { return c.end < end; });
-    for (auto it = from; it != history_.end() && it->end <= t; ++it) in_window.push_back(*it);
-    Combination combination = combine_matches(in_window, home_channel, pattern.alpha);
-    if (static_cast<int>(combination.edges.size()) >= pattern.min_dims) {
-      alerts.emplace_back(t, std::move(combination));
-      cooldown_until_ = t + std::max<std::int64_t>(cooldown, 1);
+namespace {
+
+bool by_end(const DimCandidate& a, const DimCandidate& b) { return a.end < b.end; }
+
+}  // namespace
+
+std::vector<PatternTracker::Detection> PatternTracker::update(
+    std::vector<std::vector<DimCandidate>> fresh, std::int64_t first_end,
+    std::int64_t searched_until, const CompiledPattern& pattern, double sample_rate_hz) {
+  const config::PatternConfig& pc = pattern.config;
+  const bool euclidean = pc.measure == "euclidean";
+  // A candidate ending at c takes part in the windows (t - span, t] with
+  // c <= t < c + span: phase 2 pairs dims up to a pattern length apart; the
+  // Euclidean baseline needs them at the same end.
+  const std::int64_t span = euclidean ? 1 : pc.length;
+  const std::size_t examples = pattern.examples.size();
+  windows_.resize(examples);
+  fresh.resize(examples);
+  if (first_end != searched_until_) active_ = false;  // a gap (or the first search)
+  for (auto& f : fresh) std::sort(f.begin(), f.end(), by_end);
+  std::vector<std::size_t> next(examples, 0);  // per example: first fresh match not yet pushed
+
+  const auto min_duration =
+      static_cast<std::int64_t>(std::llround(pc.min_duration_s * sample_rate_hz));
+  const auto cooldown = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::llround(pc.cooldown_s * sample_rate_hz)));
+  std::vector<Detection> alerts;
+  std::vector<DimCandidate> best_per_pair;
+  std::vector<ExampleMatch> per_example(examples);
+  Decision decision;
+  for (std::int64_t t = first_end; t < searched_until; ++t) {
+    // Slide every (example, pair) window to (t - span, t]: each keeps the
+    // candidates that can still become its best (a monotonic queue: distances
+    // increase from the front; of equal distances the earlier end stays).
+    bool changed = false;
+    for (std::size_t e = 0; e < examples; ++e) {
+      auto& by_pair = windows_[e];
+      bool example_changed = t == first_end;
+      for (; next[e] < fresh[e].size() && fresh[e][next[e]].end <= t; ++next[e]) {
+        const DimCandidate& c = fresh[e][next[e]];
+        if (euclidean &&
+            c.stream_dim != pattern.home_channel[static_cast<std::size_t>(c.pattern_dim)])
+          continue;
+        auto& queue = by_pair[{c.pattern_dim, c.stream_dim}];
+        while (!queue.empty() && queue.back().distance > c.distance) queue.pop_back();
+        queue.push_back(c);
+        example_changed = true;
+      }
+      for (auto& [pair, queue] : by_pair) {
+        while (!queue.empty() && queue.front().end <= t - span) {
+          queue.pop_front();
+          example_changed = true;
+        }
+      }
+      if (!example_changed) continue;
+      changed = true;
+      // Only an example whose window changed needs its matching again.
+      best_per_pair.clear();
+      for (const auto& [pair, queue] : by_pair)
+        if (!queue.empty()) best_per_pair.push_back(queue.front());
+      ExampleMatch& match = per_example[e];
+      match = ExampleMatch{};
+      if (best_per_pair.empty()) continue;
+      match.example = static_cast<int>(e);
+      match.combination = combine_matches(best_per_pair, pattern.home_channel, pc.alpha);
+      const auto missing = pattern.home_channel.size() - match.combination.edges.size();
+      match.completed = match.combination.distance +
+                        static_cast<double>(missing) * (euclidean ? 1.0 : pc.alpha) * pc.threshold;
+    }
+    if (changed) {
+      decision = decide(pattern, per_example);
+      if (active_ && !decision.hold) active_ = false;
+      if (!active_ && decision.enter) {
+        active_ = true;
+        episode_start_ = t;
+      }
+    }
+    if (active_ && t >= episode_start_ + min_duration && t >= cooldown_until_) {
+      alerts.push_back({t, decision});
+      cooldown_until_ = t + cooldown;
     }
   }
-  // Later window ends are >= searched_until, so older candidates can no longer be in a window.
-  const std::int64_t keep_from = searched_until - m + 1;
-  history_.erase(history_.begin(),
-                 std::lower_bound(history_.begin(), history_.end(), keep_from,
-                                  [](const DimCandidate& c, std::int64_t end) { return c.end < end; }));
+  searched_until_ = searched_until;
   return alerts;
 }
 
 void PatternTracker::reset() {
-  history_.clear();
+  windows_.clear();
+  searched_until_ = -1;
+  active_ = false;
+  episode_start_ = 0;
   cooldown_until_ = 0;
 }
 

@@ -1,34 +1,67 @@
 // Turns configured patterns into kernel patterns, and single-dimension matches
-// into multi-dimensional detections (seed 000 §7.4.2 phase 2, §7.4.6 ranking;
-// first version: a greedy maximal matching, see combine_matches()).
+// into multi-dimensional detections (seed 000 §7.4.2 phase 2, §7.4.6 ranking),
+// then into alerts (the decision between positive and negative examples, and
+// the gating: minimum duration, hysteresis, cooldown). docs/detection.md
+// describes the semantics.
+//
+// Everything here works on the backend's single-dim matches only, so every
+// backend yields the same detections.
 //
 // Thread safety: none; owned by the pipeline thread (or one offline caller).
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "kernels/search.h"
-#include "pipeline/alert.h"
+#include "pipeline/transforms.h"
 
 namespace gw::pipeline {
 
-// The patterns of one config, in config order, with their kernel form.
-struct CompiledLibrary {
-  std::vector<config::PatternConfig> patterns;
-  // home_channel[p][j]: the stream channel pattern p's dim j is named after.
-  std::vector<std::vector<int>> home_channel;
-  std::shared_ptr<const kernels::PatternLibrary> kernel_library;
-  // Longest pattern per device id (0 when a device has no pattern).
-  int max_length_for(std::uint16_t device) const;
+// What the backend searches for one device: its raw channels, or the output
+// of one transform chain over some of its channels. Patterns with equal
+// chains over equal channels share a view (one slice per stream and batch).
+struct ChannelView {
+  std::uint16_t device = 0;
+  std::uint32_t profile = 0;  // kernel profile id: the device id for the raw view
+  bool raw = true;            // the device's own channels, no transform
+  std::vector<int> inputs;    // device channels the chain reads (transformed views)
+  std::shared_ptr<const TransformChain> chain;  // null for the raw view
+  std::vector<std::string> channel_names;
+  int history = 0;  // raw samples before a view sample that it depends on
+  int longest_pattern = 0;
 };
 
-// Pairs: dim j on channel c is compared with channels c-nr..c+nr of the same
-// channel group of the device. Throws gw::Error for inconsistent input
-// (load_config has already validated a config, so that means a bug).
+struct CompiledExample {
+  std::size_t kernel = 0;  // index into kernel_library->patterns
+  bool negative = false;
+};
+
+struct CompiledPattern {
+  config::PatternConfig config;  // examples' raw values dropped (the kernels hold the shapes)
+  std::size_t view = 0;          // index into CompiledLibrary::views
+  // home_channel[j]: the view channel pattern dim j is named after (f = 1 there).
+  std::vector<int> home_channel;
+  std::vector<CompiledExample> examples;  // config order: positives, then negatives
+};
+
+struct CompiledLibrary {
+  std::vector<ChannelView> views;
+  std::vector<CompiledPattern> patterns;  // config order
+  // One kernel pattern per distinct example: identical examples of different
+  // patterns (e.g. the folds of a cross-validation) are searched once.
+  std::shared_ptr<const kernels::PatternLibrary> kernel_library;
+};
+
+// Pairs: dim j on view channel c is compared with channels c-nr..c+nr of the
+// same channel group. Transformed examples are computed here from their raw
+// values. Throws gw::Error for inconsistent input (load_config has already
+// validated a config, so that means a bug).
 CompiledLibrary compile_library(const config::Config& config);
 
 // One single-dimension match as the combiner sees it.
@@ -40,35 +73,77 @@ struct DimCandidate {
   std::int64_t start = 0;  // first sample of the match (window mode: end - m + 1)
 };
 
-// The detection made at window end t from the candidates with t-m < end <= t:
-// keep the best candidate per (j, i), weigh it f = 1 when i is j's home channel
-// and alpha otherwise, then take edges by ascending weighted distance while
-// neither their pattern dim nor their stream dim is used (a maximal set of
-// independent edges). Returns the chosen edges; distance = sum of weighted d.
+// A feasible multi-dimensional match (seed §7.4.2): independent edges, no
+// pattern dim and no stream dim used twice. distance = sum of f * d with f = 1
+// when the stream dim is the pattern dim's home channel and alpha otherwise.
 struct Combination {
-  std::vector<DimCandidate> edges;
+  std::vector<DimCandidate> edges;  // sorted by pattern dim
   double distance = 0;
 };
-Combination combine_matches(const std::vector<DimCandidate>& window_candidates,
+
+// The best-ranked feasible match among `candidates` (seed §7.4.6: more matched
+// dims first, then lower distance): the bipartite graph pattern dims x stream
+// dims gets one edge per (j, i), its best candidate (lowest distance, then
+// earliest end), weighted f * d; the result is a maximum-cardinality matching
+// of minimum total weight (exact: successive shortest augmenting paths).
+// Every maximum matching is maximal, so this is the top of the seed's ranking
+// of all maximal independent edge sets. Deterministic for equal weights.
+Combination combine_matches(const std::vector<DimCandidate>& candidates,
                             const std::vector<int>& home_channel, double alpha);
 
+// The best combination of one pattern example at a window end, and its
+// completed distance: the distance plus alpha * threshold for every unmatched
+// pattern dim (an unmatched dim is at least that far: the search found no
+// window within the threshold), so examples matching different numbers of
+// dims compare on one scale.
+struct ExampleMatch {
+  int example = -1;  // index into CompiledPattern::examples; -1 = none matched
+  Combination combination;
+  double completed = 0;
+};
+
+// The decision at one window end (docs/detection.md):
+//   evidence = completed distance of the nearest negative - that of the
+//              nearest positive, with negatives; without, dims * alpha *
+//              threshold - completed distance of the nearest positive (how far
+//              the positive lies inside the absolute threshold).
+//   hold  = the nearest positive matches >= min_dims dims and evidence >= margin
+//   enter = hold and evidence >= margin + hysteresis
+struct Decision {
+  ExampleMatch positive;
+  ExampleMatch negative;
+  double evidence = 0;
+  bool hold = false;
+  bool enter = false;
+};
+Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>& per_example);
+
 // Per-(stream, pattern) phase-2 state across batches: recent single-dim
-// matches and the cooldown. Results do not depend on how samples are split
-// into batches.
+// matches of every example, the running detection episode and the cooldown.
+// Alerts do not depend on how samples are split into batches.
 class PatternTracker {
  public:
-  // `fresh` are the new matches of one search of this stream and pattern
-  // (any order); `searched_until` is the first window end not yet searched.
-  // Returns the window ends (with their combinations) that raise an alert.
-  std::vector<std::pair<std::int64_t, Combination>> update(
-      std::vector<DimCandidate> fresh, std::int64_t searched_until,
-      const config::PatternConfig& pattern, const std::vector<int>& home_channel,
-      double sample_rate_hz);
+  struct Detection {
+    std::int64_t end = 0;  // the window end that raised the alert
+    Decision decision;
+  };
+  // `fresh[e]`: the new matches of example e in one search (any order), all
+  // ending in [first_end, searched_until), the window ends just searched for
+  // this pattern. A first_end later than the previous searched_until (a gap)
+  // ends the running episode. Returns the alerts, in end order.
+  std::vector<Detection> update(std::vector<std::vector<DimCandidate>> fresh,
+                                std::int64_t first_end, std::int64_t searched_until,
+                                const CompiledPattern& pattern, double sample_rate_hz);
   void reset();
 
  private:
-  std::vector<DimCandidate> history_;  // sorted by end
-  std::int64_t cooldown_until_ = 0;    // first end index allowed to alert again
+  // Per example and (pattern dim, stream dim) pair: the candidates of the
+  // current window that can still become its best, best first.
+  std::vector<std::map<std::pair<int, int>, std::deque<DimCandidate>>> windows_;
+  std::int64_t searched_until_ = -1;
+  bool active_ = false;              // inside a detection episode (entered, still holding)
+  std::int64_t episode_start_ = 0;   // window end the episode entered at
+  std::int64_t cooldown_until_ = 0;  // first end index allowed to alert again
 };
 
 }  // namespace gw::pipeline

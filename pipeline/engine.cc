@@ -21,8 +21,10 @@ void Engine::reconfigure(const config::Config& config) {
   config_ = config;
   tick_ms_ = config.search.tick_ms;
   deadline_ms_ = config.search.deadline_ms;
-  for (auto& [key, stream] : streams_)
+  for (auto& [key, stream] : streams_) {
     stream.trackers.assign(library_.patterns.size(), PatternTracker{});
+    stream.views.assign(library_.views.size(), ViewCache{});
+  }
 }
 
 Engine::Stream& Engine::stream_for(const sensors::Frame& frame,
@@ -30,10 +32,13 @@ Engine::Stream& Engine::stream_for(const sensors::Frame& frame,
   const std::uint64_t key = (static_cast<std::uint64_t>(frame.wearer_id) << 16) | frame.device_id;
   auto it = streams_.find(key);
   if (it == streams_.end()) {
-    Stream stream{frame.wearer_id, frame.device_id, profile.sample_rate_hz,
+    Stream stream{frame.wearer_id,
+                  frame.device_id,
+                  profile.sample_rate_hz,
                   StreamState(static_cast<int>(profile.channels.size()),
                               config_.ingest.ring_capacity_samples, profile.sample_rate_hz),
-                  std::vector<PatternTracker>(library_.patterns.size())};
+                  std::vector<PatternTracker>(library_.patterns.size()),
+                  std::vector<ViewCache>(library_.views.size())};
     it = streams_.emplace(key, std::move(stream)).first;
     counters_.streams = streams_.size();
   }
@@ -60,24 +65,76 @@ void Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
   counters_.samples += frame.samples;
 }
 
+bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
+                            kernels::SearchBatch& batch) {
+  const ChannelView& view = library_.views[v];
+  const StreamState& st = stream.state;
+  // The first sample a window may start at: after a gap, and after the
+  // samples the view's transforms read before it.
+  const std::int64_t floor = st.window_floor() + view.history;
+  const std::int64_t end = st.next_index();
+  const std::int64_t first_new = std::max(st.searched_until(), floor);
+  if (view.longest_pattern == 0 || first_new >= end) return false;
+  const std::int64_t first_index = std::max(floor, first_new - (view.longest_pattern - 1));
+  std::vector<float> samples;
+  if (view.raw) {
+    st.copy(first_index, end, samples);
+  } else {
+    ViewCache& cache = stream.views[v];
+    if (first_index < cache.begin || first_index > cache.end)
+      cache = {first_index, first_index, {}};
+    const std::size_t channels = view.inputs.size();
+    if (cache.end < end) {
+      // Raw inputs of the new samples, with the history they read.
+      std::vector<float> raw;
+      st.copy(cache.end - view.history, end, raw);
+      const auto rows = static_cast<std::size_t>(end - (cache.end - view.history));
+      const std::size_t device_channels = static_cast<std::size_t>(st.channels());
+      std::vector<float> inputs(rows * channels);
+      for (std::size_t s = 0; s < rows; ++s)
+        for (std::size_t c = 0; c < channels; ++c)
+          inputs[s * channels + c] =
+              raw[s * device_channels + static_cast<std::size_t>(view.inputs[c])];
+      view.chain->apply(inputs.data(), static_cast<int>(rows), cache.values);
+      cache.end = end;
+    }
+    const auto out_channels = static_cast<std::size_t>(view.chain->output_channels());
+    cache.values.erase(cache.values.begin(),
+                       cache.values.begin() +
+                           static_cast<std::ptrdiff_t>(
+                               static_cast<std::size_t>(first_index - cache.begin) * out_channels));
+    cache.begin = first_index;
+    samples = cache.values;
+  }
+  // Streaming-mode state is kept per stream key: one per (stream, view).
+  const std::uint64_t view_key = view.raw ? key : key | (static_cast<std::uint64_t>(v + 1) << 48);
+  batch.add_slice(view.profile, static_cast<int>(view.channel_names.size()), samples.data(),
+                  static_cast<int>(end - first_index), first_index, first_new, view_key);
+  return true;
+}
+
 std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
-  // Cut one slice per stream that has unsearched window ends and a pattern.
+  // Cut one slice per (stream, view) that has unsearched window ends.
   kernels::SearchBatch batch;
-  std::vector<Stream*> slice_stream;
+  struct SliceOwner {
+    Stream* stream;
+    std::size_t view;
+  };
+  std::vector<SliceOwner> owners;
+  std::vector<Stream*> searched;
   double newest_arrival = 0;
   for (auto& [key, stream] : streams_) {
-    StreamState& st = stream.state;
-    const int longest = library_.max_length_for(stream.device);
-    if (longest == 0 || st.searched_until() >= st.next_index()) continue;
-    const std::int64_t first_new = std::max(st.searched_until(), st.window_floor());
-    const std::int64_t first_index = std::max(st.window_floor(), first_new - (longest - 1));
-    const std::int64_t end = st.next_index();
-    std::vector<float> samples;
-    st.copy(first_index, end, samples);
-    batch.add_slice(stream.device, st.channels(), samples.data(),
-                    static_cast<int>(end - first_index), first_index, first_new, key);
-    slice_stream.push_back(&stream);
-    newest_arrival = std::max(newest_arrival, st.arrival_s(end - 1));
+    bool any = false;
+    for (std::size_t v = 0; v < library_.views.size(); ++v) {
+      if (library_.views[v].device != stream.device) continue;
+      if (!add_view_slice(stream, key, v, batch)) continue;
+      owners.push_back({&stream, v});
+      any = true;
+    }
+    if (!any) continue;
+    searched.push_back(&stream);
+    newest_arrival =
+        std::max(newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
   }
   if (batch.streams.empty()) return {};
 
@@ -87,31 +144,40 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   counters_.windows += result.stats.windows;
   counters_.single_dim_matches += result.matches.size();
 
-  // Group matches per (slice, pattern); the backend sorts by slice then pattern.
+  // The backend sorts matches by slice, then kernel pattern.
   std::vector<Alert> alerts;
   std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
   std::size_t at = 0;
+  const std::size_t kernels_count = library_.kernel_library->patterns.size();
   for (std::size_t s = 0; s < batch.streams.size(); ++s) {
-    Stream& stream = *slice_stream[s];
-    const std::int64_t searched_until = stream.state.next_index();
+    Stream& stream = *owners[s].stream;
+    const kernels::StreamSlice& slice = batch.streams[s];
+    const std::int64_t searched_until = slice.first_index + slice.length;
+    std::vector<std::vector<DimCandidate>> by_kernel(kernels_count);
+    for (; at < result.matches.size() && result.matches[at].slice == s; ++at) {
+      const kernels::Match& m = result.matches[at];
+      by_kernel[m.pattern].push_back({m.end, m.pattern_dim, m.stream_dim, m.distance, m.start});
+    }
     for (std::size_t p = 0; p < library_.patterns.size(); ++p) {
-      if (library_.kernel_library->patterns[p].profile != stream.device) continue;
-      std::vector<DimCandidate> fresh;
-      while (at < result.matches.size() && result.matches[at].slice == s &&
-             result.matches[at].pattern == p) {
-        const kernels::Match& m = result.matches[at++];
-        fresh.push_back({m.end, m.pattern_dim, m.stream_dim, m.distance, m.start});
-      }
-      const auto& pattern = library_.patterns[p];
-      auto detections = stream.trackers[p].update(std::move(fresh), searched_until, pattern,
-                                                  library_.home_channel[p], stream.sample_rate_hz);
-      for (auto& [end, combination] : detections) {
+      const CompiledPattern& pattern = library_.patterns[p];
+      if (pattern.view != owners[s].view) continue;
+      std::vector<std::vector<DimCandidate>> fresh;
+      for (const auto& example : pattern.examples) fresh.push_back(by_kernel[example.kernel]);
+      // The first window end searched for this pattern (shorter patterns
+      // than the view's longest start later after a gap).
+      const std::int64_t first_end =
+          std::max(slice.first_new, slice.first_index + pattern.config.length - 1);
+      auto detections = stream.trackers[p].update(std::move(fresh), first_end, searched_until,
+                                                  pattern, stream.sample_rate_hz);
+      for (auto& detection : detections) {
+        const Combination& combination = detection.decision.positive.combination;
+        const std::int64_t end = detection.end;
         Alert a;
         a.wearer = stream.wearer;
         a.device = stream.device;
-        a.pattern = pattern.name;
-        a.kind = pattern.kind;
-        a.severity = pattern.severity;
+        a.pattern = pattern.config.name;
+        a.kind = pattern.config.kind;
+        a.severity = pattern.config.severity;
         a.end_index = end;
         a.t_end = stream.state.device_time_s(end);
         std::int64_t first_start = end;
@@ -119,17 +185,15 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
         a.t_start = a.t_end - static_cast<double>(end - first_start) / stream.sample_rate_hz;
         a.distance = combination.distance;
         a.matched_dims = static_cast<int>(combination.edges.size());
-        a.pattern_dims = static_cast<int>(pattern.channels.size());
+        a.pattern_dims = static_cast<int>(pattern.home_channel.size());
         for (const auto& e : combination.edges)
           a.dims.push_back({e.pattern_dim, e.stream_dim, e.distance, e.end});
         completing_arrival.push_back(stream.state.arrival_s(end));
         alerts.push_back(std::move(a));
       }
     }
-    stream.state.mark_searched(searched_until);
-    // Skip matches of patterns that no longer apply (cannot happen; keeps `at` in step).
-    while (at < result.matches.size() && result.matches[at].slice == s) ++at;
   }
+  for (Stream* stream : searched) stream->state.mark_searched(stream->state.next_index());
 
   const double finished = now();
   for (std::size_t i = 0; i < alerts.size(); ++i) {

@@ -67,13 +67,26 @@ class Engine {
   int tick_ms() const { return tick_ms_; }
 
  private:
+  // Transformed samples of one view already computed for a stream: indices
+  // [begin, end), sample-major. A transformed sample is a function of the raw
+  // samples before it only (pipeline/transforms.h), so it is computed once.
+  struct ViewCache {
+    std::int64_t begin = 0;
+    std::int64_t end = 0;
+    std::vector<float> values;
+  };
   struct Stream {
     std::uint32_t wearer;
     std::uint16_t device;
     double sample_rate_hz;
     StreamState state;
     std::vector<PatternTracker> trackers;  // one per library pattern
+    std::vector<ViewCache> views;          // one per library view
   };
+  // Appends the slice of `view` for `stream` to the batch when it has window
+  // ends to search; returns false when it has none.
+  bool add_view_slice(Stream& stream, std::uint64_t key, std::size_t view,
+                      kernels::SearchBatch& batch);
   Stream& stream_for(const sensors::Frame& frame, const config::DeviceProfile& profile);
 
   config::Config config_;

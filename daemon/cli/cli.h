@@ -3,12 +3,15 @@
 // Errors are reported as "gaitwatch <cmd>: message" on stderr with exit 1.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "config/config.h"
+#include "pipeline/alert.h"
 #include "sensors/frame.h"
 #include "sensors/recording.h"
 
@@ -43,10 +46,41 @@ std::vector<sensors::Frame> frames_from_recording(const sensors::Recording& rec,
 sensors::DeviceKind parse_device_kind(const std::string& name);
 int default_frame_samples(double rate_hz);
 
+// How `detect`, `eval` and `plot` drive the daemon's engine over a recording.
+struct OfflineRun {
+  std::string device;  // profile name; empty = the config's first device
+  std::uint32_t wearer = 1;
+  int frame_samples = 0;   // 0 = default_frame_samples(rate)
+  int batch_frames = 1;    // frames per search batch (alerts do not depend on it: the
+                           // per-pair match cap and the ring grow with the batch)
+  std::int64_t start = 0;  // recording sample index of the stream's sample 0
+  std::int64_t end = -1;   // exclusive; -1 = the recording's end
+  bool int16 = false;      // quantise like replay --int16
+  std::string backend;     // overrides search.backend when set
+  void add_flags(CLI::App& cmd);
+  const config::DeviceProfile& device_of(const config::Config& cfg) const;  // throws gw::Error
+  // Feeds the recording's frames to a fresh Engine, calling `on_alerts` after
+  // every batch; returns the engine's final counters. Throws gw::Error.
+  nlohmann::json run(config::Config cfg, const sensors::Recording& rec,
+                     const std::function<void(std::vector<pipeline::Alert>)>& on_alerts) const;
+};
+
+// Registers what every command that runs the engine over a recording takes:
+// --config, the recording flags and the OfflineRun flags.
+void add_engine_flags(CLI::App& cmd, std::string& config_path, RecordingSource& source,
+                      OfflineRun& run);
+
+// Runs `body` when the subcommand is chosen: its return value becomes the
+// exit code; an exception is reported as "gaitwatch <name>: message" on stderr
+// with exit code 1.
+void on_run(CLI::App& cmd, int& exit_code, std::function<int()> body);
+
 void add_replay(CLI::App& app, int& exit_code);
 void add_subscribe(CLI::App& app, int& exit_code);
 void add_search(CLI::App& app, int& exit_code);
 void add_hits(CLI::App& app, int& exit_code);
 void add_detect(CLI::App& app, int& exit_code);
+void add_eval(CLI::App& app, int& exit_code);
+void add_plot(CLI::App& app, int& exit_code);
 
 }  // namespace gw::cli

@@ -4,6 +4,8 @@
 //   search     offline top-K search of a recording by example or template
 //   hits       list stored hits
 //   detect     run the daemon's detector offline over a recording
+//   eval       score the detector on an annotated recording
+//   plot       draw a recording's detections, or one detection, with gnuplot
 #include <CLI/CLI.hpp>
 
 #include "daemon/cli/cli.h"
@@ -18,6 +20,8 @@ int main(int argc, char** argv) {
   gw::cli::add_search(app, exit_code);
   gw::cli::add_hits(app, exit_code);
   gw::cli::add_detect(app, exit_code);
+  gw::cli::add_eval(app, exit_code);
+  gw::cli::add_plot(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -187,70 +187,90 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
 
   REQUIRE(config.patterns.size() == 1);
   const gw::config::PatternConfig& fog = config.patterns[0];
-  CHECK(fog.name == "fog_ankle");
+  CHECK(fog.name == "fog_freeze_index");
   CHECK(fog.kind == "freezing_of_gait");
   CHECK(fog.severity == "warning");
   CHECK(fog.device == "daphnet_body");
-  CHECK(fog.channels == std::vector<std::string>{"ankle_fwd", "ankle_vert", "ankle_lat"});
+  CHECK(fog.channels.size() == 9);
+  REQUIRE(fog.transforms.size() == 2);
+  CHECK(fog.transforms[0].kind == gw::config::TransformStep::Kind::kMagnitude);
+  CHECK(fog.transforms[1].kind == gw::config::TransformStep::Kind::kFreezeIndex);
+  CHECK(fog.transforms[1].window_s == 3);
+  CHECK(fog.transforms[1].power_floor == 3000);
+  CHECK(fog.dim_count == 3);  // |ankle|, |thigh|, |trunk|
   CHECK(fog.length == 128);
+  CHECK(fog.measure == "dtw");
   CHECK(fog.band == Approx(0.1));
-  CHECK(fog.znorm);
+  CHECK_FALSE(fog.znorm);
   CHECK(fog.nr == 0);
-  CHECK(fog.threshold == 8.0);
+  CHECK(fog.threshold == 6.0);
   CHECK(fog.min_dims == 2);
-  CHECK(fog.alpha == 1.5);
+  CHECK(fog.margin == 0);
+  CHECK(fog.hysteresis == 2);
+  CHECK(fog.min_duration_s == 0.5);
   CHECK(fog.cooldown_s == 5);
-  REQUIRE(fog.example.has_value());
-  CHECK(fog.example->file == normal(fs::absolute(kDataDir + "/daphnet/S02R01.txt")));
-  CHECK(fog.example->format == "daphnet");
-  CHECK(fog.example->start == 54488);
-  CHECK(fog.example->end == 54616);
-  CHECK(fog.template_file.empty());
-  CHECK(fog.shape.size() == 3 * 128);
+  // One positive per annotated freeze of S02R01 (FOG_EPISODES.tsv), then the negatives.
+  const auto positives = std::count_if(fog.examples.begin(), fog.examples.end(),
+                                       [](const auto& e) { return !e.negative; });
+  CHECK(positives == 9);
+  CHECK(fog.examples.size() == 9 + 31);
+  REQUIRE(fog.examples.at(0).source.has_value());
+  CHECK(fog.examples.at(0).source->file == normal(fs::absolute(kDataDir + "/daphnet/S02R01.txt")));
+  CHECK(fog.examples.at(0).source->format == "daphnet");
+  CHECK(fog.examples.at(0).source->start == 54488 + 64);
+  CHECK(fog.examples.at(0).source->end == 54488 + 64 + 128);
+  CHECK(fog.examples.at(0).template_file.empty());
+  CHECK(fog.examples.at(0).lead_in == 3 * 64 - 1);
+  CHECK(fog.examples.at(0).raw.size() == 9 * static_cast<std::size_t>(191 + 128));
 
   // Relative storage path: next to the config file.
   CHECK(config.storage.path == normal(fs::absolute(kConfigDir + "/gaitwatch-demo.db")));
 }
 
-TEST_CASE("the example shape is the recording's values at the example's indices", "[config]") {
+TEST_CASE("the example's raw values are the recording's, lead-in first", "[config]") {
   const Config config = load_config(kConfigDir + "/gaitwatch.yaml");
   const gw::config::PatternConfig& fog = config.patterns.at(0);
+  const gw::config::PatternExample& example = fog.examples.at(0);
   const gw::sensors::Recording recording =
       gw::sensors::read_daphnet(kDataDir + "/daphnet/S02R01.txt");
-  REQUIRE(fog.shape.size() == fog.channels.size() * static_cast<std::size_t>(fog.length));
+  const auto rows = static_cast<std::size_t>(example.lead_in + fog.length);
+  const auto first = static_cast<std::size_t>(example.source->start - example.lead_in);
+  REQUIRE(example.raw.size() == fog.channels.size() * rows);
   for (std::size_t d = 0; d < fog.channels.size(); ++d) {
     const std::size_t column = recording.channel_index(fog.channels[d]);
-    for (int s = 0; s < fog.length; ++s) {
+    for (std::size_t s = 0; s < rows; ++s) {
       INFO("dim " << d << " sample " << s);
-      REQUIRE(fog.shape[d * fog.length + s] == recording.at(54488 + s, column));
+      REQUIRE(example.raw[d * rows + s] == recording.at(first + s, column));
     }
   }
   // Independent of the reader: line 54489 of the file (the freeze onset in
-  // FOG_EPISODES.tsv) is "851390 -383 892 297 ... 2", the last of the window
-  // (line 54616) is "853375 -161 1019 257 ...".
-  CHECK(fog.shape[0] == -383);
-  CHECK(fog.shape[128] == 892);
-  CHECK(fog.shape[256] == 297);
-  CHECK(fog.shape[127] == -161);
-  CHECK(fog.shape[255] == 1019);
-  CHECK(fog.shape[383] == 257);
+  // FOG_EPISODES.tsv) is "851390 -383 892 297 ... 2"; it lies in the lead-in.
+  const std::size_t onset = 54488 - first;
+  CHECK(example.raw[onset] == -383);
+  CHECK(example.raw[rows + onset] == 892);
+  CHECK(example.raw[2 * rows + onset] == 297);
   CHECK(recording.labels.at(54488) == 2);
   CHECK(recording.labels.at(54487) == 1);
 }
 
-TEST_CASE("the template in config/patterns gives the same shape as the shipped example",
+TEST_CASE("the template in config/patterns gives the same shape as its example window",
           "[config]") {
-  const Config shipped = load_config(kConfigDir + "/gaitwatch.yaml");
+  const Config from_example = parse_config(
+      with_devices({GW_PATTERN_HEAD,
+                    "    example: {file: ../data/daphnet/S02R01.txt, format: daphnet, start: "
+                    "54488, end: 54616}"}),
+      "test.yaml", kConfigDir);
   const Config config = parse_config(
       with_devices({GW_PATTERN_HEAD, "    template: patterns/fog_ankle_S02R01_ep1.csv"}),
       "test.yaml", kConfigDir);
   REQUIRE(config.patterns.size() == 1);
   const gw::config::PatternConfig& pattern = config.patterns[0];
-  CHECK(pattern.template_file ==
+  CHECK(pattern.examples.at(0).template_file ==
         normal(fs::path(kConfigDir) / "patterns/fog_ankle_S02R01_ep1.csv"));
-  CHECK_FALSE(pattern.example.has_value());
+  CHECK_FALSE(pattern.examples.at(0).source.has_value());
   CHECK(pattern.length == 128);
-  CHECK(pattern.shape == shipped.patterns.at(0).shape);
+  CHECK(pattern.examples.at(0).raw == from_example.patterns.at(0).examples.at(0).raw);
+  CHECK(pattern.examples.at(0).raw[0] == -383);  // line 54489 of S02R01.txt
 }
 
 TEST_CASE("an empty document gives the defaults", "[config]") {
@@ -276,9 +296,9 @@ TEST_CASE("a pattern's kind and severity default to other and warning, end may c
   const gw::config::PatternConfig& pattern = config.patterns.at(0);
   CHECK(pattern.kind == "other");
   CHECK(pattern.severity == "warning");
-  CHECK(pattern.example->end == 164);
+  CHECK(pattern.examples.at(0).source->end == 164);
   CHECK(pattern.length == 64);
-  CHECK(pattern.shape.size() == 3 * 64);
+  CHECK(pattern.examples.at(0).raw.size() == 3 * 64);
 }
 
 // ---------------------------------------------------------------------------
@@ -763,13 +783,14 @@ TEST_CASE("relative paths resolve against the config file's directory", "[config
   const fs::path root = fs::canonical(dir.path());
   CHECK(fs::canonical(config.source_file) == root / "etc/gw.yaml");
   REQUIRE(config.patterns.size() == 1);
-  CHECK(fs::path(config.patterns[0].template_file).is_absolute());
-  CHECK(fs::canonical(config.patterns[0].template_file) == root / "etc/templates/step.csv");
+  CHECK(fs::path(config.patterns[0].examples.at(0).template_file).is_absolute());
+  CHECK(fs::canonical(config.patterns[0].examples.at(0).template_file) ==
+        root / "etc/templates/step.csv");
   CHECK(fs::path(config.storage.path).is_absolute());
   CHECK(fs::weakly_canonical(config.storage.path) == root / "var/gw.db");
   // Dim-major, in the pattern's channel order (b then a).
   CHECK(config.patterns[0].length == 3);
-  CHECK(config.patterns[0].shape == std::vector<float>{2, 4, 6, 1, 3, 5});
+  CHECK(config.patterns[0].examples.at(0).raw == std::vector<float>{2, 4, 6, 1, 3, 5});
   // Absolute paths stay as they are.
   const Config absolute = parse_config("storage: {path: /var/lib/gaitwatch/gw.db}", "x", "/etc");
   CHECK(absolute.storage.path == "/var/lib/gaitwatch/gw.db");
@@ -795,4 +816,145 @@ TEST_CASE("ConfigIssue::to_string formats with and without line and path", "[con
   CHECK(std::string(error.what()) == "f.yaml:1: a: x\nf.yaml:2: b: y");
   const gw::Error& as_base = error;
   CHECK(std::string(as_base.what()) == error.what());
+}
+
+// ---------------------------------------------------------------------------
+// Detection-quality keys: examples, negatives, transforms, measure, gating
+
+TEST_CASE("several positive examples and negatives, each cut with its transforms' lead-in",
+          "[config]") {
+  const Config config = parse_config(
+      with_devices(
+          {GW_PATTERN_HEAD, "    transforms: [magnitude, {kind: freeze_index, window_s: 2}]",
+           "    znorm: false", "    margin: 1.5", "    hysteresis: 0.5", "    min_duration_s: 2",
+           "    examples:",
+           "      - {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 54488, end: 54520}",
+           "      - {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 55777}",
+           "    negatives:",
+           "      - {file: ../data/daphnet/S03R03.txt, format: daphnet, start: 50000, end: "
+           "50032}"}),
+      "test.yaml", kConfigDir);
+  const gw::config::PatternConfig& p = config.patterns.at(0);
+  CHECK(p.length == 32);    // from the first example; the second takes it
+  CHECK(p.dim_count == 1);  // one magnitude of the ankle group
+  REQUIRE(p.transforms.size() == 2);
+  CHECK(p.transforms[0].kind == gw::config::TransformStep::Kind::kMagnitude);
+  CHECK(p.transforms[1].window_s == 2);
+  CHECK(p.margin == 1.5);
+  CHECK(p.hysteresis == 0.5);
+  CHECK(p.min_duration_s == 2);
+  REQUIRE(p.examples.size() == 3);
+  CHECK_FALSE(p.examples[1].negative);
+  CHECK(p.examples[1].source->end == 55777 + 32);
+  CHECK(p.examples[2].negative);
+  CHECK(p.has_negatives());
+  // 2 s at 64 Hz = 128 samples of window: 127 samples of history before each window.
+  const gw::sensors::Recording recording =
+      gw::sensors::read_daphnet(kDataDir + "/daphnet/S02R01.txt");
+  for (const auto& e : p.examples) {
+    CHECK(e.lead_in == 127);
+    REQUIRE(e.raw.size() == 3 * static_cast<std::size_t>(127 + 32));
+  }
+  // dim-major, the lead-in first: raw[0] is the ankle_fwd sample 127 before the start.
+  CHECK(p.examples[0].raw[0] == recording.at(54488 - 127, 0));
+  CHECK(p.examples[0].raw[127] == recording.at(54488, 0));
+}
+
+TEST_CASE("transform mistakes name the step", "[config]") {
+  SECTION("unknown kind, with a suggestion") {
+    require_single_issue(
+        issues_of(with_devices({GW_PATTERN_HEAD, "    transforms: [magnitud]",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+        "patterns[0].transforms[0]", 16, "did you mean 'magnitude'?");
+  }
+  SECTION("an option of another kind") {
+    require_single_issue(
+        issues_of(with_devices({GW_PATTERN_HEAD,
+                                "    transforms:", "      - {kind: derivative, cutoff_hz: 5}",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+        "patterns[0].transforms[0].cutoff_hz", 17, "applies to lowpass only");
+  }
+  SECTION("magnitude after another step") {
+    require_single_issue(
+        issues_of(with_devices({GW_PATTERN_HEAD, "    transforms: [derivative, magnitude]",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+        "patterns[0].transforms[1]", 16, "magnitude must be the first transform");
+  }
+  SECTION("lowpass without cutoff, and a reversed band") {
+    const auto issues =
+        issues_of(with_devices({GW_PATTERN_HEAD, "    transforms:", "      - {kind: lowpass}",
+                                "      - {kind: freeze_index, freeze_band_hz: [8, 3]}",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"}));
+    INFO(describe(issues));
+    REQUIRE(issues.size() == 2);
+    CHECK(issues[0].path == "patterns[0].transforms[0].cutoff_hz");
+    CHECK(issues[1].path == "patterns[0].transforms[1].freeze_band_hz");
+  }
+  SECTION("min_dims counts the dimensions after the transforms") {
+    require_single_issue(
+        issues_of(with_devices({GW_PATTERN_HEAD, "    transforms: [magnitude]", "    min_dims: 2",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+        "patterns[0].min_dims", 17, "at most the pattern's 1 dimensions (after the transforms)");
+  }
+  SECTION("an example too early for the transforms' history") {
+    require_single_issue(issues_of(with_devices({GW_PATTERN_HEAD, "    transforms: [derivative]",
+                                                 "    example: {file: ../data/daphnet/S02R01.txt, "
+                                                 "format: daphnet, start: 0, end: 64}"})),
+                         "patterns[0].example.start", 17, "start must be >= 1");
+  }
+}
+
+TEST_CASE("example lists: lengths agree, items are windows or templates", "[config]") {
+  SECTION("a second example of another length") {
+    require_single_issue(
+        issues_of(with_devices(
+            {GW_PATTERN_HEAD, "    examples:",
+             "      - {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 0, end: 128}",
+             "      - {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 500, end: 600}"})),
+        "patterns[0].examples[1].end", 18, "differs from the pattern's length 128");
+  }
+  SECTION("a template and a window in one item") {
+    require_single_issue(
+        issues_of(with_devices(
+            {GW_PATTERN_HEAD,
+             "    examples:", "      - {template: patterns/fog_ankle_S02R01_ep1.csv, start: 3}"})),
+        "patterns[0].examples[0].start", 17, "either a template or file/format/start/end");
+  }
+  SECTION("a template item, and a negative template") {
+    const Config config = parse_config(
+        with_devices({GW_PATTERN_HEAD, "    examples:",
+                      "      - {template: patterns/fog_ankle_S02R01_ep1.csv}", "    negatives:",
+                      "      - {file: ../data/daphnet/S03R03.txt, format: daphnet, start: 100}"}),
+        "test.yaml", kConfigDir);
+    const auto& p = config.patterns.at(0);
+    CHECK(p.length == 128);
+    REQUIRE(p.examples.size() == 2);
+    CHECK(p.examples[1].source->end == 228);
+  }
+}
+
+TEST_CASE("the Euclidean baseline allows no band, no neighbours and no streaming", "[config]") {
+  const auto issues =
+      issues_of(with_devices({GW_PATTERN_HEAD, "    measure: euclidean", "    band: 0.1",
+                              "    nr: 1", "    template: patterns/fog_ankle_S02R01_ep1.csv"}));
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 2);
+  CHECK(issues[0].path == "patterns[0].band");
+  CHECK(issues[1].path == "patterns[0].nr");
+  const Config ok = parse_config(with_devices({GW_PATTERN_HEAD, "    measure: euclidean",
+                                               "    template: patterns/fog_ankle_S02R01_ep1.csv"}),
+                                 "test.yaml", kConfigDir);
+  CHECK(ok.patterns.at(0).band == 0);
+}
+
+TEST_CASE("the ring must also hold the transforms' history", "[config]") {
+  const auto issues = issues_of(with_devices({
+      GW_PATTERN_HEAD,
+      "    transforms: [{kind: freeze_index, window_s: 2}]",  // 16: 127 samples of history
+      "    example: {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 200, end: 264}",
+      "ingest:",                       // 18
+      "  ring_capacity_samples: 150",  // 19
+  }));
+  // 64 samples + 127 of history + ceil(64 Hz * 0.1 s) = 198.
+  require_single_issue(issues, "ingest.ring_capacity_samples", 19, "= 198, is 150");
 }

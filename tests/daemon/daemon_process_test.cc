@@ -49,10 +49,16 @@ struct DaemonFixture {
     config["publish"]["stats_interval_s"] = 0.2;
     config["storage"]["path"] = (dir / "hits.db").string();
     config["search"]["threads"] = 2;
-    for (auto pattern : config["patterns"])
-      if (pattern["example"])
-        pattern["example"]["file"] =
-            (fs::path(GW_CONFIG_DIR) / pattern["example"]["file"].as<std::string>()).string();
+    // The copy lives elsewhere: make the patterns' example files absolute.
+    auto absolute = [](YAML::Node example) {
+      example["file"] = (fs::path(GW_CONFIG_DIR) / example["file"].as<std::string>()).string();
+    };
+    for (auto pattern : config["patterns"]) {
+      if (pattern["example"]) absolute(pattern["example"]);
+      for (const char* list : {"examples", "negatives"})
+        if (pattern[list])
+          for (auto example : pattern[list]) absolute(example);
+    }
     config_path = dir / "gaitwatch.yaml";
     write_config(config);
   }
@@ -258,13 +264,17 @@ TEST_CASE("SIGHUP with a broken config keeps the old one running, a valid one ap
   replay(fx, "udp://127.0.0.1:" + std::to_string(fx.udp_port));
   REQUIRE(sub.until([&] { return sub.alerts.size() == expected; }, std::chrono::seconds(10)));
 
-  // A valid reload that makes the pattern impossible to match applies: an
+  // A valid reload that makes the pattern impossible to match applies: one
   // example from outside the replayed range (so never distance 0) and a tiny
   // threshold.
   YAML::Node strict = YAML::Clone(fx.config);
   strict["patterns"][0]["threshold"] = 0.001;
-  strict["patterns"][0]["example"]["start"] = 20000;
-  strict["patterns"][0]["example"]["end"] = 20128;
+  YAML::Node only = YAML::Clone(strict["patterns"][0]["examples"][0]);
+  only["start"] = 20000;
+  only["end"] = 20128;
+  strict["patterns"][0]["examples"] = YAML::Node(YAML::NodeType::Sequence);
+  strict["patterns"][0]["examples"].push_back(only);
+  strict["patterns"][0].remove("negatives");
   fx.write_config(strict);
   daemon.signal(SIGHUP);
   REQUIRE(gw::test::eventually(

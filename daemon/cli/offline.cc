@@ -1,0 +1,96 @@
+// The daemon's engine over a recording, offline: the one code path behind
+// `gaitwatch detect`, `eval` and `plot`. Frames are cut exactly as `gaitwatch
+// replay` cuts them, so for the same recording, config and frame size the
+// daemon raises the same alerts (seq, detected_at and latency_ms aside).
+#include <algorithm>
+#include <iostream>
+
+#include "common/error.h"
+#include "daemon/cli/cli.h"
+#include "kernels/search.h"
+#include "pipeline/engine.h"
+
+namespace gw::cli {
+
+void on_run(CLI::App& cmd, int& exit_code, std::function<int()> body) {
+  cmd.callback([&cmd, &exit_code, body = std::move(body)] {
+    try {
+      exit_code = body();
+    } catch (const std::exception& e) {
+      std::cerr << "gaitwatch " << cmd.get_name() << ": " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
+void add_engine_flags(CLI::App& cmd, std::string& config_path, RecordingSource& source,
+                      OfflineRun& run) {
+  cmd.add_option("--config", config_path, "daemon config file")->required();
+  source.add_flags(cmd);
+  run.add_flags(cmd);
+}
+
+void OfflineRun::add_flags(CLI::App& cmd) {
+  cmd.add_option("--device", device, "device profile name (default: the first)");
+  cmd.add_option("--wearer", wearer, "wearer id (default 1)");
+  cmd.add_option("--frame-samples", frame_samples, "samples per frame (default rate/10)");
+  cmd.add_option("--batch-frames", batch_frames,
+                 "frames per search batch (default " + std::to_string(batch_frames) + ")");
+  cmd.add_option("--start", start, "first sample index");
+  cmd.add_option("--end", end, "end sample index, exclusive");
+  cmd.add_flag("--int16", int16, "quantise like replay --int16");
+  cmd.add_option("--backend", backend, "override search.backend");
+}
+
+const config::DeviceProfile& OfflineRun::device_of(const config::Config& cfg) const {
+  const config::DeviceProfile* profile =
+      device.empty() ? (cfg.devices.empty() ? nullptr : &cfg.devices.front())
+                     : cfg.device_by_name(device);
+  if (!profile) throw Error("no device '" + device + "' in " + cfg.source_file);
+  return *profile;
+}
+
+nlohmann::json OfflineRun::run(
+    config::Config cfg, const sensors::Recording& rec,
+    const std::function<void(std::vector<pipeline::Alert>)>& on_alerts) const {
+  if (!backend.empty()) cfg.search.backend = backend;
+  const config::DeviceProfile& profile = device_of(cfg);
+  if (rec.channels() != profile.channels.size())
+    throw Error("the recording has " + std::to_string(rec.channels()) + " channels, device '" +
+                profile.name + "' has " + std::to_string(profile.channels.size()));
+  const std::size_t stop = end < 0 ? rec.samples() : static_cast<std::size_t>(end);
+  const int samples_per_frame =
+      frame_samples > 0 ? frame_samples : default_frame_samples(rec.sample_rate_hz);
+  const auto frames =
+      frames_from_recording(rec, wearer, profile.id, profile.kind, samples_per_frame,
+                            static_cast<std::size_t>(start), stop, int16);
+  // The per-pair cap of search.max_matches_per_pair is a safety bound that
+  // never binds in the daemon (it exceeds the samples of a tick); a batch of
+  // many frames must not make it bind either, or the alerts would depend on
+  // the batch size.
+  // Likewise the ring: a batch's samples, plus the longest pattern and its
+  // transforms' history before them, must still be in it when it is searched.
+  const int batch_samples = samples_per_frame * std::max(1, batch_frames);
+  cfg.search.max_matches_per_pair = std::max(cfg.search.max_matches_per_pair, batch_samples);
+  std::size_t reach = 0;
+  for (const auto& p : cfg.patterns)
+    if (p.device == profile.name)
+      reach = std::max<std::size_t>(
+          reach, static_cast<std::size_t>(
+                     p.length + config::transform_history(p.transforms, profile.sample_rate_hz)));
+  cfg.ingest.ring_capacity_samples = std::max(cfg.ingest.ring_capacity_samples,
+                                              static_cast<std::size_t>(batch_samples) + reach + 1);
+  std::string note;
+  pipeline::Engine engine(cfg,
+                          kernels::make_backend(cfg.search.backend, cfg.search.threads, &note));
+  const auto clock = [] { return 0.0; };
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    engine.on_frame(frames[i], 0.0);
+    if ((i + 1) % static_cast<std::size_t>(std::max(1, batch_frames)) == 0)
+      on_alerts(engine.run_batch(clock));
+  }
+  on_alerts(engine.run_batch(clock));
+  return engine.stats_json();
+}
+
+}  // namespace gw::cli

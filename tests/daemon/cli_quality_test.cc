@@ -1,0 +1,159 @@
+// Integration: `gaitwatch eval` (with and without --cv) and `gaitwatch plot`
+// as processes, on a recording whose events and expected counts are known by
+// construction: noise at 100 Hz with shape A planted at events 0 and 2, shape
+// B at event 1, and shape A once more outside every event (a decoy). The
+// pattern's positive examples are cut from events 0 (A) and 1 (B).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "tests/daemon/process.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kTool = std::string(GW_BINARY_DIR) + "/daemon/gaitwatch";
+constexpr int kSamples = 6000;
+constexpr int kShape = 50;
+constexpr int kEventAt[3] = {1000, 2500, 4000};
+constexpr int kDecoyAt = 5200;
+
+double shape(bool b, int s) {
+  const double x = static_cast<double>(s) / kShape;
+  return b ? std::tanh(10 * (x - 0.5)) : std::sin(2 * M_PI * 2 * x);
+}
+
+struct Recording {
+  fs::path dir;
+  Recording() {
+    dir = fs::temp_directory_path() / ("gw_cli_quality_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    std::mt19937 rng(5);
+    std::normal_distribution<double> noise(0, 1);
+    std::vector<double> v(kSamples);
+    for (auto& x : v) x = noise(rng);
+    auto plant = [&](int at, bool b) {
+      for (int s = 0; s < kShape; ++s)
+        v[static_cast<std::size_t>(at + s)] = 5 * shape(b, s) + 0.01 * noise(rng);
+    };
+    plant(kEventAt[0], false);
+    plant(kEventAt[1], true);
+    plant(kEventAt[2], false);
+    plant(kDecoyAt, false);
+    std::ofstream csv(dir / "rec.csv");
+    csv << "v\n" << std::setprecision(9);
+    for (const double x : v) csv << x << "\n";
+    // Events: a little wider than the planted shapes, as annotators mark them.
+    std::ofstream events(dir / "events.txt");
+    events << "start end\n";
+    for (const int at : kEventAt) events << at - 20 << " " << at + kShape + 20 << "\n";
+    std::ofstream(dir / "gaitwatch.yaml")
+        << "devices:\n"
+           "  - {id: 1, name: one, kind: generic, sample_rate_hz: 100, channels: [v]}\n"
+           "search: {backend: cpu, threads: 2}\n"
+           // A small ring: offline batches of many frames must still fit.
+           "ingest: {ring_capacity_samples: 200}\n"
+           "patterns:\n"
+           "  - name: shapes\n"
+           "    kind: other\n"
+           "    device: one\n"
+           "    channels: [v]\n"
+           "    threshold: 1.0\n"
+           "    cooldown_s: 10\n"
+           "    examples:\n"
+           "      - {file: rec.csv, format: csv, start: 1000, end: 1050}\n"
+           "      - {file: rec.csv, format: csv, start: 2500, end: 2550}\n";
+  }
+  ~Recording() { fs::remove_all(dir); }
+  std::vector<std::string> args(const std::string& command) const {
+    return {kTool,      command,
+            "--config", (dir / "gaitwatch.yaml").string(),
+            "--file",   (dir / "rec.csv").string(),
+            "--format", "csv"};
+  }
+};
+
+json eval(const Recording& rec, std::vector<std::string> extra) {
+  auto argv = rec.args("eval");
+  argv.insert(argv.end(), {"--events", (rec.dir / "events.txt").string(), "--json"});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  const auto r = gw::test::run_process(argv, rec.dir, "eval", std::chrono::seconds(60));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("eval scores every event, and --cv scores each with a pattern built without it",
+          "[integration]") {
+  Recording rec;
+  const json all = eval(rec, {});
+  CHECK(all["pattern"] == "shapes");
+  CHECK(all["events"] == 3);
+  CHECK(all["detected"] == 3);
+  CHECK(all["true_alerts"] == 3);
+  CHECK(all["false_alerts"] == 1);  // the decoy
+  CHECK(all["precision"].get<double>() == Approx(0.75));
+  CHECK(all["recall"].get<double>() == Approx(1.0));
+  CHECK(all["median_latency_s"].get<double>() ==
+        Approx(0.69).margin(0.02));  // onset - 0.2 s + 0.49 s
+
+  // The batch size changes nothing, even with batches far beyond the ring.
+  CHECK(eval(rec, {"--batch-frames", "1"}) == all);
+  CHECK(eval(rec, {"--batch-frames", "300"}) == all);
+
+  // Event 0 (A) is scored by the pattern with only example B: missed; event 1
+  // (B) by the pattern with only A: missed; event 2 has no example: the full
+  // pattern finds it. False alerts: the decoy, for the two folds that hold A.
+  const json cv = eval(rec, {"--cv"});
+  CHECK(cv["events"] == 3);
+  CHECK(cv["detected"] == 1);
+  CHECK(cv["true_alerts"] == 1);
+  CHECK(cv["false_alerts"].get<double>() == Approx(2.0 / 3));
+  CHECK(cv["precision"].get<double>() == Approx(1 / (1 + 2.0 / 3)));
+  CHECK(cv["cv_folds"] == 2);
+}
+
+TEST_CASE("eval without annotations asks for an events file", "[integration]") {
+  Recording rec;
+  const auto r = gw::test::run_process(rec.args("eval"), rec.dir, "eval", std::chrono::seconds(60));
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("--events"));
+}
+
+TEST_CASE("plot draws the overview and one detection as SVG", "[integration]") {
+  Recording rec;
+  auto overview = rec.args("plot");
+  overview.insert(overview.end(), {"--events", (rec.dir / "events.txt").string(), "--out",
+                                   (rec.dir / "overview.svg").string()});
+  auto r = gw::test::run_process(overview, rec.dir, "plot", std::chrono::seconds(60));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string svg = gw::test::read_file(rec.dir / "overview.svg");
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.find("pattern shapes (4 alerts") != std::string::npos);
+
+  auto detail = rec.args("plot");
+  detail.insert(detail.end(), {"--alert", "1", "--out", (rec.dir / "alert.svg").string()});
+  r = gw::test::run_process(detail, rec.dir, "plot_alert", std::chrono::seconds(60));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string alert_svg = gw::test::read_file(rec.dir / "alert.svg");
+  CHECK(alert_svg.find("warping path") != std::string::npos);
+  CHECK(alert_svg.find("example 1") != std::string::npos);  // event 1 is shape B, example 1
+
+  auto missing = rec.args("plot");
+  missing.insert(missing.end(), {"--alert", "9", "--out", (rec.dir / "none.svg").string()});
+  r = gw::test::run_process(missing, rec.dir, "plot_missing", std::chrono::seconds(60));
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("raised 4 alerts"));
+}

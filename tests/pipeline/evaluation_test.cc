@@ -1,0 +1,137 @@
+// Event-level scoring: events from labels and files, precision/recall/latency,
+// nDCG@k, and the leave-one-episode-out folds and their scoring.
+#include "pipeline/evaluation.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using gw::pipeline::Event;
+using gw::pipeline::ScoredAlert;
+
+TEST_CASE("events are the runs of a label", "[eval]") {
+  const auto events = gw::pipeline::events_from_labels({0, 2, 2, 1, 2, 1, 1, 2, 2, 2}, 2);
+  REQUIRE(events.size() == 3);
+  CHECK(events[0].start == 1);
+  CHECK(events[0].end == 3);
+  CHECK(events[1].start == 4);
+  CHECK(events[1].end == 5);
+  CHECK(events[2].start == 7);
+  CHECK(events[2].end == 10);
+}
+
+TEST_CASE("an events file: header, comments, commas; mistakes name the line", "[eval]") {
+  const fs::path file = fs::temp_directory_path() / ("gw_events_" + std::to_string(::getpid()));
+  std::ofstream(file) << "start end\n# a comment\n500, 700\n\n100 200  # trailing\n";
+  const auto events = gw::pipeline::read_events(file.string());
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].start == 100);  // sorted
+  CHECK(events[1].end == 700);
+  std::ofstream(file) << "100 200\n300 abc\n";
+  CHECK_THROWS_WITH(gw::pipeline::read_events(file.string()), Catch::Contains(":2:"));
+  std::ofstream(file) << "300 200\n";
+  CHECK_THROWS_WITH(gw::pipeline::read_events(file.string()), Catch::Contains("START < END"));
+  fs::remove(file);
+}
+
+TEST_CASE("nDCG@k of binary relevance", "[eval]") {
+  CHECK(gw::pipeline::ndcg_at({true, true, false}, 3, 2) == Approx(1.0));
+  // One relevant result at rank 2 of an ideal with one: (1/log2 3) / 1.
+  CHECK(gw::pipeline::ndcg_at({false, true}, 2, 1) == Approx(1.0 / std::log2(3.0)));
+  CHECK(gw::pipeline::ndcg_at({false, false}, 2, 1) == 0.0);
+  CHECK(gw::pipeline::ndcg_at({}, 20, 0) == 0.0);
+  // Only the first k count.
+  CHECK(gw::pipeline::ndcg_at({false, true}, 1, 1) == 0.0);
+}
+
+TEST_CASE("alerts against events: detected, true and false alerts, latency", "[eval]") {
+  const std::vector<Event> events = {{1000, 1500}, {3000, 3100}, {6000, 6400}};
+  // Rate 100 Hz, tolerance 1 s = 100 samples.
+  const std::vector<ScoredAlert> alerts = {
+      {1100, 1200, 2, 3.0},  // on event 0, 2 s after onset
+      {1300, 1400, 2, 4.0},  // a second alert on event 0
+      {3150, 3190, 1, 1.0},  // after event 1 ends at 3100, within 1 s: on it
+      {4000, 4100, 2, 2.0},  // on nothing: false
+      {5800, 5899, 2, 5.0},  // ends 101 samples before event 2 starts: false
+  };
+  const auto s = gw::pipeline::score_alerts(alerts, events, 100, 100.0, 20);
+  CHECK(s.events == 3);
+  CHECK(s.detected == 2);
+  CHECK(s.true_alerts == 3);
+  CHECK(s.false_alerts == 2);
+  CHECK(s.precision == Approx(0.6));
+  CHECK(s.recall == Approx(2.0 / 3));
+  CHECK(s.median_latency_s == Approx((2.0 + 1.9) / 2));  // event 0: 1200-1000; event 1: 3190-3000
+  REQUIRE(s.missed.size() == 1);
+  CHECK(s.missed[0].start == 6000);
+  // Ranked by dims then distance: (2,2.0) F, (2,3.0) T, (2,4.0) T, (2,5.0) F, (1,1.0) T; ideal 3.
+  const double dcg = 1 / std::log2(3.0) + 1 / std::log2(4.0) + 1 / std::log2(6.0);
+  const double ideal = 1 + 1 / std::log2(3.0) + 1 / std::log2(4.0);
+  CHECK(s.ndcg == Approx(dcg / ideal));
+  const auto j = s.to_json();
+  for (const char* key : {"pattern", "kind", "events", "detected", "false_alerts", "precision",
+                          "recall", "median_latency_s"})
+    CHECK(j.contains(key));
+}
+
+TEST_CASE("cross-validated scoring counts each fold on its own event", "[eval]") {
+  const std::vector<Event> events = {{1000, 1500}, {3000, 3500}};
+  // Fold 0 (scores event 0): finds event 0, event 1 (its training event, not
+  // counted) and two false alerts. Fold 1 finds nothing of event 1, one false.
+  const std::vector<std::vector<ScoredAlert>> folds = {
+      {{1100, 1200, 1, 1.0}, {3100, 3200, 1, 0.5}, {8000, 8100, 1, 2.0}, {9000, 9100, 1, 3.0}},
+      {{1100, 1200, 1, 1.0}, {8000, 8100, 1, 2.0}}};
+  const auto s = gw::pipeline::score_cross_validated(folds, events, 100, 100.0, 20);
+  CHECK(s.detected == 1);
+  CHECK(s.recall == Approx(0.5));
+  CHECK(s.true_alerts == 1);
+  CHECK(s.false_alerts == Approx((2 + 1) / 2.0));
+  CHECK(s.precision == Approx(1 / 2.5));
+  CHECK(s.median_latency_s == Approx(2.0));
+  REQUIRE(s.missed.size() == 1);
+  CHECK(s.missed[0].start == 3000);
+  // Fold 0 ranks its true alert first (nDCG 1), fold 1 has none (0).
+  CHECK(s.ndcg == Approx(0.5));
+}
+
+TEST_CASE("leave-one-episode-out drops the positives cut from each event", "[eval]") {
+  gw::config::PatternConfig p;
+  p.name = "fog";
+  auto example = [](const std::string& file, std::int64_t start, bool negative) {
+    gw::config::PatternExample e;
+    e.negative = negative;
+    e.source = gw::config::ExampleSource{file, "daphnet", start, start + 100};
+    return e;
+  };
+  p.examples = {example("/data/a.txt", 1050, false), example("/data/a.txt", 1200, false),
+                example("/data/a.txt", 3050, false), example("/data/b.txt", 5050, false),
+                example("/data/a.txt", 1100, true)};
+  const std::vector<Event> events = {{1000, 1500}, {3000, 3500}, {5000, 5500}};
+  const auto folds = gw::pipeline::leave_one_episode_out(p, "/data/a.txt", events);
+  REQUIRE(folds.fold_of_event == std::vector<int>{0, 1, -1});  // event 2: no example from a.txt
+  REQUIRE(folds.patterns.size() == 2);
+  CHECK(folds.patterns[0].name == "fog@cv0");
+  // Fold 0 keeps 3050 (positive), 5050 (other file) and the negative.
+  REQUIRE(folds.patterns[0].examples.size() == 3);
+  CHECK(folds.patterns[0].examples[0].source->start == 3050);
+  CHECK(folds.patterns[0].examples[2].negative);
+  CHECK(folds.patterns[1].examples.size() == 4);
+  CHECK(folds.left_without_positives == 0);
+}
+
+TEST_CASE("an example belongs to every event its transforms' lead-in reads", "[eval]") {
+  gw::config::PatternConfig p;
+  p.name = "fog";
+  gw::config::PatternExample after;  // cut right after a short event, reading it as lead-in
+  after.source = gw::config::ExampleSource{"/data/a.txt", "daphnet", 1600, 1700};
+  after.lead_in = 191;
+  p.examples = {after};
+  const auto folds =
+      gw::pipeline::leave_one_episode_out(p, "/data/a.txt", {{1000, 1500}, {1800, 1900}});
+  // 1600 - 191 = 1409 < 1500: it belongs to event 0, not to event 1.
+  CHECK(folds.fold_of_event == std::vector<int>{0, -1});
+  CHECK(folds.left_without_positives == 1);
+}
