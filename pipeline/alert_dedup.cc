@@ -50,6 +50,19 @@ std::unique_ptr<ht::HashTableBackend> make_hash_table_backend(const std::string&
   }
 }
 
+std::uint64_t delete_keys(ht::HashTableBackend& table, const std::vector<ht::HashKey>& keys) {
+  if (keys.empty()) return 0;
+  std::vector<ht::HashOp> ops(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    ops[i].key = keys[i];
+    ops[i].kind = ht::OpKind::kDelete;
+  }
+  std::uint64_t deleted = 0;
+  for (const ht::HashResult& result : table.run_batch(ops))
+    if (result.status == ht::OpStatus::kDeleted) ++deleted;
+  return deleted;
+}
+
 std::vector<ht::HashResult> run_inserts_growing_pool(ht::HashTableBackend& table,
                                                      const std::vector<ht::HashOp>& ops,
                                                      std::uint64_t* growths) {
@@ -142,25 +155,16 @@ std::vector<bool> AlertDeduplicator::admit(const std::vector<Alert>& candidates)
 
 std::uint64_t AlertDeduplicator::expire(double now_s) {
   const double horizon = now_s - options_.retention_s;
-  std::vector<ht::HashOp> ops;
+  std::vector<ht::HashKey> expired;
   auto it = keys_by_bucket_.begin();
   // Bucket b covers [b * bucket_s, (b + 1) * bucket_s); it expires once its
   // end is at or before the horizon.
   while (it != keys_by_bucket_.end() &&
          static_cast<double>(it->first + 1) * options_.bucket_s <= horizon) {
-    for (ht::HashKey key : it->second) {
-      ht::HashOp op;
-      op.key = key;
-      op.kind = ht::OpKind::kDelete;
-      ops.push_back(op);
-    }
+    expired.insert(expired.end(), it->second.begin(), it->second.end());
     it = keys_by_bucket_.erase(it);
   }
-  if (ops.empty()) return 0;
-  const std::vector<ht::HashResult> results = table_->run_batch(ops);
-  std::uint64_t deleted = 0;
-  for (const ht::HashResult& result : results)
-    if (result.status == ht::OpStatus::kDeleted) ++deleted;
+  const std::uint64_t deleted = delete_keys(*table_, expired);
   counters_.expired += deleted;
   return deleted;
 }

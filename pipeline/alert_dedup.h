@@ -109,6 +109,10 @@ class AlertDeduplicator {
   std::map<std::int64_t, std::vector<kernels::hashtable::HashKey>> keys_by_bucket_;
 };
 
+// Deletes `keys` in one batch; returns how many were present.
+std::uint64_t delete_keys(kernels::hashtable::HashTableBackend& table,
+                          const std::vector<kernels::hashtable::HashKey>& keys);
+
 // Runs `ops` (inserts only) as one batch and resubmits those that returned
 // kPoolExhausted after growing the pool, until none does; returns the final
 // result of every op. Shared by AlertDeduplicator and SlotIndex. Throws

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "common/error.h"
-#include "pipeline/alert_dedup.h"  // run_inserts_growing_pool
+#include "pipeline/alert_dedup.h"  // run_inserts_growing_pool, delete_keys
 
 namespace gw::pipeline {
 
@@ -314,22 +314,13 @@ std::vector<SlotHit> SlotIndex::query(std::uint32_t wearer, const StatusFilter& 
 }
 
 std::uint64_t SlotIndex::expire(std::int64_t before_s) {
-  std::vector<ht::HashOp> ops;
+  std::vector<ht::HashKey> expired;
   auto it = keys_by_second_.begin();
   while (it != keys_by_second_.end() && it->first < before_s) {
-    for (ht::HashKey key : it->second) {
-      ht::HashOp op;
-      op.key = key;
-      op.kind = ht::OpKind::kDelete;
-      ops.push_back(op);
-    }
+    expired.insert(expired.end(), it->second.begin(), it->second.end());
     it = keys_by_second_.erase(it);
   }
-  if (ops.empty()) return 0;
-  const std::vector<ht::HashResult> results = table_->run_batch(ops);
-  std::uint64_t deleted = 0;
-  for (const ht::HashResult& result : results)
-    if (result.status == ht::OpStatus::kDeleted) ++deleted;
+  const std::uint64_t deleted = delete_keys(*table_, expired);
   counters_.expired += deleted;
   return deleted;
 }
