@@ -25,33 +25,8 @@ constexpr float kInfinity = std::numeric_limits<float>::infinity();
 constexpr double kFloatDistanceTolerance = 1e-9 + 6e-8;
 
 using Series = std::vector<float>;
-
-Pattern make_pattern(std::uint32_t profile, const std::vector<Series>& dims, int band, bool znorm,
-                     float threshold, int max_matches, std::vector<DimPair> pairs) {
-  Pattern pattern;
-  pattern.profile = profile;
-  pattern.length = static_cast<int>(dims.at(0).size());
-  pattern.band = band;
-  pattern.znorm = znorm;
-  pattern.threshold = threshold;
-  pattern.max_matches_per_pair = max_matches;
-  pattern.dim_count = static_cast<int>(dims.size());
-  for (const Series& dim : dims) pattern.dims.insert(pattern.dims.end(), dim.begin(), dim.end());
-  pattern.pairs = std::move(pairs);
-  return pattern;
-}
-
-// Pairs (j, i) with |i - j| <= neighbour_range, j < pattern_dims, i < stream_dims.
-std::vector<DimPair> neighbour_pairs(int pattern_dims, int stream_dims, int neighbour_range) {
-  std::vector<DimPair> pairs;
-  for (int j = 0; j < pattern_dims; ++j) {
-    for (int i = std::max(0, j - neighbour_range);
-         i <= std::min(stream_dims - 1, j + neighbour_range); ++i) {
-      pairs.push_back({static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(i)});
-    }
-  }
-  return pairs;
-}
+using testing::make_pattern;
+using testing::neighbour_pairs;
 
 // Adds dim-major series as one slice (through the sample-major add_slice).
 void add_slice(SearchBatch* batch, std::uint32_t profile, const std::vector<Series>& dims,

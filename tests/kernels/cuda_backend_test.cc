@@ -33,6 +33,8 @@ namespace gw::kernels {
 namespace {
 
 using Series = std::vector<float>;
+using testing::make_pattern;
+using testing::neighbour_pairs;
 
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 constexpr double kRelative = 1e-4;
@@ -66,35 +68,6 @@ std::unique_ptr<SearchBackend> gpu_or_skip(const PruningOptions& pruning) {
 
 Series cut(const Series& source, int begin, int count) {
   return Series(source.begin() + begin, source.begin() + begin + count);
-}
-
-Pattern make_pattern(std::uint32_t profile, const std::vector<Series>& dims, int band, bool znorm,
-                     float threshold, int max_matches, std::vector<DimPair> pairs,
-                     SearchMode mode = SearchMode::kWindow) {
-  Pattern pattern;
-  pattern.profile = profile;
-  pattern.length = static_cast<int>(dims.at(0).size());
-  pattern.band = band;
-  pattern.znorm = znorm;
-  pattern.mode = mode;
-  pattern.threshold = threshold;
-  pattern.max_matches_per_pair = max_matches;
-  pattern.dim_count = static_cast<int>(dims.size());
-  for (const Series& dim : dims) pattern.dims.insert(pattern.dims.end(), dim.begin(), dim.end());
-  pattern.pairs = std::move(pairs);
-  return pattern;
-}
-
-// Pairs (j, i) with |i - j| <= neighbour_range, j < pattern_dims, i < stream_dims.
-std::vector<DimPair> neighbour_pairs(int pattern_dims, int stream_dims, int neighbour_range) {
-  std::vector<DimPair> pairs;
-  for (int j = 0; j < pattern_dims; ++j) {
-    for (int i = std::max(0, j - neighbour_range);
-         i <= std::min(stream_dims - 1, j + neighbour_range); ++i) {
-      pairs.push_back({static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(i)});
-    }
-  }
-  return pairs;
 }
 
 // Adds samples [begin, end) of dim-major series as one slice; sample s has

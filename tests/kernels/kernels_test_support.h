@@ -14,7 +14,41 @@
 #include <string>
 #include <vector>
 
+#include "kernels/search.h"
+
 namespace gw::kernels::testing {
+
+// A pattern of dim-major series (all of one length).
+inline Pattern make_pattern(std::uint32_t profile, const std::vector<std::vector<float>>& dims,
+                            int band, bool znorm, float threshold, int max_matches,
+                            std::vector<DimPair> pairs, SearchMode mode = SearchMode::kWindow) {
+  Pattern pattern;
+  pattern.profile = profile;
+  pattern.length = static_cast<int>(dims.at(0).size());
+  pattern.band = band;
+  pattern.znorm = znorm;
+  pattern.mode = mode;
+  pattern.threshold = threshold;
+  pattern.max_matches_per_pair = max_matches;
+  pattern.dim_count = static_cast<int>(dims.size());
+  for (const std::vector<float>& dim : dims)
+    pattern.dims.insert(pattern.dims.end(), dim.begin(), dim.end());
+  pattern.pairs = std::move(pairs);
+  return pattern;
+}
+
+// Pairs (j, i) with |i - j| <= neighbour_range, j < pattern_dims, i < stream_dims.
+inline std::vector<DimPair> neighbour_pairs(int pattern_dims, int stream_dims,
+                                            int neighbour_range) {
+  std::vector<DimPair> pairs;
+  for (int j = 0; j < pattern_dims; ++j) {
+    for (int i = std::max(0, j - neighbour_range);
+         i <= std::min(stream_dims - 1, j + neighbour_range); ++i) {
+      pairs.push_back({static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(i)});
+    }
+  }
+  return pairs;
+}
 
 // Gaussian random walk; deterministic for a seed on one standard library.
 inline std::vector<float> random_walk(int n, std::uint64_t seed, double step = 1.0,

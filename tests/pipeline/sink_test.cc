@@ -29,6 +29,7 @@
 #include "common/error.h"
 #include "pipeline/alert.h"
 #include "pipeline/store.h"
+#include "tests/common/temp_dir.h"
 
 namespace {
 
@@ -44,21 +45,10 @@ using gw::pipeline::SinkOptions;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-class TempDir {
+// Each test's own folder.
+class TempDir : public gw::test::TempDir {
  public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gw_sink_test_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
+  TempDir() : gw::test::TempDir("gw_sink_test") {}
 };
 
 void raw_exec(const std::string& path, const std::string& sql) {

@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "pipeline/alert.h"
+#include "tests/common/temp_dir.h"
 
 namespace {
 
@@ -31,21 +32,10 @@ using gw::pipeline::HitQuery;
 using gw::pipeline::HitStore;
 using nlohmann::json;
 
-class TempDir {
+// Each test's own folder.
+class TempDir : public gw::test::TempDir {
  public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gw_store_test_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
+  TempDir() : gw::test::TempDir("gw_store_test") {}
 };
 
 // A plain sqlite3 connection, independent of HitStore.
