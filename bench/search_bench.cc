@@ -573,10 +573,11 @@ void run_sweep(const Options& options, int band, double threshold, int threads) 
       std::vector<double> matches;
       SearchStats stats;
       double warmup = 0;
+      SearchResult result;  // reused, as the daemon's engine does
       for (int tick = 0; tick < ticks; ++tick) {
         const SearchBatch batch = make_tick(options, pool, wearers, tick);
         const auto start = std::chrono::steady_clock::now();
-        const SearchResult result = backend.backend->search(batch);
+        backend.backend->search_into(batch, result);
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (tick == 0) {

@@ -48,13 +48,17 @@ class DeviceBuffer {
     return *this;
   }
   ~DeviceBuffer() { cudaFree(ptr_); }
+  // A first allocation is exact (library arrays); later growth adds at least
+  // half the capacity, so sizes that creep up from batch to batch do not
+  // reallocate (and synchronise) every time.
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
     cudaFree(ptr_);
     ptr_ = nullptr;
+    const std::size_t grown = capacity_ == 0 ? n : std::max(n + n / 8, capacity_ + capacity_ / 2);
     capacity_ = 0;
-    check(cudaMalloc(&ptr_, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
-    capacity_ = n;
+    check(cudaMalloc(&ptr_, std::max<std::size_t>(grown, 1) * sizeof(T)), "cudaMalloc");
+    capacity_ = grown;
   }
   // Grows keeping the first `keep` elements.
   void grow_keep(std::size_t n, std::size_t keep, cudaStream_t stream) {
@@ -87,30 +91,50 @@ class DeviceBuffer {
   std::size_t capacity_ = 0;
 };
 
-// Page-locked staging memory so uploads run as true asynchronous copies.
+// Page-locked host memory so copies run as true asynchronous DMA.
+template <typename T>
 class PinnedBuffer {
  public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   ~PinnedBuffer() { cudaFreeHost(ptr_); }
-  float* reserve(std::size_t n) {
+  // Grows by at least half the capacity (pinning is slow).
+  T* reserve(std::size_t n) {
     if (n > capacity_) {
       cudaFreeHost(ptr_);
       ptr_ = nullptr;
-      check(cudaMallocHost(&ptr_, n * sizeof(float)), "cudaMallocHost");
-      capacity_ = n;
+      const std::size_t grown = capacity_ == 0 ? n : std::max(n + n / 8, capacity_ + capacity_ / 2);
+      capacity_ = 0;
+      check(cudaMallocHost(&ptr_, std::max<std::size_t>(grown, 1) * sizeof(T)), "cudaMallocHost");
+      capacity_ = grown;
     }
     return ptr_;
   }
 
  private:
-  float* ptr_ = nullptr;
+  T* ptr_ = nullptr;
   std::size_t capacity_ = 0;
 };
+
+// The window-mode pairs of one band: one filter launch and one DTW kernel.
+// A lower bound prunes a window only when it exceeds threshold^2 by this
+// relative margin, so float rounding never prunes a match (docs/gpu.md).
+float prune_threshold_sq(double threshold) {
+  return std::isinf(threshold) ? INFINITY
+                               : static_cast<float>(threshold * threshold * (1 + 1e-4) + 1e-6);
+}
 
 struct BandGroup {
   int band = 0;
   int pair_begin = 0;
   int pair_end = 0;
+  int min_length = 0;
   int max_length = 0;
+  // Which of the group's pairs read each (profile slot, stream dim) row.
+  DeviceBuffer<int> row_offsets;
+  DeviceBuffer<RowPair> row_pairs;
+  RowPairsView rows;
 };
 
 // Runs fn(begin, end) over [0, n) split across the host's cores; small n
@@ -187,7 +211,6 @@ class CudaBackend final : public SearchBackend {
     stats_.reserve(1);
     match_count_.reserve(1);
     candidate_count_.reserve(1);
-    survivor_count_.reserve(1);
   }
   ~CudaBackend() override { cudaStreamDestroy(stream_); }
 
@@ -202,6 +225,17 @@ class CudaBackend final : public SearchBackend {
                     std::to_string(library->patterns[p].band) + " exceeds " +
                     std::to_string(kMaxGeneralBand) + " (use the CPU backend)");
     check(cudaSetDevice(device_), "cudaSetDevice");
+    int shared_limit = 0;
+    check(cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_),
+          "shared memory limit");
+    for (std::size_t p = 0; p < library->patterns.size(); ++p) {
+      const Pattern& pat = library->patterns[p];
+      if (pat.mode == SearchMode::kWindow &&
+          window_filter_shared_bytes(pat.length, pat.band) > static_cast<std::size_t>(shared_limit))
+        throw Error("CUDA backend: pattern " + std::to_string(p) + ": length " +
+                    std::to_string(pat.length) + " with band " + std::to_string(pat.band) +
+                    " needs more shared memory than the device has (use the CPU backend)");
+    }
     // Window-mode pairs ordered by band so each band is one contiguous range.
     std::vector<int> order(library->patterns.size());
     std::iota(order.begin(), order.end(), 0);
@@ -214,9 +248,11 @@ class CudaBackend final : public SearchBackend {
     std::vector<PairView> pairs;
     std::vector<QueryView> queries;
     std::vector<float> values, upper, lower;
+    std::vector<float4> ordered;
     std::vector<BandGroup> groups;
     std::vector<SpringPattern> springs;
     std::vector<int> query_of(library->patterns.size());
+    std::unordered_map<std::uint32_t, int> profile_slots;
     for (const int p : order) {
       const Pattern& pat = library->patterns[p];
       const bool window = pat.mode == SearchMode::kWindow;
@@ -236,16 +272,34 @@ class CudaBackend final : public SearchBackend {
           upper.push_back(static_cast<float>(u));
           lower.push_back(static_cast<float>(l));
         }
+        const std::size_t at = queries.back().offset;
+        std::vector<unsigned short> visit(pat.length);
+        std::iota(visit.begin(), visit.end(), 0);
+        std::stable_sort(visit.begin(), visit.end(), [&](int a, int b) {
+          return std::fabs(values[at + a]) > std::fabs(values[at + b]);
+        });
+        for (const unsigned short k : visit) {
+          float position;
+          const int position_bits = k;
+          std::memcpy(&position, &position_bits, sizeof(position));
+          ordered.push_back({upper[at + k], lower[at + k], values[at + k], position});
+        }
       }
       const int begin = static_cast<int>(pairs.size());
       for (const DimPair& dp : pat.pairs)
         pairs.push_back({p, query_of[p] + dp.pattern_dim, dp.stream_dim, dp.pattern_dim});
       const int end = static_cast<int>(pairs.size());
       if (window) {
-        if (groups.empty() || groups.back().band != pat.band)
-          groups.push_back({pat.band, begin, begin, 0});
+        if (groups.empty() || groups.back().band != pat.band) {
+          groups.emplace_back();
+          groups.back().band = pat.band;
+          groups.back().pair_begin = begin;
+          groups.back().min_length = pat.length;
+        }
         groups.back().pair_end = end;
+        groups.back().min_length = std::min(groups.back().min_length, pat.length);
         groups.back().max_length = std::max(groups.back().max_length, pat.length);
+        profile_slots.try_emplace(pat.profile, static_cast<int>(profile_slots.size()));
       } else {
         SpringPattern sp;
         sp.pattern = p;
@@ -267,23 +321,43 @@ class CudaBackend final : public SearchBackend {
     for (std::size_t r = 0; r < by_order.size(); ++r) rank[by_order[r]] = static_cast<int>(r);
     if (pairs.size() >= (1u << 24))
       throw Error("CUDA backend: more than 2^24 dim pairs in the pattern library");
+    if (values.size() >= (1u << 31))
+      throw Error("CUDA backend: the pattern library has more than 2^31 query values");
+    for (BandGroup& g : groups) build_row_pairs(*library, pairs, queries, values, profile_slots, g);
+    std::vector<PatternOutput> outputs(library->patterns.size());
+    for (std::size_t p = 0; p < outputs.size(); ++p) {
+      const Pattern& pat = library->patterns[p];
+      outputs[p] = {pat.max_matches_per_pair, pat.length, pat.mode == SearchMode::kWindow ? 1 : 0};
+    }
+    pattern_outputs_.upload(outputs, stream_);
     pair_rank_.upload(rank, stream_);
     pairs_.upload(pairs, stream_);
     queries_.upload(queries, stream_);
     values_.upload(values, stream_);
     upper_.upload(upper, stream_);
     lower_.upload(lower, stream_);
+    ordered_.upload(ordered, stream_);
     check(cudaStreamSynchronize(stream_), "library upload");
     host_pairs_ = std::move(pairs);
     groups_ = std::move(groups);
+    profile_slots_ = std::move(profile_slots);
     springs_ = std::move(springs);
     library_ = std::move(library);
   }
 
   SearchResult search(const SearchBatch& batch) override {
-    check(cudaSetDevice(device_), "cudaSetDevice");
     SearchResult result;
-    if (!library_ || library_->patterns.empty() || batch.streams.empty()) return result;
+    search_into(batch, result);
+    return result;
+  }
+
+  void search_into(const SearchBatch& batch, SearchResult& result) override {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    result.stats = SearchStats{};
+    if (!library_ || library_->patterns.empty() || batch.streams.empty()) {
+      result.matches.clear();
+      return;
+    }
     const PatternLibrary& lib = *library_;
     StageTimer timer(stage_times_, stream_);
 
@@ -298,7 +372,12 @@ class CudaBackend final : public SearchBackend {
     for (const StreamSlice& s : batch.streams) {
       if (s.offset + static_cast<std::size_t>(s.dims) * s.length > n_data)
         throw Error("CUDA backend: a slice does not fit the batch data");
-      slices.push_back({static_cast<long long>(s.offset), s.first_index, s.dims, s.length, rows});
+      SliceView view{static_cast<long long>(s.offset), s.first_index, s.dims, s.length, rows};
+      view.first_new = static_cast<int>(
+          std::clamp<std::int64_t>(s.first_new - s.first_index, 0, s.length));
+      const auto slot = profile_slots_.find(s.profile);
+      view.profile_slot = slot == profile_slots_.end() ? -1 : slot->second;
+      slices.push_back(view);
       rows += s.dims;
       SliceUpload up;
       const bool once = s.stream_key != 0 && seen.emplace(s.stream_key, true).second;
@@ -334,11 +413,11 @@ class CudaBackend final : public SearchBackend {
       launch_assemble(assemble_view, data_.get(), upload_.get(), uploads_.get(), stream_);
     }
 
-    // Window-mode work per pattern.
+    // Window-mode work per pattern: window counts, and the segments only the
+    // unfiltered path (every bound off) walks.
+    const bool any_bound = pruning_.lb_kim || pruning_.lb_keogh_eq || pruning_.lb_keogh_ec;
     std::vector<Segment> segments;
     std::vector<PatternWork> work(lib.patterns.size());
-    std::map<int, int> envelope_of_band;
-    const bool any_bound = pruning_.lb_kim || pruning_.lb_keogh_eq || pruning_.lb_keogh_ec;
     for (std::size_t p = 0; p < lib.patterns.size(); ++p) {
       const Pattern& pat = lib.patterns[p];
       PatternWork& pw = work[p];
@@ -347,7 +426,7 @@ class CudaBackend final : public SearchBackend {
       pw.znorm = pat.znorm ? 1 : 0;
       const double t = pat.threshold;
       pw.cutoff_sq = std::isinf(t) ? INFINITY : static_cast<float>(t * t);
-      pw.prune_sq = std::isinf(t) ? INFINITY : static_cast<float>(t * t * (1 + 1e-4) + 1e-6);
+      pw.prune_sq = prune_threshold_sq(t);
       pw.segment_begin = static_cast<int>(segments.size());
       if (pat.mode == SearchMode::kWindow) {
         for (std::size_t s = 0; s < batch.streams.size(); ++s) {
@@ -357,13 +436,9 @@ class CudaBackend final : public SearchBackend {
               std::max<std::int64_t>(sl.first_new, sl.first_index + pat.length - 1) - sl.first_index;
           const std::int64_t count = sl.length - first_end;
           if (count <= 0) continue;
-          segments.push_back({static_cast<int>(s), static_cast<int>(first_end), pw.windows});
+          if (!any_bound)
+            segments.push_back({static_cast<int>(s), static_cast<int>(first_end), pw.windows});
           pw.windows += count;
-        }
-        if (pruning_.lb_keogh_ec && pw.windows > 0) {
-          auto [it, inserted] =
-              envelope_of_band.try_emplace(pat.band, static_cast<int>(envelope_of_band.size()));
-          pw.envelope = it->second;
         }
       }
       pw.segment_end = static_cast<int>(segments.size());
@@ -378,30 +453,22 @@ class CudaBackend final : public SearchBackend {
     view.slice_count = static_cast<int>(slices.size());
     view.segments = segments_.get();
     view.patterns = work_.get();
-    if (!envelope_of_band.empty()) {
-      env_upper_.reserve(n_data * envelope_of_band.size());
-      env_lower_.reserve(n_data * envelope_of_band.size());
-      for (const auto& [band, set] : envelope_of_band)
-        launch_envelope(view, band, env_upper_.get() + set * n_data,
-                        env_lower_.get() + set * n_data, stream_);
-      view.envelope_upper = env_upper_.get();
-      view.envelope_lower = env_lower_.get();
-    }
     view.row_count = rows;
     bool any_window = false;
     for (const PatternWork& pw : work) any_window = any_window || pw.windows > 0;
-    if (any_window) {
+    if (any_window && !any_bound) {
       prefix_sum_.reserve(std::max<std::size_t>(n_data, 1));
       prefix_sumsq_.reserve(std::max<std::size_t>(n_data, 1));
       launch_prefix_sums(view, prefix_sum_.get(), prefix_sumsq_.get(), stream_);
       view.prefix_sum = prefix_sum_.get();
       view.prefix_sumsq = prefix_sumsq_.get();
     }
-    LibraryView lv{pairs_.get(), queries_.get(), values_.get(), upper_.get(), lower_.get()};
-    timer.mark("upload+assemble+prefix+envelope");
+    LibraryView lv{pairs_.get(), queries_.get(), values_.get(),
+                   upper_.get(), lower_.get(),   ordered_.get()};
+    timer.mark("upload+assemble");
 
     check(cudaMemsetAsync(stats_.get(), 0, sizeof(DeviceStats), stream_), "memset");
-    std::vector<RawMatch> raw;
+    std::vector<Match>& window_matches = result.matches;
 
     // Window mode; rerun with larger buffers when an append buffer overflowed.
     for (;;) {
@@ -410,7 +477,7 @@ class CudaBackend final : public SearchBackend {
       match_capacity_ = std::max<unsigned long long>(match_capacity_, 1 << 16);
       matches_.reserve(match_capacity_);
       AppendBuffer<RawMatch> out{matches_.get(), match_count_.get(), match_capacity_};
-      unsigned long long needed_candidates = 0, needed_survivors = 0;
+      unsigned long long needed_candidates = 0;
       for (const BandGroup& g : groups_) {
         long long max_windows = 0;
         for (int q = g.pair_begin; q < g.pair_end; ++q)
@@ -421,35 +488,24 @@ class CudaBackend final : public SearchBackend {
                                 g.max_length, pruning_.early_abandon, out, stats_.get(), stream_);
           continue;
         }
-        // 1a: O(1) statistics and LB_Kim for every window.
+        // Step 1: the fused filter over every row; survivors are the DTW's candidates.
+        int max_ends = 0;
+        for (const SliceView& sv : slices)
+          if (sv.profile_slot >= 0)
+            max_ends = std::max(max_ends, sv.length - std::max(sv.first_new, g.min_length - 1));
         candidate_capacity_ = std::max<unsigned long long>(candidate_capacity_, 1 << 20);
         candidates_.reserve(candidate_capacity_);
         FilterOptions options{pruning_.lb_kim, pruning_.lb_keogh_eq, pruning_.lb_keogh_ec};
-        const unsigned long long after_kim = run_counted(candidate_count_, [&] {
-          launch_window_filter(view, lv, g.pair_begin, g.pair_end, max_windows, options,
+        const unsigned long long survivors = run_counted(candidate_count_, [&] {
+          launch_window_filter(view, lv, g.rows, window_filter_tiles(max_ends), options,
                                {candidates_.get(), candidate_count_.get(), candidate_capacity_},
                                stats_.get(), stream_);
         });
-        timer.mark("filter_kim");
-        needed_candidates = std::max(needed_candidates, after_kim);
-        if (after_kim > candidate_capacity_) break;  // rerun below with room for all
-        const Candidate* dtw_input = candidates_.get();
-        unsigned long long dtw_count = after_kim;
-        // 1b: LB_Keogh EQ / EC on the dense list of survivors.
-        if (pruning_.lb_keogh_eq || pruning_.lb_keogh_ec) {
-          survivor_capacity_ = std::max<unsigned long long>(survivor_capacity_, 1 << 18);
-          survivors_.reserve(survivor_capacity_);
-          dtw_count = run_counted(survivor_count_, [&] {
-            launch_window_keogh(view, lv, candidates_.get(), after_kim, options,
-                                {survivors_.get(), survivor_count_.get(), survivor_capacity_},
-                                stats_.get(), stream_);
-          });
-          timer.mark("filter_keogh");
-          needed_survivors = std::max(needed_survivors, dtw_count);
-          if (dtw_count > survivor_capacity_) break;
-          dtw_input = survivors_.get();
-        }
-        launch_window_dtw_candidates(view, lv, dtw_input, dtw_count, g.band,
+        timer.mark("filter");
+        needed_candidates = std::max(needed_candidates, survivors);
+        if (survivors > candidate_capacity_) break;  // rerun below with room for all
+        // Step 2: banded DTW with early abandoning.
+        launch_window_dtw_candidates(view, lv, candidates_.get(), survivors, g.band,
                                      pruning_.early_abandon, out, stats_.get(), stream_);
         timer.mark("dtw");
       }
@@ -462,24 +518,20 @@ class CudaBackend final : public SearchBackend {
         candidate_capacity_ = needed_candidates + needed_candidates / 4;
         continue;
       }
-      if (needed_survivors > survivor_capacity_) {
-        survivor_capacity_ = needed_survivors + needed_survivors / 4;
-        continue;
-      }
       if (found > match_capacity_) {
         match_capacity_ = found + found / 4;
         continue;
       }
-      download_sorted(matches_.get(), found, raw);
+      download_matches(matches_.get(), found, window_matches);
       timer.mark("sort+download");
       break;
     }
 
     // Streaming mode: advances the state, so it runs once with a buffer sized
     // for the worst case.
-    std::vector<std::vector<RawMatch>> streaming_raw(springs_.size());
+    std::vector<std::vector<Match>> streaming_matches(springs_.size());
     for (std::size_t i = 0; i < springs_.size(); ++i)
-      search_streaming(batch, lib, view, lv, springs_[i], streaming_raw[i]);
+      search_streaming(batch, lib, view, lv, springs_[i], streaming_matches[i]);
 
     DeviceStats ds{};
     check(cudaMemcpy(&ds, stats_.get(), sizeof(ds), cudaMemcpyDeviceToHost), "stats");
@@ -491,30 +543,23 @@ class CudaBackend final : public SearchBackend {
     result.stats.dtw_abandoned = ds.dtw_abandoned;
     result.stats.cells = ds.cells;
     timer.mark("streaming");
-    // Each list is in result order already; merging keeps it so.
-    result.matches = to_matches(raw, batch, lib);
-    for (const auto& chunk : streaming_raw) {
-      if (chunk.empty()) continue;
-      std::vector<Match> more = to_matches(chunk, batch, lib);
+    // Each list is in result order and capped already (launch_finalize_matches);
+    // merging keeps it so.
+    for (auto& more : streaming_matches) {
+      if (more.empty()) continue;
       std::vector<Match> merged;
       merged.reserve(result.matches.size() + more.size());
       std::merge(result.matches.begin(), result.matches.end(), more.begin(), more.end(),
                  std::back_inserter(merged), match_result_order);
       result.matches.swap(merged);
     }
-    // Equal float distances from different distance^2 may sit in (d^2, end)
-    // rather than (distance, end) order: restore the exact order if so.
-    if (!std::is_sorted(result.matches.begin(), result.matches.end(), match_result_order))
-      std::sort(result.matches.begin(), result.matches.end(), match_result_order);
-    cap_sorted_matches(result.matches, lib);
     timer.mark("host_results");
     timer.report(result.matches.size());
-    return result;
   }
 
  private:
   void search_streaming(const SearchBatch& batch, const PatternLibrary& lib, const BatchView& view,
-                        const LibraryView& lv, SpringPattern& sp, std::vector<RawMatch>& raw) {
+                        const LibraryView& lv, SpringPattern& sp, std::vector<Match>& out) {
     const Pattern& pat = lib.patterns[sp.pattern];
     std::vector<StreamingSlice> work;
     int max_new = 0;
@@ -585,30 +630,114 @@ class CudaBackend final : public SearchBackend {
       throw Error("CUDA backend: streaming pattern " + std::to_string(sp.pattern) + " matched " +
                   std::to_string(found) + " samples in one batch, more than the " +
                   std::to_string(capacity) + " the match buffer holds; raise its threshold");
-    download_sorted(spring_matches_.get(), found, raw);
+    download_matches(spring_matches_.get(), found, out);
   }
 
-  // Sorts `count` device matches into result order (launch_sort_matches) and
-  // copies them to `out`. Synchronises.
-  void download_sorted(const RawMatch* matches, unsigned long long count,
-                       std::vector<RawMatch>& out) {
-    out.resize(count);
-    if (count == 0) return;
+  // The filter's row index of group g: for every (profile slot, stream dim),
+  // the group's pairs on that stream dim of patterns of that profile, sorted
+  // by pattern length (the filter computes statistics once per length).
+  void build_row_pairs(const PatternLibrary& lib, const std::vector<PairView>& pairs,
+                       const std::vector<QueryView>& queries, const std::vector<float>& values,
+                       const std::unordered_map<std::uint32_t, int>& profile_slots, BandGroup& g) {
+    const int slots = static_cast<int>(profile_slots.size());
+    int dim_stride = 1;
+    for (int q = g.pair_begin; q < g.pair_end; ++q)
+      dim_stride = std::max(dim_stride, pairs[q].stream_dim + 1);
+    if (dim_stride > 65535)
+      throw Error("CUDA backend: stream dims above 65534 are not supported in window mode");
+    std::vector<std::vector<int>> per_row(static_cast<std::size_t>(slots) * dim_stride);
+    for (int q = g.pair_begin; q < g.pair_end; ++q) {
+      const int slot = profile_slots.at(lib.patterns[pairs[q].pattern].profile);
+      per_row[static_cast<std::size_t>(slot) * dim_stride + pairs[q].stream_dim].push_back(q);
+    }
+    std::vector<int> offsets{0};
+    std::vector<RowPair> list;
+    for (auto& row : per_row) {
+      auto length_of = [&](int q) { return lib.patterns[pairs[q].pattern].length; };
+      std::stable_sort(row.begin(), row.end(),
+                       [&](int a, int b) { return length_of(a) < length_of(b); });
+      const std::size_t row_begin = list.size();
+      for (const int q : row) {
+        const Pattern& pat = lib.patterns[pairs[q].pattern];
+        const QueryView& qv = queries[pairs[q].query];
+        RowPair r;
+        r.pair = q;
+        r.query_offset = static_cast<int>(qv.offset);
+        r.length = pat.length;
+        r.znorm = pat.znorm ? 1 : 0;
+        r.prune_sq = prune_threshold_sq(pat.threshold);
+        const int m = pat.length;
+        const int at[6] = {0, std::min(1, m - 1), std::min(2, m - 1), std::max(0, m - 3),
+                           std::max(0, m - 2), m - 1};
+        for (int k = 0; k < 6; ++k) r.kim_query[k] = values[qv.offset + at[k]];
+        list.push_back(r);
+      }
+      // Each pair records where its run of equal lengths ends.
+      for (std::size_t i = list.size(); i-- > row_begin;)
+        list[i].run_end = (i + 1 < list.size() && list[i + 1].length == list[i].length)
+                              ? list[i + 1].run_end
+                              : static_cast<int>(i + 1);
+      offsets.push_back(static_cast<int>(list.size()));
+    }
+    g.row_offsets.upload(offsets, stream_);
+    g.row_pairs.upload(list, stream_);
+    g.rows.offsets = g.row_offsets.get();
+    g.rows.pairs = g.row_pairs.get();
+    g.rows.dim_stride = dim_stride;
+    g.rows.slots = slots;
+    g.rows.min_length = g.min_length;
+    g.rows.max_length = g.max_length;
+    g.rows.band = g.band;
+  }
+
+  // Sorts `count` device matches into result order, converts and caps them
+  // on the device (launch_sort_matches, launch_finalize_matches) and copies
+  // the kept ones to `out` through pinned memory. Synchronises.
+  void download_matches(const RawMatch* matches, unsigned long long count,
+                        std::vector<Match>& out) {
+    // No clear(): resizing keeps the elements already there (they are
+    // overwritten below), so a reused result is not zeroed every batch.
+    if (count == 0) {
+      out.clear();
+      return;
+    }
     sorted_.reserve(count);
     sort_keys_a_.reserve(count);
     sort_keys_b_.reserve(count);
     sort_index_a_.reserve(count);
     sort_index_b_.reserve(count);
+    final_all_.reserve(count);
+    final_out_.reserve(count);
+    final_keep_.reserve(count);
+    final_kept_.reserve(1);
     const std::size_t temp = match_sort_temp_bytes(count);
     sort_temp_.reserve(temp);
     launch_sort_matches(matches, sorted_.get(), count, pair_rank_.get(),
                         {sort_keys_a_.get(), sort_keys_b_.get(), sort_index_a_.get(),
                          sort_index_b_.get(), sort_temp_.get(), temp},
                         stream_);
-    check(cudaMemcpyAsync(out.data(), sorted_.get(), count * sizeof(RawMatch),
-                          cudaMemcpyDeviceToHost, stream_),
+    launch_finalize_matches(sorted_.get(), count, pairs_.get(), pattern_outputs_.get(),
+                            slices_.get(),
+                            {final_all_.get(), final_keep_.get(), final_out_.get(),
+                             final_kept_.get(), sort_temp_.get(), temp},
+                            stream_);
+    unsigned long long kept = 0;
+    check(cudaMemcpyAsync(&kept, final_kept_.get(), sizeof(kept), cudaMemcpyDeviceToHost, stream_),
+          "kept matches");
+    // Touching the result's pages (zeroing, page faults) overlaps the device
+    // sort; kept <= count, so shrinking later does not reallocate.
+    if (out.capacity() < count) out.reserve(count + count / 4);  // headroom: counts creep up
+    out.resize(count);
+    check(cudaStreamSynchronize(stream_), "finalize matches");
+    Match* host = pinned_matches_.reserve(kept);
+    check(cudaMemcpyAsync(host, final_out_.get(), kept * sizeof(Match), cudaMemcpyDeviceToHost,
+                          stream_),
           "matches");
-    check(cudaStreamSynchronize(stream_), "sort matches");
+    check(cudaStreamSynchronize(stream_), "download matches");
+    out.resize(kept);
+    parallel_ranges(kept, 1 << 16, [&](std::size_t begin, std::size_t end) {
+      std::memcpy(out.data() + begin, host + begin, (end - begin) * sizeof(Match));
+    });
   }
 
   // Zeroes `counter`, runs `launch` (which appends through it) and returns the
@@ -652,28 +781,6 @@ class CudaBackend final : public SearchBackend {
     h.next = end;
   }
 
-  // Converts raw matches (already in result order) to Match.
-  std::vector<Match> to_matches(const std::vector<RawMatch>& raw, const SearchBatch& batch,
-                                const PatternLibrary& lib) const {
-    std::vector<Match> all(raw.size());
-    parallel_ranges(raw.size(), 1 << 14, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) {
-        const RawMatch& r = raw[i];
-        const PairView& pair = host_pairs_[r.pair];
-        const Pattern& pat = lib.patterns[pair.pattern];
-        Match& m = all[i];
-        m.slice = static_cast<std::uint32_t>(r.slice);
-        m.pattern = static_cast<std::uint32_t>(pair.pattern);
-        m.pattern_dim = static_cast<std::uint16_t>(pair.pattern_dim);
-        m.stream_dim = static_cast<std::uint16_t>(pair.stream_dim);
-        m.end = batch.streams[r.slice].first_index + r.end;
-        m.distance = std::sqrt(r.distance_sq);
-        m.start = pat.mode == SearchMode::kWindow ? m.end - pat.length + 1 : r.start;
-      }
-    });
-    return all;
-  }
-
   int device_;
   PruningOptions pruning_;
   const bool stage_times_ = std::getenv("GW_CUDA_STAGE_TIMES") != nullptr;
@@ -682,16 +789,23 @@ class CudaBackend final : public SearchBackend {
   std::shared_ptr<const PatternLibrary> library_;
   std::vector<PairView> host_pairs_;
   std::vector<BandGroup> groups_;
+  std::unordered_map<std::uint32_t, int> profile_slots_;  // window patterns' profiles -> slot
   std::vector<SpringPattern> springs_;
   DeviceBuffer<PairView> pairs_;
   DeviceBuffer<QueryView> queries_;
   DeviceBuffer<float> values_, upper_, lower_;
-  PinnedBuffer pinned_;
-  DeviceBuffer<float> data_, env_upper_, env_lower_;
+  DeviceBuffer<float4> ordered_;
+  PinnedBuffer<float> pinned_;
+  PinnedBuffer<Match> pinned_matches_;
+  DeviceBuffer<PatternOutput> pattern_outputs_;
+  DeviceBuffer<Match> final_all_, final_out_;
+  DeviceBuffer<unsigned char> final_keep_;
+  DeviceBuffer<unsigned long long> final_kept_;
+  DeviceBuffer<float> data_;
   DeviceBuffer<SliceView> slices_;
   DeviceBuffer<Segment> segments_;
   DeviceBuffer<PatternWork> work_;
-  DeviceBuffer<Candidate> candidates_, survivors_;
+  DeviceBuffer<Candidate> candidates_;
   DeviceBuffer<double> prefix_sum_, prefix_sumsq_;
   DeviceBuffer<RawMatch> matches_, spring_matches_, sorted_;
   DeviceBuffer<int> pair_rank_;
@@ -710,11 +824,10 @@ class CudaBackend final : public SearchBackend {
   std::unordered_map<std::uint64_t, StreamHistory> histories_;
   DeviceBuffer<float> upload_;
   DeviceBuffer<SliceUpload> uploads_;
-  DeviceBuffer<unsigned long long> match_count_, candidate_count_, survivor_count_;
+  DeviceBuffer<unsigned long long> match_count_, candidate_count_;
   DeviceBuffer<DeviceStats> stats_;
   unsigned long long match_capacity_ = 0;
   unsigned long long candidate_capacity_ = 0;
-  unsigned long long survivor_capacity_ = 0;
 };
 
 }  // namespace

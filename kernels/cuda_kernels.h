@@ -10,6 +10,10 @@
 
 #include "kernels/cuda_views.h"
 
+namespace gw::kernels {
+struct Match;  // kernels/search.h
+}
+
 namespace gw::kernels::cuda {
 
 // Builds batch.data (data_size values, layout of SliceView) from the device
@@ -18,34 +22,31 @@ namespace gw::kernels::cuda {
 void launch_assemble(const BatchView& batch, float* data, const float* staging,
                      const SliceUpload* uploads, cudaStream_t stream);
 
-// Sliding max/min of every slice dim over +-band (clipped to the slice):
-// upper/lower hold batch.data_size values each.
-void launch_envelope(const BatchView& batch, int band, float* upper, float* lower,
-                     cudaStream_t stream);
-
 // Inclusive prefix sums of every row (slice dim) of batch.data and of its
 // squares, into sum/sumsq (data_size values each).
 void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cudaStream_t stream);
 
-// Window mode, step 1a: every window of every pair in [pair_begin, pair_end):
-// z-normalisation statistics from the prefix sums (O(1)) and LB_Kim (O(1));
-// survivors are appended to `candidates`. Step 1b: LB_Keogh EQ and EC (O(m))
-// of those candidates; survivors are appended to `survivors`. Two launches so
-// that the O(m) bounds run on dense warps of candidates instead of warps where
-// most lanes were already pruned. With lb_kim off, 1a passes every window.
+// Window mode, step 1 (the filter): for every row (slice, stream dim) of the
+// batch and every pair of `rows` reading it, every window end from the
+// slice's first_new on: z-normalisation statistics, LB_Kim, then LB_Keogh EQ
+// (query envelope) and EC (data envelope) on the Kim survivors; windows that
+// no enabled bound prunes are appended to `candidates`. `tiles` =
+// window_filter_tiles(largest count of window ends of a slice). Windows whose
+// bounds are all off pass (a pair with every bound off belongs to the
+// unfiltered path, launch_window_dtw_all).
 struct FilterOptions {
   bool lb_kim = true;
   bool lb_keogh_eq = true;
   bool lb_keogh_ec = true;
 };
-void launch_window_filter(const BatchView& batch, const LibraryView& library, int pair_begin,
-                          int pair_end, long long max_windows_per_pair, FilterOptions options,
+int window_filter_tiles(int window_ends);
+// Dynamic shared memory of the filter for a group; above 48 KiB the launch
+// opts in (up to the device's per-block limit: m + 2 band <= ~50,000).
+std::size_t window_filter_shared_bytes(int max_length, int band);
+void launch_window_filter(const BatchView& batch, const LibraryView& library,
+                          const RowPairsView& rows, int tiles, FilterOptions options,
                           AppendBuffer<Candidate> candidates, DeviceStats* stats,
                           cudaStream_t stream);
-void launch_window_keogh(const BatchView& batch, const LibraryView& library,
-                         const Candidate* candidates, unsigned long long candidate_count,
-                         FilterOptions options, AppendBuffer<Candidate> survivors,
-                         DeviceStats* stats, cudaStream_t stream);
 
 // Window mode, step 2: banded DTW with early abandoning of `count`
 // candidates (survivors of step 1); a
@@ -90,8 +91,31 @@ struct MatchSortBuffers {
   void* temp = nullptr;
   std::size_t temp_bytes = 0;
 };
+// Scratch of launch_sort_matches and launch_finalize_matches.
 std::size_t match_sort_temp_bytes(unsigned long long count);
 void launch_sort_matches(const RawMatch* in, RawMatch* out, unsigned long long count,
                          const int* pair_rank, MatchSortBuffers buffers, cudaStream_t stream);
+
+// Converts `count` sorted matches to Match (absolute end/start, distance =
+// sqrt) into `all`, then keeps the first max_matches of every (slice, pair)
+// group (the top-p cap of sort_and_cap_matches) in order into `out`, their
+// number into *kept. `temp` holds match_sort_temp_bytes(count) bytes.
+struct PatternOutput {
+  int max_matches = 1;  // p
+  int length = 0;       // m
+  int window = 1;       // window mode: start = end - m + 1; streaming: RawMatch::start
+};
+struct MatchFinalizeBuffers {
+  Match* all = nullptr;
+  unsigned char* keep = nullptr;
+  Match* out = nullptr;
+  unsigned long long* kept = nullptr;
+  void* temp = nullptr;
+  std::size_t temp_bytes = 0;
+};
+void launch_finalize_matches(const RawMatch* sorted, unsigned long long count,
+                             const PairView* pairs, const PatternOutput* patterns,
+                             const SliceView* slices, MatchFinalizeBuffers buffers,
+                             cudaStream_t stream);
 
 }  // namespace gw::kernels::cuda

@@ -14,6 +14,9 @@ struct SliceView {
   int dims = 0;
   int length = 0;
   int row_begin = 0;          // rows (slice dims) of earlier slices
+  int first_new = 0;          // relative index of the first window end to search (>= 0)
+  int profile_slot = -1;      // dense index of the slice's profile among the library's window
+                              // patterns (RowPairsView), -1 when no window pattern reads it
 };
 
 // One (pattern, pattern dim j, stream dim i) pair of the flattened library.
@@ -22,6 +25,31 @@ struct PairView {
   int query = 0;       // index into LibraryView::queries (the pattern dim j)
   int stream_dim = 0;  // i
   int pattern_dim = 0; // j
+};
+
+// One pair as the fused filter reads it: what LB_Kim needs in one 48-byte
+// record, so a (pair, window end) item costs one load besides the window.
+struct alignas(16) RowPair {
+  int pair = 0;           // global pair index
+  int query_offset = 0;   // into LibraryView::values / upper / lower
+  int length = 0;         // m
+  int znorm = 1;
+  float prune_sq = 0;     // PatternWork::prune_sq of the pair's pattern
+  int run_end = 0;        // end of the run of pairs with this length in RowPairsView::pairs
+  float kim_query[6] = {};  // q[0], q[1], q[2], q[m-3], q[m-2], q[m-1] (normalised)
+};
+
+// Window mode, fused filter: the pairs of one band group that read each
+// (profile slot, stream dim) row, so one block can load a row's samples once
+// and test every pair that reads it.
+struct RowPairsView {
+  const int* offsets = nullptr;     // row key = slot * dim_stride + dim: pairs[offsets[key] .. offsets[key + 1])
+  const RowPair* pairs = nullptr;   // each row's list sorted by pattern length
+  int dim_stride = 0;               // 1 + the largest stream dim of the group's pairs
+  int slots = 0;                    // profile slots covered by `offsets`
+  int min_length = 0;
+  int max_length = 0;
+  int band = 0;                     // every pair of the group has this band
 };
 
 // A normalised pattern dim with its envelope over +-band.
@@ -56,7 +84,6 @@ struct PatternWork {
   int length = 0;          // m
   int band = 0;            // r
   int znorm = 1;
-  int envelope = -1;       // which data envelope set (by band), -1 = none
   float cutoff_sq = 0;     // threshold^2 (+inf for no threshold)
   float prune_sq = 0;      // cutoff_sq with a rounding margin: a bound must exceed it to prune
 };
@@ -67,6 +94,10 @@ struct LibraryView {
   const float* values = nullptr;  // normalised query values
   const float* upper = nullptr;   // query envelope
   const float* lower = nullptr;
+  // The same per query in UCR Suite's visiting order (|value| descending, so
+  // the lower bounds' partial sums grow fastest), one 16-byte load per
+  // position: x = upper, y = lower, z = value, w = the position (int bits).
+  const float4* ordered = nullptr;
 };
 
 struct BatchView {
@@ -76,8 +107,6 @@ struct BatchView {
   int slice_count = 0;
   const Segment* segments = nullptr;
   const PatternWork* patterns = nullptr;
-  const float* envelope_upper = nullptr;  // per envelope set: data_size values, same layout as data
-  const float* envelope_lower = nullptr;
   int row_count = 0;                      // sum of the slices' dims
   // Inclusive prefix sums of data and data^2 along each row (same layout as
   // data), so a window's mean and std cost O(1).

@@ -142,6 +142,13 @@ class SearchBackend {
   // slice (no match, no error). Throws gw::Error when a slice does not fit
   // the batch's data (only possible if it was not built by add_slice).
   virtual SearchResult search(const SearchBatch& batch) = 0;
+  // The same into `result` (its contents are replaced). A caller that keeps
+  // one SearchResult across batches lets a backend reuse the storage of
+  // result.matches: W1 batches return millions of matches, and a fresh
+  // allocation of that size costs page faults every batch.
+  virtual void search_into(const SearchBatch& batch, SearchResult& result) {
+    result = search(batch);
+  }
 };
 
 // threads <= 0 means std::thread::hardware_concurrency(). The backend keeps a

@@ -1,14 +1,16 @@
-// Window-mode DTW on the GPU: data envelopes, the lower-bound filter, and
-// banded DTW with early abandoning.
+// Window-mode DTW on the GPU: the fused lower-bound filter and banded DTW
+// with early abandoning.
 //
-// Layout of the work (seed 002): one thread per window; the threads of a
-// block share one pair (one query, held in shared memory) and walk
-// consecutive window ends, so neighbouring lanes read neighbouring samples.
-// The DTW keeps its band row and the band's data values in registers (seed
-// 003, cuDTW++): rows are processed in unrolled blocks of W = 2r+1 rows, where
-// the data value of column j lives in register (j + r) mod W, so the sliding
-// band needs no register moves and each cell costs 4 instructions (FADD, 2x
-// FMNMX, FFMA). Bands wider than kMaxRegisterBand use a general kernel.
+// Filter (seed 002: load once, test many): one block per row (slice, stream
+// dim) and tile of window ends holds the row's samples, the window
+// normalisations and the data envelope in shared memory and tests every pair
+// that reads the row (LB_Kim, then LB_Keogh EQ/EC on the survivors).
+// DTW: one thread per surviving window. The band row and the band's data
+// values stay in registers (seed 003, cuDTW++): rows are processed in
+// unrolled blocks of W = 2r+1 rows, where the data value of column j lives in
+// register (j + r) mod W, so the sliding band needs no register moves and each
+// cell costs 3-4 instructions (FADD, DPX three-way min, FFMA). Bands wider
+// than kMaxRegisterBand use a general kernel.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -91,25 +93,26 @@ __device__ __forceinline__ float min3_nonnegative(float a, float b, float c) {
 // warping path passes through one cell of each layer {max(row, col) == a} at
 // the start and at the end, so the sum of each layer's cheapest cell is a lower
 // bound of the DTW for any band. Layers may not share cells: three need m >= 6.
-// Returns as soon as the partial sum exceeds `prune_sq`.
-__device__ __forceinline__ float lb_kim_hierarchy(const float* q, const float* x, int m, float mean,
+// kq = q[0], q[1], q[2], q[m-3], q[m-2], q[m-1]. Returns as soon as the
+// partial sum exceeds `prune_sq`.
+__device__ __forceinline__ float lb_kim_hierarchy(const float* kq, const float* x, int m, float mean,
                                                   float inv_std, float prune_sq) {
   auto c = [&](int k) { return (x[k] - mean) * inv_std; };
   auto dist = [](float a, float b) { return (a - b) * (a - b); };
   const float x0 = c(0), xl = c(m - 1);
-  float lb = dist(x0, q[0]) + dist(xl, q[m - 1]);
+  float lb = dist(x0, kq[0]) + dist(xl, kq[5]);
   if (lb > prune_sq || m < 6) return lb;
   const float x1 = c(1), x2 = c(2), xl1 = c(m - 2), xl2 = c(m - 3);
-  lb += fminf(fminf(dist(x1, q[0]), dist(x0, q[1])), dist(x1, q[1]));
+  lb += fminf(fminf(dist(x1, kq[0]), dist(x0, kq[1])), dist(x1, kq[1]));
   if (lb > prune_sq) return lb;
-  lb += fminf(fminf(dist(xl1, q[m - 1]), dist(xl, q[m - 2])), dist(xl1, q[m - 2]));
+  lb += fminf(fminf(dist(xl1, kq[5]), dist(xl, kq[4])), dist(xl1, kq[4]));
   if (lb > prune_sq) return lb;
-  lb += fminf(fminf(fminf(dist(x0, q[2]), dist(x1, q[2])), fminf(dist(x2, q[2]), dist(x2, q[1]))),
-              dist(x2, q[0]));
+  lb += fminf(fminf(fminf(dist(x0, kq[2]), dist(x1, kq[2])), fminf(dist(x2, kq[2]), dist(x2, kq[1]))),
+              dist(x2, kq[0]));
   if (lb > prune_sq) return lb;
-  lb += fminf(fminf(fminf(dist(xl, q[m - 3]), dist(xl1, q[m - 3])),
-                    fminf(dist(xl2, q[m - 3]), dist(xl2, q[m - 2]))),
-              dist(xl2, q[m - 1]));
+  lb += fminf(fminf(fminf(dist(xl, kq[3]), dist(xl1, kq[3])),
+                    fminf(dist(xl2, kq[3]), dist(xl2, kq[4]))),
+              dist(xl2, kq[5]));
   return lb;
 }
 
@@ -219,115 +222,202 @@ __global__ void assemble_kernel(BatchView b, float* data, const float* staging,
   data[e] = v;
 }
 
-__global__ void envelope_kernel(BatchView b, int band, float* upper, float* lower) {
-  const long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (e >= b.data_size) return;
-  const SliceView s = b.slices[slice_of_element(b, e)];
-  const long long local = e - s.offset;
-  const int d = static_cast<int>(local / s.length);
-  const int t = static_cast<int>(local % s.length);
-  const float* row = b.data + s.offset + static_cast<long long>(d) * s.length;
-  const int from = max(0, t - band), to = min(s.length - 1, t + band);
-  float u = row[from], l = row[from];
-  for (int k = from + 1; k <= to; ++k) {
-    u = fmaxf(u, row[k]);
-    l = fminf(l, row[k]);
-  }
-  upper[e] = u;
-  lower[e] = l;
+// Fused filter geometry: a block owns one row (slice, stream dim) and a tile
+// of kFilterTile consecutive window ends; it tests (pair, end) items in
+// rounds of kFilterChunk.
+constexpr int kFilterTile = 128;
+constexpr int kFilterItemsPerThread = 16;
+constexpr int kFilterChunk = kThreads * kFilterItemsPerThread;
+
+__device__ __forceinline__ int filter_span(const RowPairsView& rp) {
+  return kFilterTile + rp.max_length - 1 + 2 * rp.band;
 }
 
-__global__ void __launch_bounds__(kThreads) filter_kernel(BatchView b, LibraryView lib,
-                                                          int pair_begin, long long window_begin,
-                                                          FilterOptions opt,
-                                                          AppendBuffer<Candidate> out,
-                                                          DeviceStats* stats) {
-  const int pair_index = pair_begin + blockIdx.x;
-  const PairView pair = lib.pairs[pair_index];
-  const PatternWork pw = b.patterns[pair.pattern];
-  const long long w = window_begin + blockIdx.y * static_cast<long long>(kThreads) + threadIdx.x;
-  unsigned long long considered = 0, kim = 0;
-  const WindowRef ref = w < pw.windows ? locate_window(b, pw, w) : WindowRef{0, 0};
-  Candidate cand{};
-  bool keep = false;
-  // A pair on a stream dim the slice lacks is skipped, as on the CPU.
-  if (w < pw.windows && pair.stream_dim < b.slices[ref.slice].dims) {
-    considered = 1;
-    const SliceView s = b.slices[ref.slice];
-    const int m = pw.length;
-    const long long row = s.offset + static_cast<long long>(pair.stream_dim) * s.length;
-    const int first = ref.end - m + 1;
-    float mean = 0.f, inv_std = 1.f;
-    if (pw.znorm) window_stats(b, row, first, m, &mean, &inv_std);
-    keep = true;
-    if (opt.lb_kim) {
-      const float* q = lib.values + lib.queries[pair.query].offset;
-      const float* x = b.data + row + first;
-      if (lb_kim_hierarchy(q, x, m, mean, inv_std, pw.prune_sq) > pw.prune_sq) {
-        keep = false;
-        kim = 1;
-      }
-    }
-    cand = Candidate{pair_index, ref.slice, ref.end, mean, inv_std};
+// Population mean/std of x[0, m) by one warp (two passes in double, the
+// CPU's constant-window rule); lane 0 writes the result.
+__device__ __forceinline__ void window_stats_warp(const float* x, int m, float* mean_out,
+                                                  float* inv_std_out) {
+  const int lane = threadIdx.x & 31;
+  double sum = 0;
+  for (int k = lane; k < m; k += 32) sum += x[k];
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  const double mean = sum / m;
+  double ss = 0;
+  for (int k = lane; k < m; k += 32) {
+    const double d = x[k] - mean;
+    ss += d * d;
   }
-  append_warp(out, cand, keep);
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if (lane == 0) set_stats(mean, sqrt(ss / m), mean_out, inv_std_out);
+}
+
+// Sum of term(position record) over a query's positions in UCR order (see
+// LibraryView::ordered), testing the partial sum against prune_sq every
+// kStep positions so a step's loads issue together; returns once it exceeds.
+template <typename Term>
+__device__ __forceinline__ float ucr_order_bound(const float4* ordered, int m, float prune_sq,
+                                                 Term term) {
+  constexpr int kStep = 4;
+  float lb = 0.f;
+  for (int k0 = 0; k0 < m && lb <= prune_sq; k0 += kStep) {
+#pragma unroll
+    for (int k = k0; k < k0 + kStep; ++k)
+      if (k < m) lb += term(ordered[k]);
+  }
+  return lb;
+}
+
+// Window mode filter, fused (seed 002's "load once, test many"): the W1 load
+// has ~100 pairs per stream dim but only ~10 new window ends per tick, so the
+// block loads its row's samples into shared memory once, computes each window
+// end's normalisation once per pattern length (not once per pair) and the
+// data envelope once per row, then runs LB_Kim on every (pair, end) item and
+// LB_Keogh EQ/EC on the Kim survivors, all reading the window from shared
+// memory. Survivors go to `out` for the DTW kernel.
+__global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, LibraryView lib,
+                                                                RowPairsView rp, int tile_offset,
+                                                                FilterOptions opt,
+                                                                AppendBuffer<Candidate> out,
+                                                                DeviceStats* stats) {
+  extern __shared__ __align__(16) unsigned char filter_shared[];
+  // Kim survivors of a round: (pair - p0) << 8 | (end - tile_lo).
+  int* list = reinterpret_cast<int*>(filter_shared);
+  int* list_count = list + kFilterChunk;
+  float* x = reinterpret_cast<float*>(list_count + 4);
+  const int span = filter_span(rp);
+  float* env_upper = x + span;
+  float* env_lower = env_upper + span;
+  float* mean_of_end = env_lower + span;
+  float* inv_std_of_end = mean_of_end + kFilterTile;
+
+  const int slice = blockIdx.x;
+  const int dim = blockIdx.y;
+  const SliceView s = b.slices[slice];
+  if (dim >= s.dims || s.profile_slot < 0 || s.profile_slot >= rp.slots) return;
+  const int key = s.profile_slot * rp.dim_stride + dim;
+  const int pair_begin = rp.offsets[key], pair_end = rp.offsets[key + 1];
+  const int base = max(s.first_new, rp.min_length - 1);
+  const int tile_lo = base + (tile_offset + blockIdx.z) * kFilterTile;
+  const int tile_hi = min(s.length, tile_lo + kFilterTile);  // exclusive
+  if (pair_begin == pair_end || tile_lo >= tile_hi) return;   // uniform over the block
+
+  const int lo = max(0, tile_lo - rp.max_length + 1 - rp.band);
+  const int hi = min(s.length - 1, tile_hi - 1 + rp.band);
+  const float* row_data = b.data + s.offset + static_cast<long long>(dim) * s.length;
+  for (int k = threadIdx.x; k <= hi - lo; k += kThreads) x[k] = row_data[lo + k];
+  __syncthreads();
+  // Data envelope over +-band clipped to the slice (the CPU's EC envelope);
+  // right for every position a window of this tile covers.
+  if (opt.lb_keogh_ec) {
+    for (int k = threadIdx.x; k <= hi - lo; k += kThreads) {
+      const int from = max(0, k - rp.band), to = min(hi - lo, k + rp.band);
+      float u = x[from], l = x[from];
+      for (int o = from + 1; o <= to; ++o) {
+        u = fmaxf(u, x[o]);
+        l = fminf(l, x[o]);
+      }
+      env_upper[k] = u;
+      env_lower[k] = l;
+    }
+  }
+
+  unsigned long long considered = 0, kim = 0, eq = 0, ec = 0;
+  const int ends = tile_hi - tile_lo;
+  const int warp = threadIdx.x >> 5;
+  for (int p0 = pair_begin; p0 < pair_end;) {
+    // The row's pairs are sorted by length: [p0, p1) share m.
+    const int m = rp.pairs[p0].length;
+    const int p1 = rp.pairs[p0].run_end;
+    __syncthreads();  // the previous length's readers are done with the statistics
+    for (int e = tile_lo + warp; e < tile_hi; e += kThreads / 32)
+      if (e >= m - 1)
+        window_stats_warp(x + (e - m + 1 - lo), m, &mean_of_end[e - tile_lo],
+                          &inv_std_of_end[e - tile_lo]);
+    const int items = (p1 - p0) * ends;
+    for (int chunk = 0; chunk < items; chunk += kFilterChunk) {
+      if (threadIdx.x == 0) *list_count = 0;
+      __syncthreads();
+      // LB_Kim on every item; survivors to the shared list.
+      for (int u = 0; u < kFilterItemsPerThread; ++u) {
+        const int item = chunk + u * kThreads + threadIdx.x;
+        bool keep = false;
+        int entry = 0;
+        if (item < items) {
+          const int k = item / ends;
+          const int e = tile_lo + item % ends;
+          if (e >= m - 1) {
+            considered += 1;
+            keep = true;
+            entry = (k << 8) | (e - tile_lo);
+            if (opt.lb_kim) {
+              const RowPair& rpair = rp.pairs[p0 + k];
+              const float mean = rpair.znorm ? mean_of_end[e - tile_lo] : 0.f;
+              const float inv_std = rpair.znorm ? inv_std_of_end[e - tile_lo] : 1.f;
+              if (lb_kim_hierarchy(rpair.kim_query, x + (e - m + 1 - lo), m, mean, inv_std,
+                                   rpair.prune_sq) > rpair.prune_sq) {
+                keep = false;
+                kim += 1;
+              }
+            }
+          }
+        }
+        const unsigned mask = __ballot_sync(0xffffffffu, keep);
+        if (mask) {
+          const int lane = threadIdx.x & 31;
+          const int leader = __ffs(mask) - 1;
+          int at = 0;
+          if (lane == leader) at = atomicAdd(list_count, __popc(mask));
+          at = __shfl_sync(0xffffffffu, at, leader);
+          if (keep) list[at + __popc(mask & ((1u << lane) - 1))] = entry;
+        }
+      }
+      __syncthreads();
+      // LB_Keogh EQ then EC on the Kim survivors.
+      const int n = *list_count;
+      for (int r0 = 0; r0 < n; r0 += kThreads) {
+        const int idx = r0 + threadIdx.x;
+        bool keep = false;
+        Candidate cand{};
+        if (idx < n) {
+          const int entry = list[idx];
+          const RowPair& rpair = rp.pairs[p0 + (entry >> 8)];
+          const int e = tile_lo + (entry & 255);
+          const float prune_sq = rpair.prune_sq;
+          const float mean = rpair.znorm ? mean_of_end[e - tile_lo] : 0.f;
+          const float inv_std = rpair.znorm ? inv_std_of_end[e - tile_lo] : 1.f;
+          const int w0 = e - m + 1 - lo;
+          keep = true;
+          const float4* ordered = lib.ordered + rpair.query_offset;
+          if (opt.lb_keogh_eq &&
+              ucr_order_bound(ordered, m, prune_sq, [&](const float4& qe) {
+                const float c = (x[w0 + __float_as_int(qe.w)] - mean) * inv_std;
+                const float over = fmaxf(c - qe.x, 0.f), under = fmaxf(qe.y - c, 0.f);
+                return over * over + under * under;
+              }) > prune_sq) {
+            keep = false;
+            eq += 1;
+          }
+          if (keep && opt.lb_keogh_ec &&
+              ucr_order_bound(ordered, m, prune_sq, [&](const float4& qe) {
+                const int o = __float_as_int(qe.w);
+                const float uc = (env_upper[w0 + o] - mean) * inv_std;
+                const float lc = (env_lower[w0 + o] - mean) * inv_std;
+                const float over = fmaxf(qe.z - uc, 0.f), under = fmaxf(lc - qe.z, 0.f);
+                return over * over + under * under;
+              }) > prune_sq) {
+            keep = false;
+            ec += 1;
+          }
+          cand = Candidate{rpair.pair, slice, e, mean, inv_std};
+        }
+        append_warp(out, cand, keep);
+      }
+      __syncthreads();  // the list is read before the next round resets it
+    }
+    p0 = p1;
+  }
   flush_block_counter(considered, &stats->windows);
   flush_block_counter(kim, &stats->pruned_kim);
-}
-
-__global__ void __launch_bounds__(kThreads) keogh_kernel(BatchView b, LibraryView lib,
-                                                         const Candidate* in,
-                                                         unsigned long long count,
-                                                         FilterOptions opt,
-                                                         AppendBuffer<Candidate> out,
-                                                         DeviceStats* stats) {
-  const unsigned long long idx = blockIdx.x * static_cast<unsigned long long>(kThreads) + threadIdx.x;
-  unsigned long long eq = 0, ec = 0;
-  Candidate cand{};
-  bool keep = false;
-  if (idx < count) {
-    cand = in[idx];
-    keep = true;
-    const PairView pair = lib.pairs[cand.pair];
-    const PatternWork pw = b.patterns[pair.pattern];
-    const SliceView s = b.slices[cand.slice];
-    const int m = pw.length;
-    const long long base = s.offset + static_cast<long long>(pair.stream_dim) * s.length + cand.end - m + 1;
-    const float* x = b.data + base;
-    const QueryView qv = lib.queries[pair.query];
-    const float* q = lib.values + qv.offset;
-    const float mean = cand.mean, inv_std = cand.inv_std;
-    if (opt.lb_keogh_eq) {
-      const float* u = lib.upper + qv.offset;
-      const float* l = lib.lower + qv.offset;
-      float lb = 0.f;
-      for (int k = 0; k < m && lb <= pw.prune_sq; ++k) {
-        const float c = (x[k] - mean) * inv_std;
-        const float over = fmaxf(c - u[k], 0.f), under = fmaxf(l[k] - c, 0.f);
-        lb += over * over + under * under;
-      }
-      if (lb > pw.prune_sq) {
-        keep = false;
-        eq = 1;
-      }
-    }
-    if (keep && opt.lb_keogh_ec && pw.envelope >= 0) {
-      const long long env = static_cast<long long>(pw.envelope) * b.data_size + base;
-      const float* u = b.envelope_upper + env;
-      const float* l = b.envelope_lower + env;
-      float lb = 0.f;
-      for (int k = 0; k < m && lb <= pw.prune_sq; ++k) {
-        const float uc = (u[k] - mean) * inv_std, lc = (l[k] - mean) * inv_std;
-        const float over = fmaxf(q[k] - uc, 0.f), under = fmaxf(lc - q[k], 0.f);
-        lb += over * over + under * under;
-      }
-      if (lb > pw.prune_sq) {
-        keep = false;
-        ec = 1;
-      }
-    }
-  }
-  append_warp(out, cand, keep);
   flush_block_counter(eq, &stats->pruned_keogh_eq);
   flush_block_counter(ec, &stats->pruned_keogh_ec);
 }
@@ -547,33 +637,28 @@ void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cuda
   prefix_kernel<<<(batch.row_count + 127) / 128, 128, 0, stream>>>(batch, sum, sumsq);
 }
 
-void launch_window_keogh(const BatchView& batch, const LibraryView& library,
-                         const Candidate* candidates, unsigned long long candidate_count,
-                         FilterOptions options, AppendBuffer<Candidate> survivors,
-                         DeviceStats* stats, cudaStream_t stream) {
-  if (candidate_count == 0) return;
-  const unsigned blocks = static_cast<unsigned>((candidate_count + kThreads - 1) / kThreads);
-  keogh_kernel<<<blocks, kThreads, 0, stream>>>(batch, library, candidates, candidate_count,
-                                                options, survivors, stats);
+std::size_t window_filter_shared_bytes(int max_length, int band) {
+  const std::size_t span = kFilterTile + max_length - 1 + 2 * static_cast<std::size_t>(band);
+  return kFilterChunk * sizeof(int) + 4 * sizeof(int) + (3 * span + 2 * kFilterTile) * sizeof(float);
 }
 
-void launch_envelope(const BatchView& batch, int band, float* upper, float* lower,
-                     cudaStream_t stream) {
-  if (batch.data_size == 0) return;
-  const unsigned blocks = static_cast<unsigned>((batch.data_size + 255) / 256);
-  envelope_kernel<<<blocks, 256, 0, stream>>>(batch, band, upper, lower);
-}
+int window_filter_tiles(int window_ends) { return (window_ends + kFilterTile - 1) / kFilterTile; }
 
-void launch_window_filter(const BatchView& batch, const LibraryView& library, int pair_begin,
-                          int pair_end, long long max_windows_per_pair, FilterOptions options,
+void launch_window_filter(const BatchView& batch, const LibraryView& library,
+                          const RowPairsView& rows, int tiles, FilterOptions options,
                           AppendBuffer<Candidate> candidates, DeviceStats* stats,
                           cudaStream_t stream) {
-  if (pair_end <= pair_begin || max_windows_per_pair <= 0) return;
-  for_window_ranges(max_windows_per_pair, [&](long long begin, unsigned chunks) {
-    const dim3 grid(static_cast<unsigned>(pair_end - pair_begin), chunks);
-    filter_kernel<<<grid, kThreads, 0, stream>>>(batch, library, pair_begin, begin, options,
-                                                 candidates, stats);
-  });
+  if (batch.slice_count == 0 || rows.dim_stride == 0 || tiles <= 0) return;
+  const std::size_t shared = window_filter_shared_bytes(rows.max_length, rows.band);
+  if (shared > 48 * 1024)
+    cudaFuncSetAttribute(fused_filter_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(shared));
+  for (int offset = 0; offset < tiles; offset += 65535) {
+    const dim3 grid(static_cast<unsigned>(batch.slice_count), static_cast<unsigned>(rows.dim_stride),
+                    static_cast<unsigned>(std::min(65535, tiles - offset)));
+    fused_filter_kernel<<<grid, kThreads, shared, stream>>>(batch, library, rows, offset, options,
+                                                            candidates, stats);
+  }
 }
 
 void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& library,

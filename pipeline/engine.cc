@@ -139,7 +139,8 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   if (batch.streams.empty()) return {};
 
   const auto started = std::chrono::steady_clock::now();
-  kernels::SearchResult result = backend_->search(batch);
+  kernels::SearchResult& result = search_result_;
+  backend_->search_into(batch, result);
   ++counters_.batches;
   counters_.windows += result.stats.windows;
   counters_.single_dim_matches += result.matches.size();

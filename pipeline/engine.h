@@ -91,6 +91,7 @@ class Engine {
 
   config::Config config_;
   std::unique_ptr<kernels::SearchBackend> backend_;
+  kernels::SearchResult search_result_;  // kept across batches: its match storage is reused
   std::string backend_name_;
   CompiledLibrary library_;
   std::map<std::uint64_t, Stream> streams_;  // key: wearer << 16 | device

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the `device` tool): unpacks the carried Debian
 # packages (.offline-deps/, see docs/gpu.md), builds for sm_90 and runs what
-# is asked: `tests` (ctest -L gpu plus the whole suite), `bench-search`,
-# `bench-hash`. Results go to $OUT (or ./gpu-out when unset).
+# is asked: `tests-search`, `tests-hash`, `tests-all`, `bench-search`,
+# `stages` (per-stage times of W1 batches), `bench-hash`. Results go to $OUT (or ./gpu-out when unset).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -49,6 +49,14 @@ for step in "$@"; do
       build search_bench || continue
       bash scripts/bench-search.sh $BUILD > "$OUT/search_bench.jsonl" 2> "$OUT/search_bench.err"
       echo "search bench rc=$?"; grep -E "kernel|summary" "$OUT/search_bench.jsonl" | cut -c1-600
+      ;;
+    stages)
+      # Where a W1 window-mode batch's time goes (docs/benchmarks.md).
+      build search_bench || continue
+      GW_CUDA_STAGE_TIMES=1 $BUILD/bench/search_bench --backend cuda --mode window \
+        --sweep-wearers ${STAGE_WEARERS:-4000,10000} --sweep-repeats 3 \
+        > "$OUT/stages.jsonl" 2> "$OUT/stages.err"
+      echo "stages rc=$?"; cut -c1-400 "$OUT/stages.jsonl"; tail -4 "$OUT/stages.err"
       ;;
     bench-hash)
       build hashtable_bench || continue
