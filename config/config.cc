@@ -822,7 +822,8 @@ void read_devices(const MapReader& root, std::vector<DeviceProfile>& devices,
 
 void read_search(const MapReader& root, SearchConfig& search) {
   const MapReader map(root.value("search"), "search",
-                      {"backend", "threads", "tick_ms", "deadline_ms", "max_matches_per_pair"},
+                      {"backend", "threads", "tick_ms", "deadline_ms", "max_matches_per_pair",
+                       "overload_policy", "deadline_safety_ms"},
                       root.issues());
   read_choice(map, "backend", {"auto", "cpu", "cuda"}, search.backend);
   read_int(map, "threads", 0, 4096, search.threads);
@@ -839,6 +840,9 @@ void read_search(const MapReader& root, SearchConfig& search) {
     }
   }
   read_int(map, "max_matches_per_pair", 1, 1 << 20, search.max_matches_per_pair);
+  read_choice(map, "overload_policy", {"none", "defer", "shed", "drop_patterns"},
+              search.overload_policy);
+  read_int(map, "deadline_safety_ms", 0, 600000, search.deadline_safety_ms);
 }
 
 void read_storage(const MapReader& root, const std::string& base_dir, StorageConfig& storage) {

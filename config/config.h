@@ -156,6 +156,12 @@ struct SearchConfig {
   int tick_ms = 100;
   int deadline_ms = 250;
   int max_matches_per_pair = 4096;  // cap per (pair, batch); keep above samples per tick so it never binds
+  // What a batch predicted to finish after its deadline does (docs/design.md):
+  // none | defer (search the most urgent streams, the rest next tick) |
+  // shed (skip the rest's new samples) | drop_patterns (skip the views of
+  // lower-severity patterns for this batch).
+  std::string overload_policy = "defer";
+  int deadline_safety_ms = 25;  // kept free for combination, commit and publish
 };
 
 struct StorageConfig {

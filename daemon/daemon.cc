@@ -154,13 +154,20 @@ class Daemon {
                        {"store_errors", c.store_errors}};
       sink.submit_stats(stats);
       const auto& e = engine.counters();
-      notify_status(fmt::format("{} streams, {} frames, {} alerts, {} deadline misses", e.streams,
-                                e.frames_accepted, e.alerts, e.deadline_misses));
+      notify_status(fmt::format("{} streams, {} frames, {} alerts, {} deadline misses, "
+                                "{} deferred, {} shed; backend {}",
+                                e.streams, e.frames_accepted, e.alerts, e.deadline_misses,
+                                e.deferred_streams, e.shed_streams, engine.backend_name()));
       return stats;
     };
     auto run_tick = [&] {
       apply_pending_reload(engine);
-      for (auto& alert : engine.run_batch(unix_now)) {
+      auto alerts = engine.run_batch(unix_now);
+      if (const std::string note = engine.take_backend_note(); !note.empty()) {
+        spdlog::error("{}", note);
+        notify_status(note);
+      }
+      for (auto& alert : alerts) {
         spdlog::info("alert: {} wearer {} device {} t={:.2f}s distance {:.3f} dims {}/{}",
                      alert.pattern, alert.wearer, alert.device, alert.t_end, alert.distance,
                      alert.matched_dims, alert.pattern_dims);

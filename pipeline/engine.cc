@@ -19,6 +19,15 @@ void Engine::reconfigure(const config::Config& config) {
   backend_->set_library(compiled.kernel_library);
   library_ = std::move(compiled);
   config_ = config;
+  work_per_end_.assign(library_.views.size(), 0.0);
+  view_priority_.assign(library_.views.size(), 0);
+  for (std::size_t v = 0; v < library_.views.size(); ++v)
+    for (const kernels::Pattern& k : library_.kernel_library->patterns)
+      if (k.profile == library_.views[v].profile) work_per_end_[v] += static_cast<double>(k.pairs.size());
+  for (const CompiledPattern& p : library_.patterns) {
+    const int rank = p.config.severity == "critical" ? 2 : p.config.severity == "warning" ? 1 : 0;
+    view_priority_[p.view] = std::max(view_priority_[p.view], rank);
+  }
   tick_ms_ = config.search.tick_ms;
   deadline_ms_ = config.search.deadline_ms;
   for (auto& [key, stream] : streams_) {
@@ -65,8 +74,8 @@ void Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
   counters_.samples += frame.samples;
 }
 
-bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
-                            kernels::SearchBatch& batch) {
+std::pair<std::int64_t, std::int64_t> Engine::unsearched_ends(const Stream& stream,
+                                                              std::size_t v) const {
   const ChannelView& view = library_.views[v];
   const StreamState& st = stream.state;
   // The first sample a window may start at: after a gap, and after the
@@ -74,7 +83,17 @@ bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
   const std::int64_t floor = st.window_floor() + view.history;
   const std::int64_t end = st.next_index();
   const std::int64_t first_new = std::max(st.searched_until(), floor);
-  if (view.longest_pattern == 0 || first_new >= end) return false;
+  if (view.longest_pattern == 0 || first_new >= end) return {end, end};
+  return {first_new, end};
+}
+
+bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
+                            kernels::SearchBatch& batch) {
+  const ChannelView& view = library_.views[v];
+  const StreamState& st = stream.state;
+  const auto [first_new, end] = unsearched_ends(stream, v);
+  if (first_new >= end) return false;
+  const std::int64_t floor = st.window_floor() + view.history;
   const std::int64_t first_index = std::max(floor, first_new - (view.longest_pattern - 1));
   std::vector<float> samples;
   if (view.raw) {
@@ -114,6 +133,86 @@ bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
 }
 
 std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
+  const double batch_start = now();
+  // Every stream with unsearched window ends: its work (window end x dim
+  // pair items, the cost model's unit, per view) and the arrival of its oldest
+  // unsearched sample (its deadline runs from there).
+  struct Due {
+    std::uint64_t key;
+    Stream* stream;
+    double oldest_arrival;
+    std::vector<double> view_work;  // per view; 0 where nothing is due
+    double work = 0;
+  };
+  std::vector<Due> due;
+  for (auto& [key, stream] : streams_) {
+    Due d{key, &stream, 0, std::vector<double>(library_.views.size(), 0.0)};
+    for (std::size_t v = 0; v < library_.views.size(); ++v) {
+      if (library_.views[v].device != stream.device) continue;
+      const auto [first, end] = unsearched_ends(stream, v);
+      d.view_work[v] = static_cast<double>(end - first) * work_per_end_[v];
+      d.work += d.view_work[v];
+    }
+    if (d.work <= 0) continue;
+    d.oldest_arrival = stream.state.arrival_s(stream.state.searched_until());
+    due.push_back(std::move(d));
+  }
+  if (due.empty()) return {};
+
+  // Soft deadlines: when the cost model predicts that searching everything
+  // would finish after the most urgent stream's deadline, apply the policy.
+  std::vector<bool> view_dropped(library_.views.size(), false);
+  std::size_t take = due.size();  // streams searched now, in `due` order
+  const std::string& policy = config_.search.overload_policy;
+  double total_work = 0;
+  for (const Due& d : due) total_work += d.work;
+  counters_.last_predicted_ms = cost_model_.predict_ms(total_work);
+  if (policy != "none" && cost_model_.ready()) {
+    double oldest = due.front().oldest_arrival;
+    for (const Due& d : due) oldest = std::min(oldest, d.oldest_arrival);
+    // A batch that is late already still makes a tick's worth of progress.
+    const double budget_ms =
+        std::max(deadline_ms_ - (batch_start - oldest) * 1000.0 - config_.search.deadline_safety_ms,
+                 static_cast<double>(tick_ms_));
+    if (counters_.last_predicted_ms > budget_ms) {
+      if (policy == "drop_patterns") {
+        // Lowest-priority views first, never the highest priority present.
+        int top = 0;
+        for (std::size_t v = 0; v < view_priority_.size(); ++v) top = std::max(top, view_priority_[v]);
+        double work = total_work;
+        for (int rank = 0; rank < top && cost_model_.predict_ms(work) > budget_ms; ++rank)
+          for (std::size_t v = 0; v < view_priority_.size(); ++v) {
+            if (view_priority_[v] != rank) continue;
+            view_dropped[v] = true;
+            for (Due& d : due) {
+              work -= d.view_work[v];
+              counters_.dropped_windows += static_cast<std::uint64_t>(d.view_work[v]);
+            }
+          }
+        counters_.last_predicted_ms = cost_model_.predict_ms(work);
+      } else {  // defer | shed: the most urgent streams that fit (at least one)
+        std::stable_sort(due.begin(), due.end(), [](const Due& a, const Due& b) {
+          return a.oldest_arrival < b.oldest_arrival;
+        });
+        const double fits = cost_model_.work_within(budget_ms);
+        double work = 0;
+        take = 0;
+        while (take < due.size() && (take == 0 || work + due[take].work <= fits))
+          work += due[take++].work;
+        counters_.last_predicted_ms = cost_model_.predict_ms(work);
+        for (std::size_t i = take; i < due.size(); ++i) {
+          if (policy == "shed") {
+            ++counters_.shed_streams;
+            counters_.shed_windows += static_cast<std::uint64_t>(due[i].work);
+            due[i].stream->state.mark_searched(due[i].stream->state.next_index());
+          } else {
+            ++counters_.deferred_streams;
+          }
+        }
+      }
+    }
+  }
+
   // Cut one slice per (stream, view) that has unsearched window ends.
   kernels::SearchBatch batch;
   struct SliceOwner {
@@ -123,24 +222,29 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   std::vector<SliceOwner> owners;
   std::vector<Stream*> searched;
   double newest_arrival = 0;
-  for (auto& [key, stream] : streams_) {
-    bool any = false;
+  double searched_work = 0;
+  for (std::size_t i = 0; i < take; ++i) {
+    Stream& stream = *due[i].stream;
     for (std::size_t v = 0; v < library_.views.size(); ++v) {
-      if (library_.views[v].device != stream.device) continue;
-      if (!add_view_slice(stream, key, v, batch)) continue;
+      if (library_.views[v].device != stream.device || view_dropped[v]) continue;
+      if (!add_view_slice(stream, due[i].key, v, batch)) continue;
       owners.push_back({&stream, v});
-      any = true;
+      searched_work += due[i].view_work[v];
     }
-    if (!any) continue;
+    // A stream whose due views were all dropped is marked searched too.
     searched.push_back(&stream);
     newest_arrival =
         std::max(newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
   }
-  if (batch.streams.empty()) return {};
 
   const auto started = std::chrono::steady_clock::now();
   kernels::SearchResult& result = search_result_;
-  backend_->search_into(batch, result);
+  if (!batch.streams.empty()) {
+    search_with_failover(batch);
+    cost_model_.observe(searched_work, (now() - batch_start) * 1000.0);
+  } else {
+    result = {};
+  }
   ++counters_.batches;
   counters_.windows += result.stats.windows;
   counters_.single_dim_matches += result.matches.size();
@@ -222,6 +326,23 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   return alerts;
 }
 
+void Engine::search_with_failover(const kernels::SearchBatch& batch) {
+  try {
+    backend_->search_into(batch, search_result_);
+    return;
+  } catch (const std::exception& e) {
+    // The CPU backend is the fallback; its own errors are bugs to surface.
+    if (backend_name_.rfind("cpu", 0) == 0) throw;
+    backend_note_ = "search backend " + backend_name_ + " failed (" + e.what() +
+                    "); switched to the CPU backend";
+  }
+  ++counters_.backend_failovers;
+  backend_ = kernels::make_cpu_backend(config_.search.threads);
+  backend_->set_library(library_.kernel_library);
+  backend_name_ = backend_->name();
+  backend_->search_into(batch, search_result_);
+}
+
 nlohmann::json Engine::stats_json() const {
   const EngineCounters& c = counters_;
   return {{"backend", backend_name_},
@@ -240,6 +361,15 @@ nlohmann::json Engine::stats_json() const {
           {"windows", c.windows},
           {"single_dim_matches", c.single_dim_matches},
           {"alerts", c.alerts},
+          {"deferred_streams", c.deferred_streams},
+          {"shed_streams", c.shed_streams},
+          {"shed_windows", c.shed_windows},
+          {"dropped_windows", c.dropped_windows},
+          {"backend_failovers", c.backend_failovers},
+          {"cost_model", {{"floor_ms", cost_model_.floor_ms()},
+                          {"slope_ms_per_item", cost_model_.slope_ms()},
+                          {"observations", cost_model_.observations()},
+                          {"last_predicted_ms", c.last_predicted_ms}}},
           {"last_batch_ms", c.last_batch_ms},
           {"max_batch_ms", c.max_batch_ms},
           {"max_latency_ms", c.max_latency_ms}};

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@
 #include "config/config.h"
 #include "kernels/search.h"
 #include "pipeline/alert.h"
+#include "pipeline/cost_model.h"
 #include "pipeline/detector.h"
 #include "pipeline/stream_state.h"
 
@@ -39,6 +41,14 @@ struct EngineCounters {
   std::uint64_t windows = 0;
   std::uint64_t single_dim_matches = 0;
   std::uint64_t alerts = 0;
+  // Soft-deadline scheduling (search.overload_policy, docs/design.md): what
+  // was not searched in the batch it was due in, by reason.
+  std::uint64_t deferred_streams = 0;   // defer: stream left for a later batch
+  std::uint64_t shed_streams = 0;       // shed: stream's new samples skipped
+  std::uint64_t shed_windows = 0;       //   their (window end x pair) items
+  std::uint64_t dropped_windows = 0;    // drop_patterns: items of lower-priority patterns skipped
+  std::uint64_t backend_failovers = 0;  // search backend errors that switched to the CPU backend
+  double last_predicted_ms = 0;         // cost model's prediction for the last batch
   double last_batch_ms = 0;
   double max_batch_ms = 0;
   double max_latency_ms = 0;  // newest sample arrival -> alerts ready, worst batch
@@ -64,6 +74,10 @@ class Engine {
   const EngineCounters& counters() const { return counters_; }
   nlohmann::json stats_json() const;
   const std::string& backend_name() const { return backend_name_; }
+  const BatchCostModel& cost_model() const { return cost_model_; }
+  // A line saying the search backend failed and the engine switched to the
+  // CPU backend, once (empty otherwise); the daemon logs it.
+  std::string take_backend_note() { return std::exchange(backend_note_, std::string()); }
   int tick_ms() const { return tick_ms_; }
 
  private:
@@ -87,11 +101,21 @@ class Engine {
   // ends to search; returns false when it has none.
   bool add_view_slice(Stream& stream, std::uint64_t key, std::size_t view,
                       kernels::SearchBatch& batch);
+  // The window ends of `view` the stream has not searched yet: [first, end).
+  std::pair<std::int64_t, std::int64_t> unsearched_ends(const Stream& stream,
+                                                        std::size_t view) const;
+  // Searches with the configured backend; on an error of a non-CPU backend,
+  // switches to the CPU backend (counted, noted) and searches again.
+  void search_with_failover(const kernels::SearchBatch& batch);
   Stream& stream_for(const sensors::Frame& frame, const config::DeviceProfile& profile);
 
   config::Config config_;
   std::unique_ptr<kernels::SearchBackend> backend_;
   kernels::SearchResult search_result_;  // kept across batches: its match storage is reused
+  BatchCostModel cost_model_;
+  std::vector<double> work_per_end_;  // per view: dim pairs searched per window end
+  std::vector<int> view_priority_;    // per view: highest severity of its patterns (0..2)
+  std::string backend_note_;
   std::string backend_name_;
   CompiledLibrary library_;
   std::map<std::uint64_t, Stream> streams_;  // key: wearer << 16 | device

@@ -12,7 +12,9 @@
 #include <random>
 
 #include "config/config.h"
+#include "common/error.h"
 #include "kernels/search.h"
+#include "pipeline/cost_model.h"
 
 namespace fs = std::filesystem;
 using gw::pipeline::Alert;
@@ -79,10 +81,11 @@ std::vector<float> stream_with_plant(int samples, std::uint32_t seed) {
   return v;
 }
 
-gw::sensors::Frame make_frame(const std::vector<float>& v, int first, int n, std::uint32_t seq) {
+gw::sensors::Frame make_frame(const std::vector<float>& v, int first, int n, std::uint32_t seq,
+                              std::uint32_t wearer = 3) {
   gw::sensors::Frame f;
   f.kind = gw::sensors::DeviceKind::kGeneric;
-  f.wearer_id = 3;
+  f.wearer_id = wearer;
   f.device_id = 1;
   f.channels = 2;
   f.samples = static_cast<std::uint16_t>(n);
@@ -184,4 +187,160 @@ TEST_CASE("reconfigure swaps patterns between batches", "[engine]") {
     alerts += engine.run_batch(now).size();
   }
   CHECK(alerts == 1);
+}
+
+namespace {
+
+// Stands in for a GPU backend where none exists: searches with the CPU
+// backend, and advances a simulated clock by floor + slope per window (the
+// cost model's shape), or throws on a chosen call like a failing device.
+class SimulatedBackend final : public gw::kernels::SearchBackend {
+ public:
+  SimulatedBackend(double* clock_s, double floor_ms, double ms_per_window, int fail_on_call = -1)
+      : inner_(gw::kernels::make_cpu_backend(2)), clock_s_(clock_s), floor_ms_(floor_ms),
+        ms_per_window_(ms_per_window), fail_on_call_(fail_on_call) {}
+  std::string name() const override { return "cuda:simulated"; }
+  void set_library(std::shared_ptr<const gw::kernels::PatternLibrary> library) override {
+    inner_->set_library(std::move(library));
+  }
+  gw::kernels::SearchResult search(const gw::kernels::SearchBatch& batch) override {
+    if (++calls_ == fail_on_call_) throw gw::Error("simulated device lost");
+    auto result = inner_->search(batch);
+    *clock_s_ += (floor_ms_ + ms_per_window_ * static_cast<double>(result.stats.windows)) / 1000.0;
+    return result;
+  }
+
+ private:
+  std::unique_ptr<gw::kernels::SearchBackend> inner_;
+  double* clock_s_;
+  double floor_ms_, ms_per_window_;
+  int fail_on_call_;
+  int calls_ = 0;
+};
+
+struct LoadRun {
+  std::vector<std::pair<std::uint32_t, std::int64_t>> alerts;  // (wearer, end), sorted
+  gw::pipeline::EngineCounters counters;
+  std::uint64_t due_windows = 0;  // searched + shed + dropped
+  std::string backend_after;
+};
+
+// `wearers` wearers each stream the planted shape (different noise), one
+// 10-sample frame per 100 ms tick, on a backend that takes 2 ms + ms_per_window
+// per window; afterwards batches run until nothing is due.
+LoadRun run_under_load(const gw::config::Config& cfg, int wearers, double ms_per_window,
+                       int fail_on_call = -1) {
+  double clock = 0;
+  Engine engine(cfg, std::make_unique<SimulatedBackend>(&clock, 2.0, ms_per_window, fail_on_call));
+  const auto now = [&clock] { return clock; };
+  std::vector<std::vector<float>> data;
+  for (int w = 0; w < wearers; ++w) data.push_back(stream_with_plant(900, 100 + w));
+  LoadRun out;
+  auto collect = [&](const std::vector<Alert>& alerts) {
+    for (const auto& a : alerts) out.alerts.emplace_back(a.wearer, a.end_index);
+  };
+  const int ticks = 900 / 10;
+  for (int t = 0; t < ticks; ++t) {
+    clock = std::max(clock, t * 0.1);
+    for (int w = 0; w < wearers; ++w)
+      engine.on_frame(make_frame(data[w], t * 10, 10, static_cast<std::uint32_t>(t),
+                                 static_cast<std::uint32_t>(w + 1)),
+                      clock);
+    collect(engine.run_batch(now));
+  }
+  for (int extra = 0; extra < 50; ++extra) collect(engine.run_batch(now));
+  std::sort(out.alerts.begin(), out.alerts.end());
+  out.counters = engine.counters();
+  out.due_windows = out.counters.windows + out.counters.shed_windows + out.counters.dropped_windows;
+  out.backend_after = engine.backend_name();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("soft deadlines: defer searches the most urgent streams and loses nothing",
+          "[engine][deadline]") {
+  Fixture fx;
+  fx.config.search.overload_policy = "none";
+  // 8 wearers x 40 (end x pair) items per tick at 1 ms per item: 320 ms of
+  // search per 100 ms tick, far over the 250 ms deadline.
+  const LoadRun none = run_under_load(fx.config, 8, 1.0);
+  CHECK(none.counters.deadline_misses > 0);
+  CHECK(none.counters.deferred_streams == 0);
+  REQUIRE(none.alerts.size() == 8);  // one planted shape per wearer
+
+  fx.config.search.overload_policy = "defer";
+  const LoadRun defer = run_under_load(fx.config, 8, 1.0);
+  CHECK(defer.counters.deferred_streams > 0);
+  CHECK(defer.counters.shed_windows == 0);
+  // Every window was searched eventually: same windows, same alerts.
+  CHECK(defer.counters.windows == none.counters.windows);
+  CHECK(defer.alerts == none.alerts);
+  // Smaller batches: the largest batch stayed well under the unscheduled one.
+  CHECK(defer.counters.max_batch_ms <= none.counters.max_batch_ms);
+}
+
+TEST_CASE("soft deadlines: shed skips what does not fit and counts it", "[engine][deadline]") {
+  Fixture fx;
+  fx.config.search.overload_policy = "none";
+  const LoadRun none = run_under_load(fx.config, 8, 1.0);
+  fx.config.search.overload_policy = "shed";
+  const LoadRun shed = run_under_load(fx.config, 8, 1.0);
+  CHECK(shed.counters.shed_streams > 0);
+  CHECK(shed.counters.shed_windows > 0);
+  CHECK(shed.counters.windows < none.counters.windows);
+  // Counters add up: what was due was either searched or shed.
+  CHECK(shed.due_windows == none.counters.windows);
+  CHECK(shed.counters.frames_accepted == none.counters.frames_accepted);
+}
+
+TEST_CASE("soft deadlines: a light load is searched whole under every policy",
+          "[engine][deadline]") {
+  Fixture fx;
+  for (const char* policy : {"defer", "shed", "drop_patterns"}) {
+    fx.config.search.overload_policy = policy;
+    const LoadRun light = run_under_load(fx.config, 2, 0.01);
+    INFO(policy);
+    CHECK(light.counters.deferred_streams == 0);
+    CHECK(light.counters.shed_windows == 0);
+    CHECK(light.counters.dropped_windows == 0);
+    CHECK(light.counters.deadline_misses == 0);
+    CHECK(light.alerts.size() == 2);
+  }
+}
+
+TEST_CASE("the cost model learns floor and slope from measured batches", "[engine][deadline]") {
+  gw::pipeline::BatchCostModel model(1.0);
+  CHECK_FALSE(model.ready());
+  for (double work : {100.0, 400.0, 250.0, 1000.0, 50.0}) model.observe(work, 3.0 + 0.02 * work);
+  REQUIRE(model.ready());
+  CHECK(model.floor_ms() == Approx(3.0).margin(1e-6));
+  CHECK(model.slope_ms() == Approx(0.02).margin(1e-9));
+  CHECK(model.predict_ms(500) == Approx(13.0).margin(1e-6));
+  CHECK(model.work_within(23.0) == Approx(1000.0).margin(1e-3));
+  CHECK(model.work_within(2.0) == 0);
+  // One batch size only: the pessimistic proportional fit.
+  gw::pipeline::BatchCostModel flat;
+  for (int i = 0; i < 4; ++i) flat.observe(200, 10);
+  CHECK(flat.floor_ms() == 0);
+  CHECK(flat.slope_ms() == Approx(0.05));
+  // Newer batches outweigh older ones when conditions change.
+  gw::pipeline::BatchCostModel forgetting(0.5);
+  for (double work : {100.0, 200.0, 300.0}) forgetting.observe(work, work * 0.01);
+  for (double work : {100.0, 200.0, 300.0, 100.0, 200.0, 300.0}) forgetting.observe(work, work * 0.1);
+  CHECK(forgetting.slope_ms() > 0.08);
+}
+
+TEST_CASE("a failing search backend is replaced by the CPU backend with the same alerts",
+          "[engine][failover]") {
+  Fixture fx;
+  fx.config.search.overload_policy = "none";
+  const LoadRun healthy = run_under_load(fx.config, 3, 0.01);
+  const LoadRun failing = run_under_load(fx.config, 3, 0.01, /*fail_on_call=*/5);
+  CHECK(healthy.counters.backend_failovers == 0);
+  CHECK(failing.counters.backend_failovers == 1);
+  CHECK(failing.backend_after.rfind("cpu", 0) == 0);
+  CHECK(healthy.backend_after == "cuda:simulated");
+  CHECK(failing.alerts == healthy.alerts);
+  CHECK(failing.counters.windows == healthy.counters.windows);
 }
