@@ -1468,10 +1468,12 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
   Config config;
   config.source_file = source_name;
   const MapReader root(document, "",
-                       {"daemon", "ingest", "devices", "search", "patterns", "storage", "publish"},
+                       {"daemon", "ingest", "devices", "search", "patterns", "storage", "publish",
+                        "metrics"},
                        issues);
   if (root.valid()) {
     read_daemon(root, config.daemon);
+    read_listen(root, "metrics", config.metrics);
     read_ingest(root, config.ingest);
     std::vector<bool> device_channels_ok;
     read_devices(root, config.devices, device_channels_ok);

@@ -185,6 +185,7 @@ struct DaemonConfig {
 struct Config {
   std::string source_file;
   DaemonConfig daemon;
+  ListenConfig metrics{"127.0.0.1", 9710};  // Prometheus text at http://bind:port/metrics; port 0 = off
   IngestConfig ingest;
   std::vector<DeviceProfile> devices;
   SearchConfig search;

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "daemon/ingest.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "kernels/search.h"
 #include "pipeline/engine.h"
@@ -27,6 +28,13 @@ using Clock = std::chrono::steady_clock;
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+nlohmann::json sink_json(const pipeline::AlertSink& sink) {
+  const auto c = sink.counters();
+  return {{"committed", c.committed},       {"published", c.published},
+          {"transactions", c.transactions}, {"last_seq", c.last_seq},
+          {"store_errors", c.store_errors}};
 }
 
 // Sections that only a restart can change: the sockets, the devices the
@@ -49,7 +57,8 @@ bool restart_sections_differ(const config::Config& a, const config::Config& b) {
          a.ingest.ring_capacity_samples != b.ingest.ring_capacity_samples ||
          a.storage.path != b.storage.path || a.publish.endpoint != b.publish.endpoint ||
          a.publish.send_hwm != b.publish.send_hwm || a.search.backend != b.search.backend ||
-         a.search.threads != b.search.threads;
+         a.search.threads != b.search.threads || a.metrics.bind != b.metrics.bind ||
+         a.metrics.port != b.metrics.port;
 }
 
 class Daemon {
@@ -82,6 +91,19 @@ class Daemon {
     spdlog::info("ingest: udp {}:{} tcp {}:{}", config_.ingest.udp.bind, ingest.udp_port(),
                  config_.ingest.tcp.bind, ingest.tcp_port());
 
+    // Metrics are auxiliary: a port that cannot be bound must not stop detection.
+    std::unique_ptr<MetricsServer> metrics;
+    if (config_.metrics.port != 0) {
+      try {
+        metrics = std::make_unique<MetricsServer>(io, config_.metrics.bind,
+                                                  static_cast<std::uint16_t>(config_.metrics.port),
+                                                  metrics_board_);
+        spdlog::info("metrics: http://{}:{}/metrics", config_.metrics.bind, metrics->port());
+      } catch (const std::exception& e) {
+        spdlog::error("{}; running without metrics", e.what());
+      }
+    }
+
     boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
     std::function<void()> wait_signal = [&] {
       signals.async_wait([&](const boost::system::error_code& ec, int signo) {
@@ -94,6 +116,7 @@ class Daemon {
         spdlog::info("signal {}: stopping", signo);
         notify_stopping();
         ingest.stop();
+        if (metrics) metrics->stop();
         signals.cancel();
         stopping_ = true;
       });
@@ -121,7 +144,7 @@ class Daemon {
     try {
       config::Config fresh = config::load_config(config_path_);
       if (restart_sections_differ(fresh, config_))
-        spdlog::warn("reload: ingest, devices, storage, publish endpoint and backend changes "
+        spdlog::warn("reload: ingest, devices, storage, publish endpoint, backend and metrics changes "
                      "need a restart; keeping the running values of those");
       fresh.ingest = config_.ingest;
       fresh.devices = config_.devices;
@@ -130,6 +153,7 @@ class Daemon {
       fresh.publish.send_hwm = config_.publish.send_hwm;
       fresh.search.backend = config_.search.backend;
       fresh.search.threads = config_.search.threads;
+      fresh.metrics = config_.metrics;
       std::lock_guard<std::mutex> lock(reload_mu_);
       pending_ = std::move(fresh);
     } catch (const std::exception& e) {
@@ -148,16 +172,16 @@ class Daemon {
                               {"time", unix_now()},
                               {"ingest", ingest.counters().to_json(queue)},
                               {"engine", engine.stats_json()}};
-      const auto c = sink.counters();
-      stats["sink"] = {{"committed", c.committed},   {"published", c.published},
-                       {"transactions", c.transactions}, {"last_seq", c.last_seq},
-                       {"store_errors", c.store_errors}};
+      stats["sink"] = sink_json(sink);
       sink.submit_stats(stats);
       const auto& e = engine.counters();
-      notify_status(fmt::format("{} streams, {} frames, {} alerts, {} deadline misses, "
-                                "{} deferred, {} shed; backend {}",
-                                e.streams, e.frames_accepted, e.alerts, e.deadline_misses,
-                                e.deferred_streams, e.shed_streams, engine.backend_name()));
+      notify_status(fmt::format("{} streams, {} frames, {} alerts (latency p50 {:.0f} ms, p99 "
+                                "{:.0f} ms, max {:.0f} ms), {} deadline misses, {} deferred, {} "
+                                "shed; backend {}",
+                                e.streams, e.frames_accepted, e.alerts,
+                                alert_latency_.quantile(0.5), alert_latency_.quantile(0.99),
+                                alert_latency_.max(), e.deadline_misses, e.deferred_streams,
+                                e.shed_streams, engine.backend_name()));
       return stats;
     };
     auto run_tick = [&] {
@@ -167,6 +191,11 @@ class Daemon {
         spdlog::error("{}", note);
         notify_status(note);
       }
+      const std::uint64_t batches_before = batches_seen_;
+      batches_seen_ = engine.counters().batches;
+      if (batches_seen_ != batches_before) batch_time_.observe(engine.counters().last_batch_ms);
+      for (const auto& alert : alerts) alert_latency_.observe(alert.latency_ms);
+      publish_metrics(engine, ingest, queue, sink);
       for (auto& alert : alerts) {
         spdlog::info("alert: {} wearer {} device {} t={:.2f}s distance {:.3f} dims {}/{}",
                      alert.pattern, alert.wearer, alert.device, alert.t_end, alert.distance,
@@ -221,6 +250,17 @@ class Daemon {
     }
   }
 
+  void publish_metrics(const pipeline::Engine& engine, const Ingest& ingest, const FrameQueue& queue,
+                       const pipeline::AlertSink& sink) {
+    MetricsSnapshot snapshot;
+    snapshot.engine = engine.stats_json();
+    snapshot.ingest = ingest.counters().to_json(queue);
+    snapshot.sink = sink_json(sink);
+    snapshot.alert_latency = alert_latency_;
+    snapshot.batch_time = batch_time_;
+    metrics_board_.publish(std::move(snapshot));
+  }
+
   std::chrono::milliseconds stats_interval() const {
     return std::chrono::milliseconds(stats_interval_ms_.load());
   }
@@ -230,6 +270,10 @@ class Daemon {
   std::atomic<bool> stopping_{false};
   std::mutex reload_mu_;
   std::optional<config::Config> pending_;
+  MetricsBoard metrics_board_;
+  LatencyHistogram alert_latency_;  // pipeline thread only; copies go to the board
+  LatencyHistogram batch_time_;
+  std::uint64_t batches_seen_ = 0;
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };
 

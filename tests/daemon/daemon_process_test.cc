@@ -3,7 +3,13 @@
 // observed through a real ZeroMQ subscriber and the SQLite file.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <set>
+#include <sstream>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -35,6 +41,7 @@ struct DaemonFixture {
   int udp_port = gw::test::free_port(true);
   int tcp_port = gw::test::free_port(false);
   int pub_port = gw::test::free_port(false);
+  int metrics_port = gw::test::free_port(false);
   YAML::Node config;
 
   DaemonFixture() {
@@ -47,6 +54,7 @@ struct DaemonFixture {
     config["ingest"]["tcp"]["port"] = tcp_port;
     config["publish"]["endpoint"] = "tcp://127.0.0.1:" + std::to_string(pub_port);
     config["publish"]["stats_interval_s"] = 0.2;
+    config["metrics"]["port"] = metrics_port;
     config["storage"]["path"] = (dir / "hits.db").string();
     config["search"]["threads"] = 2;
     // The copy lives elsewhere: make the patterns' example files absolute.
@@ -110,6 +118,30 @@ struct Subscriber {
     return !stats.empty() && stats.back()["reason"] == "shutdown";
   }
 };
+
+// GET http://127.0.0.1:port/target -> (status, body), with Boost.Beast.
+std::pair<int, std::string> http_get(int port, const std::string& target) {
+  namespace http = boost::beast::http;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+  http::request<http::empty_body> request{http::verb::get, target, 11};
+  request.set(http::field::host, "127.0.0.1");
+  request.keep_alive(false);
+  http::write(socket, request);
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(socket, buffer, response);
+  return {response.result_int(), response.body()};
+}
+
+// The value of the Prometheus sample `name` (with its labels, if any); NaN if absent.
+double metric(const std::string& text, const std::string& name) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
+  return std::nan("");
+}
 
 Process start_daemon(const DaemonFixture& fx, const std::string& tag = "daemon") {
   return Process({kDaemon, "--config", fx.config_path.string()}, fx.dir / (tag + ".out"),
@@ -193,7 +225,20 @@ TEST_CASE("replay over UDP: alerts published, stored, and equal to the offline d
   REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
 
   replay(fx, "udp://127.0.0.1:" + std::to_string(fx.udp_port));
+  // Metrics over HTTP while it runs: self-consistent and matching what was published.
+  sub.until([] { return false; }, std::chrono::milliseconds(1500));
+  const auto [status, metrics] = http_get(fx.metrics_port, "/metrics");
+  CHECK(status == 200);
+  const double alerts_gauge = metric(metrics, "gaitwatch_engine_alerts");
+  CHECK(alerts_gauge >= 1);
+  CHECK(metric(metrics, "gaitwatch_alert_latency_seconds_count") == alerts_gauge);
+  CHECK(metric(metrics, "gaitwatch_engine_frames_accepted") > 0);
+  CHECK(metric(metrics, "gaitwatch_batch_seconds_count") > 0);
+  CHECK(metric(metrics, "gaitwatch_alert_latency_quantile_seconds{quantile=\"0.99\"}") <=
+        metric(metrics, "gaitwatch_alert_latency_quantile_seconds{quantile=\"1\"}"));
+  CHECK(http_get(fx.metrics_port, "/nothing").first == 404);
   stop_and_collect(daemon, sub);
+  CHECK(static_cast<double>(sub.alerts.size()) >= alerts_gauge);
 
   const json& final_stats = sub.stats.back();
   CHECK(final_stats["engine"]["frames_accepted"].get<int>() > 0);

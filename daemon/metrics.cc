@@ -1,0 +1,183 @@
+#include "daemon/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace gw::daemon {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using boost::asio::ip::tcp;
+
+LatencyHistogram::LatencyHistogram()
+    : bounds_ms_{1, 2, 5, 10, 25, 50, 75, 100, 150, 200, 250, 300, 400, 500, 750, 1000, 2500,
+                 5000, 10000},
+      counts_(bounds_ms_.size() + 1, 0) {}
+
+void LatencyHistogram::observe(double ms) {
+  if (!(ms >= 0)) ms = 0;
+  const auto at = std::lower_bound(bounds_ms_.begin(), bounds_ms_.end(), ms) - bounds_ms_.begin();
+  ++counts_[static_cast<std::size_t>(at)];
+  ++count_;
+  sum_ += ms;
+  max_ = std::max(max_, ms);
+}
+
+double LatencyHistogram::quantile(double q) const {
+  if (count_ == 0) return 0;
+  const double rank = std::clamp(q, 0.0, 1.0) * static_cast<double>(count_);
+  double below = 0;
+  for (std::size_t b = 0; b < counts_.size(); ++b) {
+    if (counts_[b] == 0) continue;
+    const double next = below + static_cast<double>(counts_[b]);
+    if (next >= rank) {
+      const double lo = b == 0 ? 0 : bounds_ms_[b - 1];
+      const double hi = b < bounds_ms_.size() ? std::min(bounds_ms_[b], max_) : max_;
+      const double within = (rank - below) / static_cast<double>(counts_[b]);
+      return std::min(max_, lo + (std::max(hi, lo) - lo) * within);
+    }
+    below = next;
+  }
+  return max_;
+}
+
+void LatencyHistogram::render(const std::string& name, const std::string& help,
+                              std::string& out) const {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  std::uint64_t cumulative = 0;
+  for (std::size_t b = 0; b < bounds_ms_.size(); ++b) {
+    cumulative += counts_[b];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, bounds_ms_[b] / 1000.0, cumulative);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, count_);
+  out += fmt::format("{}_sum {}\n{}_count {}\n", name, sum_ / 1000.0, name, count_);
+}
+
+namespace {
+
+std::string metric_name(std::string name) {
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+void render_json(const std::string& prefix, const nlohmann::json& value, std::string& out) {
+  if (value.is_object()) {
+    for (const auto& [key, child] : value.items()) render_json(prefix + "_" + key, child, out);
+  } else if (value.is_number() || value.is_boolean()) {
+    const double v = value.is_boolean() ? (value.get<bool>() ? 1.0 : 0.0) : value.get<double>();
+    const std::string name = metric_name(prefix);
+    out += fmt::format("# TYPE {} gauge\n{} {}\n", name, name, v);
+  }
+}
+
+}  // namespace
+
+std::string render_prometheus(const MetricsSnapshot& s) {
+  std::string out;
+  render_json("gaitwatch_engine", s.engine, out);
+  render_json("gaitwatch_ingest", s.ingest, out);
+  render_json("gaitwatch_sink", s.sink, out);
+  s.alert_latency.render("gaitwatch_alert_latency_seconds",
+                         "sample arrival to alert ready, per alert", out);
+  s.batch_time.render("gaitwatch_batch_seconds", "search batch wall time (search backend included)",
+                      out);
+  const auto quantiles = [&](const char* name, const LatencyHistogram& h) {
+    out += fmt::format("# TYPE {} gauge\n", name);
+    out += fmt::format("{}{{quantile=\"0.5\"}} {}\n", name, h.quantile(0.5) / 1000.0);
+    out += fmt::format("{}{{quantile=\"0.99\"}} {}\n", name, h.quantile(0.99) / 1000.0);
+    out += fmt::format("{}{{quantile=\"1\"}} {}\n", name, h.max() / 1000.0);
+  };
+  quantiles("gaitwatch_alert_latency_quantile_seconds", s.alert_latency);
+  quantiles("gaitwatch_batch_quantile_seconds", s.batch_time);
+  return out;
+}
+
+void MetricsBoard::publish(MetricsSnapshot snapshot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  snapshot_ = std::move(snapshot);
+}
+
+std::string MetricsBoard::render() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return render_prometheus(snapshot_);
+}
+
+// One connection: read requests, answer each, until the peer closes.
+struct MetricsServer::Session : std::enable_shared_from_this<Session> {
+  Session(tcp::socket socket, const MetricsBoard& board) : stream(std::move(socket)), board(board) {}
+  void read() {
+    request = {};
+    stream.expires_after(std::chrono::seconds(10));
+    http::async_read(stream, buffer, request,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (!ec) self->respond();
+                     });
+  }
+  void respond() {
+    const bool found = request.method() == http::verb::get &&
+                       (request.target() == "/metrics" || request.target() == "/");
+    response = http::response<http::string_body>(found ? http::status::ok : http::status::not_found,
+                                                  request.version());
+    response.set(http::field::server, "gaitwatchd");
+    response.set(http::field::content_type,
+                 found ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain");
+    response.body() = found ? board.render() : "not found: GET /metrics\n";
+    response.keep_alive(request.keep_alive());
+    response.prepare_payload();
+    http::async_write(stream, response, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return;
+      if (self->response.keep_alive()) {
+        self->read();
+      } else {
+        beast::error_code ignored;
+        self->stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      }
+    });
+  }
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  http::request<http::string_body> request;
+  http::response<http::string_body> response;
+  const MetricsBoard& board;
+};
+
+MetricsServer::MetricsServer(boost::asio::io_context& io, const std::string& bind,
+                             std::uint16_t port, const MetricsBoard& board)
+    : acceptor_(io), board_(board) {
+  try {
+    const tcp::endpoint endpoint(boost::asio::ip::make_address(bind), port);
+    acceptor_.open(endpoint.protocol());
+    acceptor_.set_option(boost::asio::socket_base::reuse_address(true));
+    acceptor_.bind(endpoint);
+    acceptor_.listen();
+  } catch (const std::exception& e) {
+    throw Error("metrics: cannot listen on " + bind + ":" + std::to_string(port) + ": " + e.what());
+  }
+  accept();
+}
+
+MetricsServer::~MetricsServer() { stop(); }
+
+std::uint16_t MetricsServer::port() const { return acceptor_.local_endpoint().port(); }
+
+void MetricsServer::stop() {
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+}
+
+void MetricsServer::accept() {
+  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+    if (ec) return;  // closed
+    std::make_shared<Session>(std::move(socket), board_)->read();
+    accept();
+  });
+}
+
+}  // namespace gw::daemon

@@ -1,0 +1,84 @@
+// Operational metrics of gaitwatchd, served as Prometheus text exposition
+// (version 0.0.4) over HTTP (Boost.Beast) at GET /metrics.
+//
+// The pipeline thread owns the numbers: after each tick it publishes a
+// snapshot (counters as JSON, the latency and batch-time histograms); the
+// HTTP handlers on the I/O thread render the latest snapshot. Thread safety:
+// MetricsBoard is safe from any thread; MetricsServer lives on one io_context.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+
+namespace gw::daemon {
+
+// A fixed-bucket histogram of milliseconds (Prometheus cumulative buckets);
+// quantiles are interpolated inside the bucket that holds them, so they are
+// exact to the bucket's width; max is exact.
+class LatencyHistogram {
+ public:
+  LatencyHistogram();
+  void observe(double ms);
+  double quantile(double q) const;  // 0 when empty
+  double max() const { return max_; }
+  std::uint64_t count() const { return count_; }
+  double sum() const { return sum_; }
+  // Appends `name`_bucket/_sum/_count lines (seconds, as Prometheus expects).
+  void render(const std::string& name, const std::string& help, std::string& out) const;
+
+ private:
+  std::vector<double> bounds_ms_;       // upper bounds, ascending; +inf implicit
+  std::vector<std::uint64_t> counts_;   // per bucket (not cumulative), size bounds + 1
+  std::uint64_t count_ = 0;
+  double sum_ = 0;
+  double max_ = 0;
+};
+
+struct MetricsSnapshot {
+  nlohmann::json engine;   // Engine::stats_json()
+  nlohmann::json ingest;   // IngestCounters::to_json()
+  nlohmann::json sink;     // committed, published, ...
+  LatencyHistogram alert_latency;  // ingest (sample arrival) -> alert ready, per alert
+  LatencyHistogram batch_time;     // search batch wall time, per batch
+};
+
+// Renders a snapshot as Prometheus text: every numeric leaf of the JSON
+// sections becomes a gauge `gaitwatch_<section>_<path>` (counters end in
+// `_total` where the engine/ingest/sink name them as totals is not known, so
+// all are exposed as gauges, which Prometheus rates fine), plus the histograms.
+std::string render_prometheus(const MetricsSnapshot& snapshot);
+
+class MetricsBoard {
+ public:
+  void publish(MetricsSnapshot snapshot);
+  std::string render() const;
+
+ private:
+  mutable std::mutex mu_;
+  MetricsSnapshot snapshot_;
+};
+
+// Serves GET /metrics (anything else: 404) on bind:port (port 0: an
+// ephemeral port, see port()). Throws gw::Error when the port cannot be bound.
+class MetricsServer {
+ public:
+  MetricsServer(boost::asio::io_context& io, const std::string& bind, std::uint16_t port,
+                const MetricsBoard& board);
+  ~MetricsServer();
+  std::uint16_t port() const;
+  void stop();
+
+ private:
+  struct Session;
+  void accept();
+  boost::asio::ip::tcp::acceptor acceptor_;
+  const MetricsBoard& board_;
+};
+
+}  // namespace gw::daemon
