@@ -855,9 +855,11 @@ void read_storage(const MapReader& root, const std::string& base_dir, StorageCon
   read_int(map, "max_batch", 1, 1000000, storage.max_batch);
 }
 
-void read_publish(const MapReader& root, PublishConfig& publish) {
+void read_publish(const MapReader& root, const std::string& base_dir, PublishConfig& publish) {
   const MapReader map(root.value("publish"), "publish",
-                      {"endpoint", "send_hwm", "stats_interval_s"}, root.issues());
+                      {"endpoint", "send_hwm", "stats_interval_s", "curve_secret_key",
+                       "curve_authorized_keys"},
+                      root.issues());
   std::string endpoint;
   if (read_string(map, "endpoint", endpoint)) {
     if (endpoint.find("://") == std::string::npos) {
@@ -869,6 +871,23 @@ void read_publish(const MapReader& root, PublishConfig& publish) {
   }
   read_int(map, "send_hwm", 0, std::numeric_limits<int>::max(), publish.send_hwm);
   read_number(map, "stats_interval_s", at_least(0), publish.stats_interval_s);
+  // The key files' contents are checked when the publisher starts (that
+  // needs libzmq); here only that they are there.
+  const bool key = read_string(map, "curve_secret_key", publish.curve_secret_key);
+  const bool authorized = read_string(map, "curve_authorized_keys", publish.curve_authorized_keys);
+  if (key) {
+    publish.curve_secret_key = resolve_path(base_dir, publish.curve_secret_key);
+    if (!std::filesystem::is_regular_file(publish.curve_secret_key))
+      map.add_issue("curve_secret_key", "no such file: " + publish.curve_secret_key);
+  }
+  if (authorized) {
+    publish.curve_authorized_keys = resolve_path(base_dir, publish.curve_authorized_keys);
+    if (!std::filesystem::is_directory(publish.curve_authorized_keys))
+      map.add_issue("curve_authorized_keys", "no such directory: " + publish.curve_authorized_keys);
+  }
+  if (key != authorized)
+    map.add_issue(key ? "curve_authorized_keys" : "curve_secret_key",
+                  "CURVE needs both curve_secret_key and curve_authorized_keys");
 }
 
 // ---------------------------------------------------------------------------
@@ -1480,7 +1499,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
     read_search(root, config.search);
     read_patterns(root, base_dir, config.devices, device_channels_ok, config.patterns);
     read_storage(root, base_dir, config.storage);
-    read_publish(root, config.publish);
+    read_publish(root, base_dir, config.publish);
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
   if (issues.size() > 0) {

@@ -173,6 +173,10 @@ struct StorageConfig {
 
 struct PublishConfig {
   std::string endpoint = "tcp://127.0.0.1:7710";
+  // ZeroMQ CURVE (pipeline/curve.h): the server's key file and a directory of
+  // authorized client .pub files; both empty = no encryption (loopback use).
+  std::string curve_secret_key;
+  std::string curve_authorized_keys;
   int send_hwm = 10000;
   double stats_interval_s = 5;   // "stats." messages on the same socket; 0 = only at shutdown
 };

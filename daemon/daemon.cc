@@ -1,5 +1,7 @@
 #include "daemon/daemon.h"
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -56,7 +58,10 @@ bool restart_sections_differ(const config::Config& a, const config::Config& b) {
          a.ingest.max_frame_bytes != b.ingest.max_frame_bytes ||
          a.ingest.ring_capacity_samples != b.ingest.ring_capacity_samples ||
          a.storage.path != b.storage.path || a.publish.endpoint != b.publish.endpoint ||
-         a.publish.send_hwm != b.publish.send_hwm || a.search.backend != b.search.backend ||
+         a.publish.send_hwm != b.publish.send_hwm ||
+         a.publish.curve_secret_key != b.publish.curve_secret_key ||
+         a.publish.curve_authorized_keys != b.publish.curve_authorized_keys ||
+         a.search.backend != b.search.backend ||
          a.search.threads != b.search.threads || a.metrics.bind != b.metrics.bind ||
          a.metrics.port != b.metrics.port;
 }
@@ -80,6 +85,8 @@ class Daemon {
     sink_options.max_batch = config_.storage.max_batch;
     sink_options.publish_endpoint = config_.publish.endpoint;
     sink_options.send_hwm = config_.publish.send_hwm;
+    sink_options.curve_secret_key = config_.publish.curve_secret_key;
+    sink_options.curve_authorized_keys = config_.publish.curve_authorized_keys;
     pipeline::AlertSink sink(sink_options);
     spdlog::info("storing hits in {}; publishing alerts on {}", config_.storage.path,
                  sink.bound_endpoint());
@@ -151,6 +158,8 @@ class Daemon {
       fresh.storage = config_.storage;
       fresh.publish.endpoint = config_.publish.endpoint;
       fresh.publish.send_hwm = config_.publish.send_hwm;
+      fresh.publish.curve_secret_key = config_.publish.curve_secret_key;
+      fresh.publish.curve_authorized_keys = config_.publish.curve_authorized_keys;
       fresh.search.backend = config_.search.backend;
       fresh.search.threads = config_.search.threads;
       fresh.metrics = config_.metrics;
@@ -280,6 +289,9 @@ class Daemon {
 }  // namespace
 
 int run_daemon(const std::string& config_path) {
+  // Health data: the database, its journal and any file the daemon creates
+  // are private to its user, also when started outside systemd (UMask=0077).
+  ::umask(0077);
   Daemon daemon(config_path);
   return daemon.run();
 }

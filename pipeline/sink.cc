@@ -1,5 +1,7 @@
 #include "pipeline/sink.h"
 
+#include "pipeline/curve.h"
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -86,6 +88,11 @@ struct AlertSink::Impl {
   void bind_publisher() {
     try {
       publisher.emplace(context, zmq::socket_type::pub);
+      if (!options.curve_secret_key.empty()) {
+        authenticator = std::make_unique<CurveAuthenticator>(
+            context, read_authorized_keys(options.curve_authorized_keys));
+        make_curve_server(*publisher, read_curve_key_file(options.curve_secret_key, true));
+      }
       publisher->set(zmq::sockopt::sndhwm, options.send_hwm);
       publisher->set(zmq::sockopt::linger, kLingerMs);
       // Explicitly off (the default): at the high-water mark a slow
@@ -275,6 +282,7 @@ struct AlertSink::Impl {
   HitStore store;
   // Declared before `publisher`, so the socket is destroyed first.
   zmq::context_t context;
+  std::unique_ptr<CurveAuthenticator> authenticator;  // ZAP handler when CURVE is on
   std::optional<zmq::socket_t> publisher;
   std::string bound_endpoint;  // cached: the socket belongs to the writer thread
   BoundedQueue<Item> queue;
@@ -327,6 +335,8 @@ void AlertSink::stop() {
   }
   impl_->backoff_cv.notify_all();
   if (impl_->writer.joinable()) impl_->writer.join();
+  // The ZAP handler's socket must be closed before the context terminates.
+  impl_->authenticator.reset();
   // The writer closed the socket; this returns once its last messages are
   // out or kLingerMs has passed.
   impl_->context.close();

@@ -28,6 +28,10 @@ struct SinkOptions {
   int max_batch = 256;               // most alerts in one transaction
   std::string publish_endpoint;      // e.g. tcp://127.0.0.1:7710; empty = do not publish
   int send_hwm = 10000;              // ZeroMQ high-water mark per subscriber
+  // ZeroMQ CURVE: the server key file and the authorized client keys'
+  // directory (pipeline/curve.h); empty = plain TCP.
+  std::string curve_secret_key;
+  std::string curve_authorized_keys;
   std::size_t queue_capacity = 4096;
 };
 

@@ -77,6 +77,7 @@ void on_run(CLI::App& cmd, int& exit_code, std::function<int()> body);
 
 void add_replay(CLI::App& app, int& exit_code);
 void add_subscribe(CLI::App& app, int& exit_code);
+void add_keygen(CLI::App& app, int& exit_code);
 void add_search(CLI::App& app, int& exit_code);
 void add_hits(CLI::App& app, int& exit_code);
 void add_detect(CLI::App& app, int& exit_code);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   gw::cli::add_replay(app, exit_code);
   gw::cli::add_subscribe(app, exit_code);
+  gw::cli::add_keygen(app, exit_code);
   gw::cli::add_search(app, exit_code);
   gw::cli::add_hits(app, exit_code);
   gw::cli::add_detect(app, exit_code);

@@ -6,6 +6,7 @@
 #include <zmq.hpp>
 
 #include "daemon/cli/cli.h"
+#include "pipeline/curve.h"
 
 namespace gw::cli {
 namespace {
@@ -16,11 +17,19 @@ struct SubscribeOptions {
   long count = 0;
   double timeout_s = 0;
   bool with_topic = false;
+  std::string server_key;  // the daemon's .pub file: CURVE on
+  std::string key;         // this client's .key file (authorized on the daemon)
 };
 
 int run(const SubscribeOptions& o) {
   zmq::context_t context;
   zmq::socket_t socket(context, zmq::socket_type::sub);
+  if (!o.server_key.empty() || !o.key.empty()) {
+    if (o.server_key.empty() || o.key.empty())
+      throw std::runtime_error("CURVE needs both --server-key and --key");
+    pipeline::make_curve_client(socket, pipeline::read_curve_key_file(o.key, true),
+                                pipeline::read_curve_key_file(o.server_key, false).public_key);
+  }
   socket.connect(o.endpoint);
   if (o.topics.empty()) socket.set(zmq::sockopt::subscribe, "alert.");
   for (const auto& topic : o.topics) socket.set(zmq::sockopt::subscribe, topic);
@@ -59,11 +68,33 @@ void add_subscribe(CLI::App& app, int& exit_code) {
   cmd->add_option("--count", options->count, "exit after this many messages (default: never)");
   cmd->add_option("--timeout", options->timeout_s, "exit after this many seconds (default: never)");
   cmd->add_flag("--with-topic", options->with_topic, "print the topic before each JSON object");
+  cmd->add_option("--server-key", options->server_key,
+                  "the daemon's CURVE public key file (NAME.pub): encrypt and authenticate");
+  cmd->add_option("--key", options->key,
+                  "this subscriber's CURVE key file (NAME.key, from gaitwatch keygen); its .pub "
+                  "must be in the daemon's publish.curve_authorized_keys directory");
   cmd->callback([options, &exit_code] {
     try {
       exit_code = run(*options);
     } catch (const std::exception& e) {
       std::cerr << "gaitwatch subscribe: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
+void add_keygen(CLI::App& app, int& exit_code) {
+  auto prefix = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand(
+      "keygen", "create a ZeroMQ CURVE key pair: PREFIX.key (0600, secret) and PREFIX.pub");
+  cmd->add_option("prefix", *prefix, "path prefix of the two files")->required();
+  cmd->callback([prefix, &exit_code] {
+    try {
+      pipeline::write_curve_keypair(*prefix, pipeline::generate_curve_keypair());
+      std::cout << *prefix << ".key\n" << *prefix << ".pub\n";
+      exit_code = 0;
+    } catch (const std::exception& e) {
+      std::cerr << "gaitwatch keygen: " << e.what() << "\n";
       exit_code = 1;
     }
   });

@@ -958,3 +958,28 @@ TEST_CASE("the ring must also hold the transforms' history", "[config]") {
   // 64 samples + 127 of history + ceil(64 Hz * 0.1 s) = 198.
   require_single_issue(issues, "ingest.ring_capacity_samples", 19, "= 198, is 150");
 }
+
+TEST_CASE("soft-deadline, metrics and CURVE keys are read and checked with their key paths",
+          "[config]") {
+  const auto ok = parse_config(yaml({"search:", "  overload_policy: shed", "  deadline_safety_ms: 40",
+                                     "metrics: {bind: 0.0.0.0, port: 0}"}),
+                               "ok.yaml", "/base");
+  CHECK(ok.search.overload_policy == "shed");
+  CHECK(ok.search.deadline_safety_ms == 40);
+  CHECK(ok.metrics.port == 0);
+  CHECK(ok.metrics.bind == "0.0.0.0");
+  require_single_issue(issues_of(yaml({"search:", "  overload_policy: panic"})),
+                       "search.overload_policy", 2, "panic");
+  require_single_issue(issues_of(yaml({"metrics:", "  port: 70000"})), "metrics.port", 2, "70000");
+  // CURVE: the files must exist, and both keys come together.
+  const auto missing = issues_of(yaml({"publish:", "  curve_secret_key: /nonexistent/server.key",
+                                       "  curve_authorized_keys: /nonexistent/subscribers"}));
+  REQUIRE(missing.size() == 2);
+  CHECK(missing[0].path == "publish.curve_secret_key");
+  CHECK(missing[1].path == "publish.curve_authorized_keys");
+  TempDir dir;
+  dir.write("keys/server.key", "public: x\n");
+  const auto half =
+      issues_of("publish:\n  curve_secret_key: " + (dir.path() / "keys/server.key").string() + "\n");
+  require_single_issue(half, "publish.curve_authorized_keys", 2, "both");
+}

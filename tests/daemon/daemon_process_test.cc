@@ -3,7 +3,10 @@
 // observed through a real ZeroMQ subscriber and the SQLite file.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <cmath>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -16,6 +19,7 @@
 #include <zmq.hpp>
 
 #include "pipeline/alert.h"
+#include "pipeline/curve.h"
 #include "pipeline/store.h"
 #include "tests/daemon/process.h"
 
@@ -87,7 +91,10 @@ struct Subscriber {
   std::vector<json> alerts;
   std::vector<json> stats;
 
-  explicit Subscriber(const std::string& endpoint) {
+  // `secure`: CURVE client options set before connecting (none: plain TCP).
+  explicit Subscriber(const std::string& endpoint,
+                      const std::function<void(zmq::socket_t&)>& secure = {}) {
+    if (secure) secure(socket);
     socket.set(zmq::sockopt::subscribe, "alert.");
     socket.set(zmq::sockopt::subscribe, "stats.");
     socket.set(zmq::sockopt::rcvtimeo, 100);
@@ -352,4 +359,53 @@ TEST_CASE("check-config accepts the shipped config and rejects errors with the k
                                        "refused", std::chrono::seconds(60));
   CHECK(refused.code != 0);
   CHECK(refused.err.find("patterns[0].threshold") != std::string::npos);
+}
+
+TEST_CASE("CURVE: only subscribers with an authorized key receive alerts, and files are private",
+          "[integration]") {
+  DaemonFixture fx;
+  const fs::path keys = fx.dir / "keys";
+  fs::create_directories(keys / "authorized");
+  for (const char* name : {"server", "client", "rogue"}) {
+    const auto r = gw::test::run_process({kTool, "keygen", (keys / name).string()}, fx.dir,
+                                         std::string("keygen-") + name, std::chrono::seconds(20));
+    REQUIRE(r.code == 0);
+  }
+  fs::copy_file(keys / "client.pub", keys / "authorized" / "client.pub");
+  struct stat secret_stat {};
+  REQUIRE(::stat((keys / "client.key").c_str(), &secret_stat) == 0);
+  CHECK((secret_stat.st_mode & 0777) == 0600);
+  fx.config["publish"]["curve_secret_key"] = (keys / "server.key").string();
+  fx.config["publish"]["curve_authorized_keys"] = (keys / "authorized").string();
+  fx.write_config(fx.config);
+
+  using gw::pipeline::read_curve_key_file;
+  const std::string server_public = read_curve_key_file((keys / "server.pub").string(), false).public_key;
+  auto client_of = [&](const char* name) {
+    const auto pair = read_curve_key_file((keys / (std::string(name) + ".key")).string(), true);
+    return [pair, server_public](zmq::socket_t& s) {
+      gw::pipeline::make_curve_client(s, pair, server_public);
+    };
+  };
+  Process daemon = start_daemon(fx);
+  Subscriber authorized(fx.endpoint(), client_of("client"));
+  Subscriber rogue(fx.endpoint(), client_of("rogue"));
+  Subscriber plain(fx.endpoint());
+  INFO(daemon.err());
+  REQUIRE(authorized.until([&] { return !authorized.stats.empty(); }, std::chrono::seconds(20)));
+
+  replay(fx, "udp://127.0.0.1:" + std::to_string(fx.udp_port));
+  stop_and_collect(daemon, authorized);
+  rogue.until([] { return false; }, std::chrono::milliseconds(500));
+  plain.until([] { return false; }, std::chrono::milliseconds(500));
+  CHECK(!authorized.alerts.empty());
+  CHECK(rogue.alerts.empty());
+  CHECK(rogue.stats.empty());
+  CHECK(plain.alerts.empty());
+  CHECK(plain.stats.empty());
+  // Every published alert was stored; the database is readable by its owner only.
+  check_alerts_match(fx, authorized.alerts);
+  struct stat db_stat {};
+  REQUIRE(::stat(fx.db().c_str(), &db_stat) == 0);
+  CHECK((db_stat.st_mode & 0777) == 0600);
 }
