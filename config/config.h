@@ -204,7 +204,7 @@ struct HashTableSettings {
 
 struct DedupConfig {
   bool enabled = true;
-  double bucket_s = 10;                  // event bucket of t_end
+  double bucket_s = 5;                   // event bucket of t_end; keep <= the patterns' cooldown_s
   double retention_s = 600;              // keys kept after their bucket ends (device clock)
   std::uint64_t node_capacity = 65536;   // initial pool; grows on demand
 };

@@ -1,5 +1,6 @@
 #include "pipeline/daemon_jobs.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gw::pipeline {
@@ -32,9 +33,12 @@ std::unique_ptr<SlotIndex> make_slot_index(const config::Config& cfg, std::strin
   if (note) note->clear();
   if (!cfg.slots.enabled) return nullptr;
   SlotIndexOptions options;
-  // A query runs in chunks of this many searches (daemon/commands), so the
-  // index never needs to accept more in one batch.
-  options.max_query_searches = cfg.slots.query_chunk_searches;
+  // A query runs in chunks of this many searches (daemon/commands.cc), so
+  // the index never needs to accept more in one batch, except for one second
+  // of every status in every zone.
+  const std::uint64_t one_second_everywhere =
+      matching_status_codes({}).size() * static_cast<std::uint64_t>(kMaxSlotZone + 1);
+  options.max_query_searches = std::max(cfg.slots.query_chunk_searches, one_second_everywhere);
   return std::make_unique<SlotIndex>(
       make_hash_table_backend(cfg.hashtable.backend, note,
                               hash_table_config(cfg, cfg.slots.node_capacity)),

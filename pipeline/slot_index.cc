@@ -335,6 +335,11 @@ std::optional<std::int64_t> SlotIndex::oldest_second() const {
   return keys_by_second_.begin()->first;
 }
 
+std::optional<std::int64_t> SlotIndex::newest_second() const {
+  if (keys_by_second_.empty()) return std::nullopt;
+  return keys_by_second_.rbegin()->first;
+}
+
 std::uint64_t SlotIndex::expire(std::int64_t before_s) {
   std::vector<ht::HashKey> expired;
   auto it = keys_by_second_.begin();

@@ -58,6 +58,12 @@ inline constexpr std::uint8_t kLoadingLeft = 1;
 inline constexpr std::uint8_t kLoadingRight = 2;
 inline constexpr std::uint8_t kLoadingBoth = 3;
 
+// The names the control interface and the CLI use, indexed by the codes
+// above.
+inline constexpr const char* kActivityNames[] = {"still", "light", "walking", "vigorous"};
+inline constexpr const char* kPostureNames[] = {"unknown", "upright", "lying"};
+inline constexpr const char* kLoadingNames[] = {"none", "left", "right", "both"};
+
 struct SlotStatus {
   std::uint8_t activity = kActivityStill;  // 0 still, 1 light, 2 walking, 3 vigorous
   std::uint8_t posture = kPostureUnknown;  // 0 unknown, 1 upright, 2 lying
@@ -264,9 +270,10 @@ class SlotIndex {
   // < before_s. Returns the number deleted.
   std::uint64_t expire(std::int64_t before_s);
 
-  // The oldest second that still has keys, if any: a question need not
-  // search before it.
+  // The oldest and the newest second that still have keys, if any: a
+  // question need not search outside them.
   std::optional<std::int64_t> oldest_second() const;
+  std::optional<std::int64_t> newest_second() const;
 
   const SlotIndexCounters& counters() const { return counters_; }
   std::uint64_t live_keys() const { return table_->size(); }

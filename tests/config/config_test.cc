@@ -969,7 +969,7 @@ TEST_CASE("control, hashtable, dedup, slots and zones have documented defaults",
   CHECK(config.control.max_jobs == 4);
   CHECK(config.hashtable.backend == "auto");
   CHECK(config.dedup.enabled);
-  CHECK(config.dedup.bucket_s == 10);
+  CHECK(config.dedup.bucket_s == 5);
   CHECK(config.dedup.retention_s == 600);
   CHECK(config.slots.enabled);
   CHECK(config.slots.clock == "anchored");

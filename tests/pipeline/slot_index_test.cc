@@ -294,6 +294,7 @@ TEST_CASE("re-recording keeps the first summary and oversized queries are refuse
 TEST_CASE("a query over a zone list equals the union of single-zone queries", "[slot_index]") {
   SlotIndex index(cpu_table());
   CHECK_FALSE(index.oldest_second().has_value());
+  CHECK_FALSE(index.newest_second().has_value());
   std::vector<SlotEntry> batch;
   for (std::int64_t second = 1000; second < 1060; ++second) {
     SlotEntry entry;
@@ -305,6 +306,7 @@ TEST_CASE("a query over a zone list equals the union of single-zone queries", "[
   }
   REQUIRE(index.record(batch) == batch.size());
   CHECK(index.oldest_second() == 1000);
+  CHECK(index.newest_second() == 1059);
 
   const StatusFilter walking{kActivityWalking, kAnyField, kAnyField};
   std::vector<SlotHit> want;

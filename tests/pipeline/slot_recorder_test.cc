@@ -200,7 +200,7 @@ TEST_CASE("a wearer's devices combine: accelerometer, both feet, majority zone",
   CHECK(done[0].summary.samples == 10);
 }
 
-TEST_CASE("ties in zone go to the lower zone; a silent stream stops holding seconds back",
+TEST_CASE("ties in zone go to the lower zone and a silent stream stops holding seconds back",
           "[slot_recorder]") {
   SlotRecorderOptions options;
   options.clock = SlotClock::kDevice;
