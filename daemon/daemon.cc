@@ -345,6 +345,7 @@ class Daemon {
                                 e.frames_accepted, e.alerts, e.deadline_misses));
       return stats;
     };
+    double newest_arrival = 0;
     auto run_tick = [&](bool final) {
       apply_pending_reload(p.engine);
       for (auto& alert : p.jobs.admit(p.engine, p.engine.run_batch(unix_now))) {
@@ -353,9 +354,13 @@ class Daemon {
                      alert.matched_dims, alert.pattern_dims);
         p.sink.submit(std::move(alert));
       }
-      p.jobs.record_slots(unix_now(), final);
+      // While frames wait in the queue, the slot recorder's clock is the
+      // arrival of the newest frame it was given: a stream whose next frames
+      // are queued is late here, not silent.
+      p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final);
     };
     auto take = [&](ReceivedFrame& f) {
+      newest_arrival = std::max(newest_arrival, f.arrival_s);
       if (p.engine.on_frame(f.frame, f.arrival_s)) p.jobs.on_frame(f.frame, f.zone, f.arrival_s);
     };
     while (!stopping_) {

@@ -99,7 +99,10 @@ class SlotRecorder {
   void on_frame(const sensors::Frame& frame, int zone, double arrival_s);
 
   // The wearer-seconds complete at wall time `now_s` (see above), ordered by
-  // wearer, then second.
+  // wearer, then second. A caller that lags behind its input passes the
+  // arrival time of the newest frame it handed over instead of the wall
+  // clock, so that frames still waiting in its queue are not taken for a
+  // silent stream.
   std::vector<SlotEntry> take_complete(double now_s);
   // Every pending wearer-second, complete or not (at shutdown).
   std::vector<SlotEntry> take_all();

@@ -130,7 +130,7 @@ TEST_CASE("the slot index answers what an offline classification of the same sam
         return status["slots"]["seconds"] == expected.size() &&
                status["slots"]["pending_seconds"] == 0;
       },
-      20s));
+      60s));
 
   // Every second of wearer 17, through the control socket.
   std::vector<json> progress;
@@ -233,7 +233,7 @@ TEST_CASE("dedup keeps one alert per wearer pattern and bucket and without it th
         return status["sink"]["committed"] == status["dedup"]["admitted"] &&
                status["engine"]["frames_accepted"] == 1367;
       },
-      20s));
+      60s));
   gw::pipeline::HitStore store(on.db(), /*read_only=*/true);
   const std::uint64_t last = store.last_seq();
   REQUIRE(last >= 3);
