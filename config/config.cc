@@ -12,6 +12,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <boost/asio/ip/address.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -66,6 +68,71 @@ const DeviceProfile* Config::device_by_name(const std::string& name) const {
     if (device.name == name) return &device;
   }
   return nullptr;
+}
+
+bool AddressRange::contains(const std::array<std::uint8_t, 16>& address) const {
+  int bits = prefix_bits;
+  for (std::size_t i = 0; i < 16 && bits > 0; ++i, bits -= 8) {
+    const std::uint8_t mask = bits >= 8 ? 0xff : static_cast<std::uint8_t>(0xff << (8 - bits));
+    if ((address[i] & mask) != (bytes[i] & mask)) return false;
+  }
+  return true;
+}
+
+std::optional<AddressRange> AddressRange::parse(const std::string& text, std::string& error) {
+  const std::size_t slash = text.find('/');
+  const std::string host = text.substr(0, slash);
+  boost::system::error_code ec;
+  const boost::asio::ip::address address = boost::asio::ip::make_address(host, ec);
+  if (ec) {
+    error = "'" + host + "' is not an IPv4 or IPv6 address";
+    return std::nullopt;
+  }
+  const bool v4 = address.is_v4();
+  const int family_bits = v4 ? 32 : 128;
+  int bits = family_bits;
+  if (slash != std::string::npos) {
+    const std::string digits = text.substr(slash + 1);
+    char* end = nullptr;
+    const long value = std::strtol(digits.c_str(), &end, 10);
+    if (digits.empty() || *end != '\0' || value < 0 || value > family_bits) {
+      error = "prefix length '" + digits + "' must be 0.." + std::to_string(family_bits);
+      return std::nullopt;
+    }
+    bits = static_cast<int>(value);
+  }
+  AddressRange range;
+  range.bytes = v4 ? boost::asio::ip::make_address_v6(boost::asio::ip::v4_mapped, address.to_v4())
+                         .to_bytes()
+                   : address.to_v6().to_bytes();
+  range.prefix_bits = v4 ? 96 + bits : bits;
+  return range;
+}
+
+int Config::zone_of(const std::array<std::uint8_t, 16>& address) const {
+  for (const ZoneConfig& zone : zones)
+    for (const AddressRange& range : zone.ranges)
+      if (range.contains(address)) return zone.id;
+  return 0;
+}
+
+std::string Config::zone_name(int id) const {
+  if (id == 0) return kNoZoneName;
+  if (id < 0 || id > static_cast<int>(zones.size())) return "";
+  return zones[static_cast<std::size_t>(id - 1)].name;
+}
+
+std::optional<int> Config::zone_id(const std::string& name_or_id) const {
+  if (name_or_id == kNoZoneName) return 0;
+  for (const ZoneConfig& zone : zones)
+    if (zone.name == name_or_id) return zone.id;
+  if (!name_or_id.empty() &&
+      std::all_of(name_or_id.begin(), name_or_id.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+      name_or_id.size() <= 2) {
+    const int id = std::stoi(name_or_id);
+    if (id <= static_cast<int>(zones.size())) return id;
+  }
+  return std::nullopt;
 }
 
 int TransformStep::lowpass_taps(double rate_hz) const {
@@ -718,11 +785,70 @@ void read_groups(const MapReader& map, DeviceProfile& device) {
   }
 }
 
+const std::vector<std::string> kStatusKeys = {"accel", "vertical", "gravity", "left_load",
+                                               "right_load"};
+
+// The device's inputs of the time-slot index: the kind's defaults, then the
+// `status` map's keys (each replaces its default; an empty list clears it).
+void read_status_channels(const MapReader& device_map, DeviceProfile& device) {
+  StatusChannels& status = device.status;
+  const int count = static_cast<int>(device.channels.size());
+  std::vector<int> all(static_cast<std::size_t>(count));
+  for (int c = 0; c < count; ++c) all[static_cast<std::size_t>(c)] = c;
+  if (device.kind == sensors::DeviceKind::kAccelerometer3) status.accel = {0, 1, 2};
+  if (device.kind == sensors::DeviceKind::kPressureInsoleLeft) status.left_load = all;
+  if (device.kind == sensors::DeviceKind::kPressureInsoleRight) status.right_load = all;
+  if (!device_map.has("status")) return;
+  const MapReader map(device_map.value("status"), device_map.key_path("status"), kStatusKeys,
+                      device_map.issues());
+  if (!map.valid()) return;
+  // Channel names of the device -> indices; false (with issues) on an unknown one.
+  auto read_channels = [&](const std::string& key, std::vector<int>& out) {
+    std::vector<LocatedString> names;
+    if (!read_string_list(map, key, names)) return false;
+    std::vector<int> indices;
+    bool ok = true;
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      const auto it = std::find(device.channels.begin(), device.channels.end(), names[k].value);
+      if (it == device.channels.end()) {
+        map.issues().add(index_path(map.key_path(key), k), names[k].line,
+                         "device '" + device.name + "' has no channel '" + names[k].value + "'" +
+                             did_you_mean(names[k].value, device.channels));
+        ok = false;
+        continue;
+      }
+      indices.push_back(static_cast<int>(it - device.channels.begin()));
+    }
+    if (ok) out = std::move(indices);
+    return ok;
+  };
+  if (read_channels("accel", status.accel) && status.accel.size() != 0 &&
+      status.accel.size() != 3)
+    map.add_issue("accel", "must name 3 channels (x, y, z) or none, got " +
+                               std::to_string(status.accel.size()));
+  std::string vertical;
+  if (read_string(map, "vertical", vertical)) {
+    int found = -1;
+    for (std::size_t k = 0; k < status.accel.size(); ++k)
+      if (device.channels[static_cast<std::size_t>(status.accel[k])] == vertical)
+        found = static_cast<int>(k);
+    if (found < 0) {
+      map.add_issue("vertical", "'" + vertical + "' is not one of the accel channels");
+    } else {
+      status.vertical_axis = found;
+    }
+  }
+  read_number(map, "gravity", above(0), status.gravity);
+  read_channels("left_load", status.left_load);
+  read_channels("right_load", status.right_load);
+}
+
 // Reads one device profile; returns whether its channel list is trustworthy
 // (patterns are only checked against devices whose channels are).
 bool read_device(const YAML::Node& node, const std::string& path, IssueList& issues,
                  DeviceProfile& device) {
-  const MapReader map(node, path, {"id", "name", "kind", "sample_rate_hz", "channels", "groups"},
+  const MapReader map(node, path,
+                      {"id", "name", "kind", "sample_rate_hz", "channels", "groups", "status"},
                       issues);
   if (!map.valid()) return false;
   if (map.require("id")) read_int(map, "id", 1, 65535, device.id);
@@ -783,6 +909,10 @@ bool read_device(const YAML::Node& node, const std::string& path, IssueList& iss
   }
   if (channels_ok) {
     read_groups(map, device);
+    read_status_channels(map, device);
+  } else if (map.has("status")) {
+    // Checked once the channels are right; its keys are still checked now.
+    const MapReader status(map.value("status"), map.key_path("status"), kStatusKeys, issues);
   }
   return channels_ok;
 }
@@ -845,6 +975,19 @@ void read_search(const MapReader& root, SearchConfig& search) {
   read_int(map, "deadline_safety_ms", 0, 600000, search.deadline_safety_ms);
 }
 
+// A ZeroMQ endpoint such as tcp://127.0.0.1:7710.
+bool read_endpoint(const MapReader& map, const std::string& key, std::string& out) {
+  std::string endpoint;
+  if (!read_string(map, key, endpoint)) return false;
+  if (endpoint.find("://") == std::string::npos) {
+    map.add_issue(key, "expected a ZeroMQ endpoint such as tcp://127.0.0.1:7710, got '" +
+                           endpoint + "'");
+    return false;
+  }
+  out = endpoint;
+  return true;
+}
+
 void read_storage(const MapReader& root, const std::string& base_dir, StorageConfig& storage) {
   const MapReader map(root.value("storage"), "storage",
                       {"path", "retention_days", "commit_interval_ms", "max_batch"}, root.issues());
@@ -860,15 +1003,7 @@ void read_publish(const MapReader& root, const std::string& base_dir, PublishCon
                       {"endpoint", "send_hwm", "stats_interval_s", "curve_secret_key",
                        "curve_authorized_keys"},
                       root.issues());
-  std::string endpoint;
-  if (read_string(map, "endpoint", endpoint)) {
-    if (endpoint.find("://") == std::string::npos) {
-      map.add_issue("endpoint", "expected a ZeroMQ endpoint such as tcp://127.0.0.1:7710, got '" +
-                                    endpoint + "'");
-    } else {
-      publish.endpoint = endpoint;
-    }
-  }
+  read_endpoint(map, "endpoint", publish.endpoint);
   read_int(map, "send_hwm", 0, std::numeric_limits<int>::max(), publish.send_hwm);
   read_number(map, "stats_interval_s", at_least(0), publish.stats_interval_s);
   // The key files' contents are checked when the publisher starts (that
@@ -888,6 +1023,106 @@ void read_publish(const MapReader& root, const std::string& base_dir, PublishCon
   if (key != authorized)
     map.add_issue(key ? "curve_authorized_keys" : "curve_secret_key",
                   "CURVE needs both curve_secret_key and curve_authorized_keys");
+}
+
+void read_control(const MapReader& root, const std::string& publish_endpoint,
+                  ControlConfig& control) {
+  const MapReader map(root.value("control"), "control",
+                      {"enabled", "endpoint", "max_jobs", "queue_capacity", "max_request_bytes"},
+                      root.issues());
+  read_bool(map, "enabled", control.enabled);
+  read_endpoint(map, "endpoint", control.endpoint);
+  if (control.enabled && control.endpoint == publish_endpoint)
+    map.add_issue("endpoint", "must differ from publish.endpoint (" + publish_endpoint + ")");
+  read_int(map, "max_jobs", 1, 1024, control.max_jobs);
+  read_int(map, "queue_capacity", 1, 1 << 20, control.queue_capacity);
+  read_int(map, "max_request_bytes", 256, 1 << 24, control.max_request_bytes);
+}
+
+void read_hashtable(const MapReader& root, HashTableSettings& table) {
+  const MapReader map(root.value("hashtable"), "hashtable",
+                      {"backend", "cpu_threads", "tables", "buckets_per_table"}, root.issues());
+  read_choice(map, "backend", {"auto", "cpu", "cuda"}, table.backend);
+  read_int(map, "cpu_threads", 0, 4096, table.cpu_threads);
+  read_int(map, "tables", 1, 4096, table.tables);
+  read_int(map, "buckets_per_table", 1, 1 << 24, table.buckets_per_table);
+}
+
+// Below the hash table's 32-bit node index limit (kernels/hashtable).
+constexpr std::int64_t kMaxNodeCapacityKey = (std::int64_t{1} << 32) - 2;
+
+void read_dedup(const MapReader& root, DedupConfig& dedup) {
+  const MapReader map(root.value("dedup"), "dedup",
+                      {"enabled", "bucket_s", "retention_s", "node_capacity"}, root.issues());
+  read_bool(map, "enabled", dedup.enabled);
+  read_number(map, "bucket_s", above(0), dedup.bucket_s);
+  read_number(map, "retention_s", at_least(0), dedup.retention_s);
+  read_int(map, "node_capacity", 1, kMaxNodeCapacityKey, dedup.node_capacity);
+}
+
+void read_slots(const MapReader& root, SlotsConfig& slots) {
+  const MapReader map(root.value("slots"), "slots",
+                      {"enabled", "clock", "retention_s", "max_wait_s", "node_capacity",
+                       "query_chunk_searches", "still_max_std_g", "light_max_std_g",
+                       "walking_max_std_g", "posture_axis_min_g", "foot_loaded_min"},
+                      root.issues());
+  read_bool(map, "enabled", slots.enabled);
+  read_choice(map, "clock", {"anchored", "device"}, slots.clock);
+  read_number(map, "retention_s", above(0), slots.retention_s);
+  read_number(map, "max_wait_s", Range{0, 3600, true, false}, slots.max_wait_s);
+  read_int(map, "node_capacity", 1, kMaxNodeCapacityKey, slots.node_capacity);
+  read_int(map, "query_chunk_searches", 64, std::int64_t{1} << 26, slots.query_chunk_searches);
+  read_number(map, "still_max_std_g", above(0), slots.still_max_std_g);
+  read_number(map, "light_max_std_g", above(0), slots.light_max_std_g);
+  read_number(map, "walking_max_std_g", above(0), slots.walking_max_std_g);
+  if (!(slots.still_max_std_g < slots.light_max_std_g &&
+        slots.light_max_std_g < slots.walking_max_std_g))
+    map.issues().add(map.key_path("light_max_std_g"), map.line(),
+                     "the activity thresholds must grow: still_max_std_g < light_max_std_g < "
+                     "walking_max_std_g");
+  read_number(map, "posture_axis_min_g", Range{0, 1, true, false}, slots.posture_axis_min_g);
+  read_number(map, "foot_loaded_min", at_least(0), slots.foot_loaded_min);
+}
+
+void read_zones(const MapReader& root, std::vector<ZoneConfig>& zones) {
+  std::map<std::string, std::string> path_by_name;
+  for_each_item(root, "zones", [&](const YAML::Node& node, const std::string& path, std::size_t i) {
+    const MapReader map(node, path, {"name", "sources"}, root.issues());
+    if (!map.valid()) return;
+    ZoneConfig zone;
+    zone.id = static_cast<int>(i) + 1;
+    if (static_cast<int>(i) == kMaxZones) {
+      map.issues().add(path, map.line(),
+                       "at most " + std::to_string(kMaxZones) + " zones fit the slot key");
+    }
+    if (map.require("name") && read_string(map, "name", zone.name)) {
+      const bool digits = std::all_of(zone.name.begin(), zone.name.end(),
+                                      [](char c) { return c >= '0' && c <= '9'; });
+      if (zone.name == kNoZoneName || zone.name == "any" || digits) {
+        map.add_issue("name", "'" + zone.name +
+                                  "' is reserved (none, any and numbers name zones already)");
+      } else {
+        const auto [it, inserted] = path_by_name.emplace(zone.name, path);
+        if (!inserted)
+          map.add_issue("name", "duplicate zone name '" + zone.name + "' (also " + it->second + ")");
+      }
+    }
+    std::vector<LocatedString> sources;
+    if (map.require("sources") && read_string_list(map, "sources", sources)) {
+      if (sources.empty()) map.add_issue("sources", "must list at least one address or network");
+      for (std::size_t k = 0; k < sources.size(); ++k) {
+        std::string error;
+        const std::optional<AddressRange> range = AddressRange::parse(sources[k].value, error);
+        if (!range) {
+          map.issues().add(index_path(map.key_path("sources"), k), sources[k].line, error);
+          continue;
+        }
+        zone.sources.push_back(sources[k].value);
+        zone.ranges.push_back(*range);
+      }
+    }
+    zones.push_back(std::move(zone));
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -1488,7 +1723,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
   config.source_file = source_name;
   const MapReader root(document, "",
                        {"daemon", "ingest", "devices", "search", "patterns", "storage", "publish",
-                        "metrics"},
+                        "metrics", "control", "hashtable", "dedup", "slots", "zones"},
                        issues);
   if (root.valid()) {
     read_daemon(root, config.daemon);
@@ -1500,6 +1735,11 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
     read_patterns(root, base_dir, config.devices, device_channels_ok, config.patterns);
     read_storage(root, base_dir, config.storage);
     read_publish(root, base_dir, config.publish);
+    read_control(root, config.publish.endpoint, config.control);
+    read_hashtable(root, config.hashtable);
+    read_dedup(root, config.dedup);
+    read_slots(root, config.slots);
+    read_zones(root, config.zones);
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
   if (issues.size() > 0) {

@@ -6,6 +6,7 @@
 // the config file.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -44,6 +45,19 @@ struct ChannelGroup {
   int last = 0;
 };
 
+// What a device contributes to its wearer's per-second status in the
+// time-slot index (pipeline/slot_recorder.h). Channel indices into the
+// device's channels. Defaults by kind: accelerometer_3 -> accel x, y, z;
+// pressure_insole_left/right -> that foot's load = the sum of all cells;
+// other kinds contribute nothing unless configured.
+struct StatusChannels {
+  std::vector<int> accel;       // empty or 3 channels: x, y, z
+  int vertical_axis = 1;        // which of `accel` (0..2) is along the body when upright
+  double gravity = 1000;        // 1 g in the accelerometer's unit (mg: 1000, m/s^2: 9.81)
+  std::vector<int> left_load;   // summed per sample: the left foot's total load
+  std::vector<int> right_load;  // summed per sample: the right foot's total load
+};
+
 struct DeviceProfile {
   std::uint16_t id = 0;                 // device id on the wire
   std::string name;
@@ -51,6 +65,7 @@ struct DeviceProfile {
   double sample_rate_hz = 100;
   std::vector<std::string> channels;    // names; defaults from the kind
   std::vector<ChannelGroup> groups;     // neighbour ranges (nr) never cross a group; default: one group
+  StatusChannels status;                // the time-slot index's inputs
 };
 
 struct ExampleSource {
@@ -181,6 +196,65 @@ struct PublishConfig {
   double stats_interval_s = 5;   // "stats." messages on the same socket; 0 = only at shutdown
 };
 
+struct ControlConfig {
+  bool enabled = true;
+  std::string endpoint = "tcp://127.0.0.1:7711";  // ZeroMQ ROUTER (daemon/control.h)
+  int max_jobs = 4;                    // long-running requests at once; more get "busy"
+  std::size_t queue_capacity = 64;     // requests waiting for the pipeline thread; more get "busy"
+  std::size_t max_request_bytes = 65536;
+};
+
+// Shared by the two hash tables of the daemon (dedup and the slot index).
+struct HashTableSettings {
+  std::string backend = "auto";  // auto | cpu | cuda
+  int cpu_threads = 0;           // CPU table workers; 0 = all cores
+  int tables = 16;               // PH n
+  int buckets_per_table = 1024;  // m
+};
+
+struct DedupConfig {
+  bool enabled = true;
+  double bucket_s = 5;                   // event bucket of t_end; keep <= the patterns' cooldown_s
+  double retention_s = 600;              // keys kept after their bucket ends (device clock)
+  std::uint64_t node_capacity = 65536;   // initial pool; grows on demand
+};
+
+struct SlotsConfig {
+  bool enabled = true;
+  std::string clock = "anchored";        // anchored | device (pipeline/slot_recorder.h)
+  double retention_s = 86400;            // wall clock
+  double max_wait_s = 2;                 // a wearer-second waits this long for lagging streams
+  std::uint64_t node_capacity = 1 << 20; // initial pool; grows on demand
+  std::uint64_t query_chunk_searches = 65536;  // point searches per pipeline-thread step of a query
+  double still_max_std_g = 0.03;         // activity thresholds on std of |a|, in g
+  double light_max_std_g = 0.12;
+  double walking_max_std_g = 0.6;
+  double posture_axis_min_g = 0.7;
+  double foot_loaded_min = 50;           // a foot's mean total load above this = loaded
+};
+
+// An IPv4 or IPv6 address or network, e.g. "10.0.2.0/24", "127.0.0.2",
+// "fd00::/8". Stored as 16 bytes; IPv4 as an IPv4-mapped IPv6 address
+// (::ffff:a.b.c.d), so one comparison serves both families.
+struct AddressRange {
+  std::array<std::uint8_t, 16> bytes{};
+  int prefix_bits = 128;
+  bool contains(const std::array<std::uint8_t, 16>& address) const;
+  // Nullopt with `error` set when `text` is neither an address nor ADDRESS/BITS.
+  static std::optional<AddressRange> parse(const std::string& text, std::string& error);
+};
+
+// A receiving zone: frames whose sender address lies in one of `sources`
+// are received in this zone (docs/design.md "Time-slot index").
+struct ZoneConfig {
+  std::string name;
+  int id = 0;                        // 1.. in list order; 0 is "none"
+  std::vector<std::string> sources;  // as written
+  std::vector<AddressRange> ranges;  // parsed
+};
+inline constexpr int kMaxZones = 63;
+inline constexpr const char* kNoZoneName = "none";
+
 struct DaemonConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error
   double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
@@ -196,9 +270,21 @@ struct Config {
   std::vector<PatternConfig> patterns;
   StorageConfig storage;
   PublishConfig publish;
+  ControlConfig control;
+  HashTableSettings hashtable;
+  DedupConfig dedup;
+  SlotsConfig slots;
+  std::vector<ZoneConfig> zones;
 
   const DeviceProfile* device_by_id(std::uint16_t id) const;
   const DeviceProfile* device_by_name(const std::string& name) const;
+  // The zone of a sender address (16-byte form of AddressRange): the first
+  // zone, in list order, one of whose sources contains it; 0 = none.
+  int zone_of(const std::array<std::uint8_t, 16>& address) const;
+  // "none" for 0, the zone's name for 1..zones.size(); "" otherwise.
+  std::string zone_name(int id) const;
+  // A zone by name ("none" = 0) or by decimal id; nullopt if there is none.
+  std::optional<int> zone_id(const std::string& name_or_id) const;
 };
 
 // Parses and validates; on any problem throws ConfigError listing every issue

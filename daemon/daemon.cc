@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
+#include <tuple>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -14,11 +16,14 @@
 
 #include "common/error.h"
 #include "config/config.h"
+#include "daemon/commands.h"
+#include "daemon/control.h"
 #include "daemon/ingest.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "kernels/search.h"
+#include "pipeline/daemon_jobs.h"
 #include "pipeline/engine.h"
 #include "pipeline/sink.h"
 
@@ -32,15 +37,24 @@ double unix_now() {
       .count();
 }
 
-nlohmann::json sink_json(const pipeline::AlertSink& sink) {
-  const auto c = sink.counters();
-  return {{"committed", c.committed},       {"published", c.published},
-          {"transactions", c.transactions}, {"last_seq", c.last_seq},
-          {"store_errors", c.store_errors}};
+// The restart-only sections of the control interface, the hash tables and
+// the zones, as one comparable value.
+auto control_sections(const config::Config& c) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> zones;
+  for (const auto& z : c.zones) zones.emplace_back(z.name, z.sources);
+  return std::make_tuple(
+      c.control.enabled, c.control.endpoint, c.control.max_jobs, c.control.queue_capacity,
+      c.control.max_request_bytes, c.hashtable.backend, c.hashtable.cpu_threads,
+      c.hashtable.tables, c.hashtable.buckets_per_table, c.dedup.enabled, c.dedup.bucket_s,
+      c.dedup.retention_s, c.dedup.node_capacity, c.slots.enabled, c.slots.clock,
+      c.slots.retention_s, c.slots.max_wait_s, c.slots.node_capacity,
+      c.slots.query_chunk_searches, c.slots.still_max_std_g, c.slots.light_max_std_g,
+      c.slots.walking_max_std_g, c.slots.posture_axis_min_g, c.slots.foot_loaded_min, zones);
 }
 
 // Sections that only a restart can change: the sockets, the devices the
-// ingest validates against, and the store.
+// ingest validates against, the store, the control interface and the hash
+// tables.
 bool restart_sections_differ(const config::Config& a, const config::Config& b) {
   auto listen_eq = [](const config::ListenConfig& x, const config::ListenConfig& y) {
     return x.bind == y.bind && x.port == y.port;
@@ -50,7 +64,12 @@ bool restart_sections_differ(const config::Config& a, const config::Config& b) {
     devices_eq = a.devices[i].id == b.devices[i].id && a.devices[i].name == b.devices[i].name &&
                  a.devices[i].kind == b.devices[i].kind &&
                  a.devices[i].channels == b.devices[i].channels &&
-                 a.devices[i].sample_rate_hz == b.devices[i].sample_rate_hz;
+                 a.devices[i].sample_rate_hz == b.devices[i].sample_rate_hz &&
+                 a.devices[i].status.accel == b.devices[i].status.accel &&
+                 a.devices[i].status.vertical_axis == b.devices[i].status.vertical_axis &&
+                 a.devices[i].status.gravity == b.devices[i].status.gravity &&
+                 a.devices[i].status.left_load == b.devices[i].status.left_load &&
+                 a.devices[i].status.right_load == b.devices[i].status.right_load;
   return !devices_eq || !listen_eq(a.ingest.udp, b.ingest.udp) ||
          !listen_eq(a.ingest.tcp, b.ingest.tcp) ||
          a.ingest.queue_capacity != b.ingest.queue_capacity ||
@@ -61,10 +80,123 @@ bool restart_sections_differ(const config::Config& a, const config::Config& b) {
          a.publish.send_hwm != b.publish.send_hwm ||
          a.publish.curve_secret_key != b.publish.curve_secret_key ||
          a.publish.curve_authorized_keys != b.publish.curve_authorized_keys ||
-         a.search.backend != b.search.backend ||
-         a.search.threads != b.search.threads || a.metrics.bind != b.metrics.bind ||
-         a.metrics.port != b.metrics.port;
+         a.search.backend != b.search.backend || a.search.threads != b.search.threads ||
+         a.metrics.bind != b.metrics.bind || a.metrics.port != b.metrics.port ||
+         control_sections(a) != control_sections(b);
 }
+
+// The two hash-table jobs of the pipeline thread. A table failure (a CUDA
+// error) must not stop detection: the job is rebuilt on the CPU table, with
+// an error logged and counted; what the failed table held is lost (dedup may
+// let one repeat of a recent event through; earlier slots are gone).
+class TableJobs {
+ public:
+  explicit TableJobs(const config::Config& config) : config_(config) {
+    std::string note;
+    dedup_ = pipeline::make_alert_deduplicator(config_, &note);
+    if (!note.empty()) spdlog::info("dedup: {}", note);
+    slots_ = pipeline::make_slot_index(config_, &note);
+    if (!note.empty()) spdlog::info("slots: {}", note);
+    if (slots_)
+      recorder_.emplace(pipeline::slot_recorder_options(config_), pipeline::slot_sources(config_));
+    if (dedup_)
+      spdlog::info("dedup: {} table, bucket {} s, retention {} s", dedup_->table().name(),
+                   config_.dedup.bucket_s, config_.dedup.retention_s);
+    if (slots_)
+      spdlog::info("slots: {} table, {} clock, retention {} s, {} device(s) with status inputs",
+                   slots_->table().name(), config_.slots.clock, config_.slots.retention_s,
+                   pipeline::slot_sources(config_).size());
+  }
+
+  // The alerts to store and publish out of the engine's candidates.
+  std::vector<pipeline::Alert> admit(const pipeline::Engine& engine,
+                                     std::vector<pipeline::Alert> candidates) {
+    if (!dedup_) return candidates;
+    try {
+      return pipeline::admit_new_alerts(*dedup_, engine.stream_clocks(), candidates);
+    } catch (const std::exception& e) {
+      ++table_failures_;
+      spdlog::error("dedup table failed ({}); continuing on a new CPU table", e.what());
+      dedup_ = pipeline::make_alert_deduplicator(cpu_config(), nullptr);
+      return pipeline::admit_new_alerts(*dedup_, engine.stream_clocks(), std::move(candidates));
+    }
+  }
+
+  void on_frame(const sensors::Frame& frame, int zone, double arrival_s) {
+    if (recorder_) recorder_->on_frame(frame, zone, arrival_s);
+  }
+
+  // Records the complete wearer-seconds (all of them when `final`) and, once
+  // a second, expires what is older than the retention.
+  void record_slots(double now_s, bool final) {
+    if (!recorder_) return;
+    const std::vector<pipeline::SlotEntry> entries =
+        final ? recorder_->take_all() : recorder_->take_complete(now_s);
+    try {
+      if (!entries.empty()) slots_->record(entries);
+      if (now_s >= next_expiry_s_) {
+        slots_->expire(static_cast<std::int64_t>(std::floor(now_s - config_.slots.retention_s)));
+        next_expiry_s_ = now_s + 1;
+      }
+    } catch (const std::exception& e) {
+      ++table_failures_;
+      spdlog::error("slot index table failed ({}); continuing on a new, empty CPU table", e.what());
+      *slots_ = std::move(*pipeline::make_slot_index(cpu_config(), nullptr));
+    }
+  }
+
+  // The slot index for the control commands; pipeline thread only. The
+  // object stays the same for the daemon's life (a rebuild replaces its
+  // contents), so commands may keep the pointer.
+  pipeline::SlotIndex* slot_index() { return slots_.get(); }
+
+  nlohmann::json stats_json() const {
+    nlohmann::json dedup = {{"enabled", dedup_ != nullptr}};
+    if (dedup_) {
+      const auto& c = dedup_->counters();
+      dedup.update({{"backend", dedup_->table().name()},
+                    {"admitted", c.admitted},
+                    {"duplicates", c.duplicates},
+                    {"expired", c.expired},
+                    {"live_keys", dedup_->live_keys()},
+                    {"pool_growths", c.pool_growths}});
+    }
+    nlohmann::json slots = {{"enabled", slots_ != nullptr}};
+    if (slots_) {
+      const auto& c = slots_->counters();
+      const auto& r = recorder_->counters();
+      slots.update({{"backend", slots_->table().name()},
+                    {"clock", config_.slots.clock},
+                    {"samples", r.samples},
+                    {"seconds", r.seconds},
+                    {"pending_seconds", recorder_->pending_seconds()},
+                    {"late_samples", r.late_samples},
+                    {"out_of_range_samples", r.out_of_range_samples},
+                    {"recorded", c.recorded},
+                    {"duplicates", c.duplicates},
+                    {"queries", c.queries},
+                    {"searches", c.searches},
+                    {"expired", c.expired},
+                    {"live_keys", slots_->live_keys()},
+                    {"pool_growths", c.pool_growths}});
+    }
+    return {{"dedup", dedup}, {"slots", slots}, {"table_failures", table_failures_}};
+  }
+
+ private:
+  config::Config cpu_config() const {
+    config::Config cpu = config_;
+    cpu.hashtable.backend = "cpu";
+    return cpu;
+  }
+
+  config::Config config_;
+  std::unique_ptr<pipeline::AlertDeduplicator> dedup_;
+  std::unique_ptr<pipeline::SlotIndex> slots_;
+  std::optional<pipeline::SlotRecorder> recorder_;
+  double next_expiry_s_ = 0;
+  std::uint64_t table_failures_ = 0;
+};
 
 class Daemon {
  public:
@@ -77,6 +209,7 @@ class Daemon {
     auto backend = kernels::make_backend(config_.search.backend, config_.search.threads, &note);
     spdlog::info("search backend: {}", note);
     pipeline::Engine engine(config_, std::move(backend));
+    TableJobs jobs(config_);
 
     pipeline::SinkOptions sink_options;
     sink_options.db_path = config_.storage.path;
@@ -97,6 +230,44 @@ class Daemon {
     Ingest ingest(io, config_, queue);
     spdlog::info("ingest: udp {}:{} tcp {}:{}", config_.ingest.udp.bind, ingest.udp_port(),
                  config_.ingest.tcp.bind, ingest.tcp_port());
+
+    // Every counter of the daemon: the "stats." message and `status`. Runs
+    // on the pipeline thread (it reads the engine and the tables).
+    std::unique_ptr<ControlServer> control;
+    const auto counters = [&]() -> nlohmann::json {
+      nlohmann::json stats = {{"ingest", ingest.counters().to_json(queue)},
+                              {"engine", engine.stats_json()}};
+      const auto c = sink.counters();
+      stats["sink"] = {{"committed", c.committed},   {"published", c.published},
+                       {"transactions", c.transactions}, {"last_seq", c.last_seq},
+                       {"store_errors", c.store_errors}};
+      stats.update(jobs.stats_json());
+      stats["latency"] = {{"alert_p50_ms", alert_latency_.quantile(0.5)},
+                          {"alert_p99_ms", alert_latency_.quantile(0.99)},
+                          {"alert_max_ms", alert_latency_.max()}};
+      if (control) stats["control"] = control->counters_json();
+      return stats;
+    };
+
+    PipelineTasks tasks(config_.control.queue_capacity);
+    if (config_.control.enabled) {
+      ControlRegistry registry;
+      DaemonCommandDeps deps;
+      deps.config = config_;
+      deps.status = [&counters] {
+        nlohmann::json status = counters();
+        status["time"] = unix_now();
+        return status;
+      };
+      deps.slots = jobs.slot_index();
+      add_daemon_commands(registry, std::move(deps));
+      ControlOptions options;
+      options.endpoint = config_.control.endpoint;
+      options.max_jobs = config_.control.max_jobs;
+      options.max_request_bytes = config_.control.max_request_bytes;
+      control = std::make_unique<ControlServer>(options, std::move(registry), tasks);
+      spdlog::info("control interface on {}", control->bound_endpoint());
+    }
 
     // Metrics are auxiliary: a port that cannot be bound must not stop detection.
     std::unique_ptr<MetricsServer> metrics;
@@ -131,13 +302,15 @@ class Daemon {
     wait_signal();
 
     const auto watchdog = watchdog_ping_interval(config_.daemon.watchdog_s);
-    std::thread pipeline_thread([&] { pipeline_loop(engine, sink, ingest, queue, watchdog); });
+    Pipeline parts{engine, jobs, sink, queue, tasks, counters};
+    std::thread pipeline_thread([&] { pipeline_loop(parts, watchdog); });
     notify_ready("ready; backend " + engine.backend_name());
     spdlog::info("gaitwatchd ready (config {})", config_path_);
 
     io.run();  // returns once the sockets and the signal set are closed
     stopping_ = true;
     pipeline_thread.join();
+    if (control) control->stop();
     sink.stop();
     const auto c = sink.counters();
     spdlog::info("stopped: {} alerts committed, {} published, last seq {}", c.committed,
@@ -146,13 +319,24 @@ class Daemon {
   }
 
  private:
+  // What the pipeline thread owns or drives.
+  struct Pipeline {
+    pipeline::Engine& engine;
+    TableJobs& jobs;
+    pipeline::AlertSink& sink;
+    FrameQueue& queue;
+    PipelineTasks& tasks;
+    const std::function<nlohmann::json()>& counters;
+  };
+
   void reload() {
     spdlog::info("SIGHUP: reloading {}", config_path_);
     try {
       config::Config fresh = config::load_config(config_path_);
       if (restart_sections_differ(fresh, config_))
-        spdlog::warn("reload: ingest, devices, storage, publish endpoint, backend and metrics changes "
-                     "need a restart; keeping the running values of those");
+        spdlog::warn("reload: ingest, devices, storage, publish endpoint and keys, backend, "
+                     "metrics, control, hashtable, dedup, slots and zones changes need a "
+                     "restart; keeping the running values of those");
       fresh.ingest = config_.ingest;
       fresh.devices = config_.devices;
       fresh.storage = config_.storage;
@@ -160,9 +344,14 @@ class Daemon {
       fresh.publish.send_hwm = config_.publish.send_hwm;
       fresh.publish.curve_secret_key = config_.publish.curve_secret_key;
       fresh.publish.curve_authorized_keys = config_.publish.curve_authorized_keys;
+      fresh.metrics = config_.metrics;
       fresh.search.backend = config_.search.backend;
       fresh.search.threads = config_.search.threads;
-      fresh.metrics = config_.metrics;
+      fresh.control = config_.control;
+      fresh.hashtable = config_.hashtable;
+      fresh.dedup = config_.dedup;
+      fresh.slots = config_.slots;
+      fresh.zones = config_.zones;
       std::lock_guard<std::mutex> lock(reload_mu_);
       pending_ = std::move(fresh);
     } catch (const std::exception& e) {
@@ -170,57 +359,64 @@ class Daemon {
     }
   }
 
-  void pipeline_loop(pipeline::Engine& engine, pipeline::AlertSink& sink, const Ingest& ingest,
-                     FrameQueue& queue, std::chrono::milliseconds watchdog) {
-    auto next_tick = Clock::now() + std::chrono::milliseconds(engine.tick_ms());
+  void pipeline_loop(Pipeline& p, std::chrono::milliseconds watchdog) {
+    auto next_tick = Clock::now() + std::chrono::milliseconds(p.engine.tick_ms());
     auto next_stats = Clock::now() + stats_interval();
     auto next_ping = Clock::now();
     auto publish_stats = [&](const char* reason) {
-      nlohmann::json stats = {{"type", "stats"},
-                              {"reason", reason},
-                              {"time", unix_now()},
-                              {"ingest", ingest.counters().to_json(queue)},
-                              {"engine", engine.stats_json()}};
-      stats["sink"] = sink_json(sink);
-      sink.submit_stats(stats);
-      const auto& e = engine.counters();
+      nlohmann::json stats = p.counters();
+      stats["type"] = "stats";
+      stats["reason"] = reason;
+      stats["time"] = unix_now();
+      p.sink.submit_stats(stats);
+      const auto& e = p.engine.counters();
       notify_status(fmt::format("{} streams, {} frames, {} alerts (latency p50 {:.0f} ms, p99 "
                                 "{:.0f} ms, max {:.0f} ms), {} deadline misses, {} deferred, {} "
                                 "shed; backend {}",
                                 e.streams, e.frames_accepted, e.alerts,
                                 alert_latency_.quantile(0.5), alert_latency_.quantile(0.99),
                                 alert_latency_.max(), e.deadline_misses, e.deferred_streams,
-                                e.shed_streams, engine.backend_name()));
+                                e.shed_streams, p.engine.backend_name()));
       return stats;
     };
-    auto run_tick = [&] {
-      apply_pending_reload(engine);
-      auto alerts = engine.run_batch(unix_now);
-      if (const std::string note = engine.take_backend_note(); !note.empty()) {
+    double newest_arrival = 0;
+    auto run_tick = [&](bool final) {
+      apply_pending_reload(p.engine);
+      auto alerts = p.jobs.admit(p.engine, p.engine.run_batch(unix_now));
+      if (const std::string note = p.engine.take_backend_note(); !note.empty()) {
         spdlog::error("{}", note);
         notify_status(note);
       }
       const std::uint64_t batches_before = batches_seen_;
-      batches_seen_ = engine.counters().batches;
-      if (batches_seen_ != batches_before) batch_time_.observe(engine.counters().last_batch_ms);
+      batches_seen_ = p.engine.counters().batches;
+      if (batches_seen_ != batches_before) batch_time_.observe(p.engine.counters().last_batch_ms);
       for (const auto& alert : alerts) alert_latency_.observe(alert.latency_ms);
-      publish_metrics(engine, ingest, queue, sink);
+      metrics_board_.publish({p.counters(), alert_latency_, batch_time_});
       for (auto& alert : alerts) {
         spdlog::info("alert: {} wearer {} device {} t={:.2f}s distance {:.3f} dims {}/{}",
                      alert.pattern, alert.wearer, alert.device, alert.t_end, alert.distance,
                      alert.matched_dims, alert.pattern_dims);
-        sink.submit(std::move(alert));
+        p.sink.submit(std::move(alert));
       }
+      // While frames wait in the queue, the slot recorder's clock is the
+      // arrival of the newest frame it was given: a stream whose next frames
+      // are queued is late here, not silent.
+      p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final);
+    };
+    auto take = [&](ReceivedFrame& f) {
+      newest_arrival = std::max(newest_arrival, f.arrival_s);
+      if (p.engine.on_frame(f.frame, f.arrival_s)) p.jobs.on_frame(f.frame, f.zone, f.arrival_s);
     };
     while (!stopping_) {
-      auto frame = queue.pop_for(std::min(next_tick - Clock::now(), Clock::duration(
+      auto frame = p.queue.pop_for(std::min(next_tick - Clock::now(), Clock::duration(
                                                                          std::chrono::milliseconds(50))));
-      if (frame) engine.on_frame(frame->frame, frame->arrival_s);
+      if (frame) take(*frame);
+      p.tasks.run_pending();  // control requests, between frames and ticks
       const auto now = Clock::now();
       if (now >= next_tick) {
-        run_tick();
-        next_tick += std::chrono::milliseconds(engine.tick_ms());
-        if (next_tick < now) next_tick = now + std::chrono::milliseconds(engine.tick_ms());
+        run_tick(/*final=*/false);
+        next_tick += std::chrono::milliseconds(p.engine.tick_ms());
+        if (next_tick < now) next_tick = now + std::chrono::milliseconds(p.engine.tick_ms());
       }
       if (stats_interval().count() > 0 && now >= next_stats) {
         publish_stats("interval");
@@ -231,12 +427,17 @@ class Daemon {
         next_ping = now + watchdog;
       }
     }
-    // Drain: every frame that was accepted into the queue is searched.
+    // Drain: every frame that was accepted into the queue is searched, and
+    // every gathered wearer-second recorded.
     std::vector<ReceivedFrame> rest;
-    queue.close();
-    queue.drain(rest);
-    for (auto& f : rest) engine.on_frame(f.frame, f.arrival_s);
-    run_tick();
+    p.queue.close();
+    p.queue.drain(rest);
+    for (auto& f : rest) take(f);
+    run_tick(/*final=*/true);
+    // Control requests already queued are answered; later ones get
+    // "shutting_down".
+    p.tasks.close();
+    p.tasks.run_pending();
     const auto stats = publish_stats("shutdown");
     spdlog::info("final counters: {}", stats.dump());
   }
@@ -257,17 +458,6 @@ class Daemon {
     } catch (const std::exception& e) {
       spdlog::error("reload rejected, still running the previous config: {}", e.what());
     }
-  }
-
-  void publish_metrics(const pipeline::Engine& engine, const Ingest& ingest, const FrameQueue& queue,
-                       const pipeline::AlertSink& sink) {
-    MetricsSnapshot snapshot;
-    snapshot.engine = engine.stats_json();
-    snapshot.ingest = ingest.counters().to_json(queue);
-    snapshot.sink = sink_json(sink);
-    snapshot.alert_latency = alert_latency_;
-    snapshot.batch_time = batch_time_;
-    metrics_board_.publish(std::move(snapshot));
   }
 
   std::chrono::milliseconds stats_interval() const {

@@ -42,7 +42,8 @@ nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
 
 // One TCP connection: read a 4-byte length, then that many bytes, repeat.
 struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
-  TcpSession(Ingest& owner, tcp::socket socket) : owner(owner), socket(std::move(socket)) {}
+  TcpSession(Ingest& owner, tcp::socket socket, int zone)
+      : owner(owner), socket(std::move(socket)), zone(zone) {}
 
   void read_length() {
     auto self = shared_from_this();
@@ -73,7 +74,8 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
                      [self](const boost::system::error_code& ec, std::size_t) {
                        if (ec) return;
                        ++self->owner.counters_.tcp_frames;
-                       self->owner.handle_frame(self->body.data(), self->body.size());
+                       self->owner.handle_frame(self->body.data(), self->body.size(),
+                                                self->zone);
                        self->read_length();
                      });
   }
@@ -86,6 +88,7 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
 
   Ingest& owner;
   tcp::socket socket;
+  int zone;
   std::array<std::uint8_t, 4> length_bytes{};
   std::vector<std::uint8_t> body;
 };
@@ -136,7 +139,8 @@ void Ingest::receive_udp() {
                                if (size > config_.ingest.max_frame_bytes)
                                  ++counters_.oversized;
                                else
-                                 handle_frame(udp_buffer_.data(), size);
+                                 handle_frame(udp_buffer_.data(), size,
+                                              zone_of(udp_sender_.address()));
                              }
                              receive_udp();
                            });
@@ -147,7 +151,10 @@ void Ingest::accept_tcp() {
     if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
     if (!ec) {
       ++counters_.tcp_connections;
-      auto session = std::make_shared<TcpSession>(*this, std::move(socket));
+      boost::system::error_code peer_error;
+      const tcp::endpoint peer = socket.remote_endpoint(peer_error);
+      const int zone = peer_error ? 0 : zone_of(peer.address());
+      auto session = std::make_shared<TcpSession>(*this, std::move(socket), zone);
       sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
                                      [](const auto& w) { return w.expired(); }),
                       sessions_.end());
@@ -158,9 +165,18 @@ void Ingest::accept_tcp() {
   });
 }
 
-void Ingest::handle_frame(const std::uint8_t* data, std::size_t size) {
+int Ingest::zone_of(const asio::ip::address& sender) const {
+  if (config_.zones.empty()) return 0;
+  const asio::ip::address_v6 v6 =
+      sender.is_v4() ? asio::ip::make_address_v6(asio::ip::v4_mapped, sender.to_v4())
+                     : sender.to_v6();
+  return config_.zone_of(v6.to_bytes());
+}
+
+void Ingest::handle_frame(const std::uint8_t* data, std::size_t size, int zone) {
   ReceivedFrame received;
   received.arrival_s = unix_now();
+  received.zone = zone;
   const sensors::DecodeStatus status = sensors::decode_frame(data, size, received.frame);
   if (status != sensors::DecodeStatus::kOk) {
     ++counters_.decode[static_cast<int>(status)];

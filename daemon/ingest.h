@@ -2,6 +2,8 @@
 // frame preceded by its length as u32 little-endian). Every frame is decoded
 // and checked against the configured device profiles here, on the I/O thread;
 // what passes goes to the bounded frame queue, what fails is counted by reason.
+// Each queued frame carries its receiving zone: the configured zone of the
+// sender's address (UDP: the datagram's source; TCP: the connection's peer).
 //
 // Thread safety: start()/stop() from the thread that owns the io_context's
 // run loop or before it runs; counters() from any thread.
@@ -25,6 +27,7 @@ namespace gw::daemon {
 struct ReceivedFrame {
   sensors::Frame frame;
   double arrival_s = 0;  // unix seconds at receipt
+  int zone = 0;          // receiving zone of the sender's address (config zones; 0 = none)
 };
 using FrameQueue = BoundedQueue<ReceivedFrame>;
 
@@ -56,8 +59,10 @@ class Ingest {
   struct TcpSession;
   void receive_udp();
   void accept_tcp();
-  // Decodes, validates against the profiles and queues one frame.
-  void handle_frame(const std::uint8_t* data, std::size_t size);
+  // Decodes, validates against the profiles and queues one frame received
+  // in `zone`.
+  void handle_frame(const std::uint8_t* data, std::size_t size, int zone);
+  int zone_of(const boost::asio::ip::address& sender) const;
 
   boost::asio::io_context& io_;
   config::Config config_;

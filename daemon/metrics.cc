@@ -81,9 +81,7 @@ void render_json(const std::string& prefix, const nlohmann::json& value, std::st
 
 std::string render_prometheus(const MetricsSnapshot& s) {
   std::string out;
-  render_json("gaitwatch_engine", s.engine, out);
-  render_json("gaitwatch_ingest", s.ingest, out);
-  render_json("gaitwatch_sink", s.sink, out);
+  render_json("gaitwatch", s.counters, out);
   s.alert_latency.render("gaitwatch_alert_latency_seconds",
                          "sample arrival to alert ready, per alert", out);
   s.batch_time.render("gaitwatch_batch_seconds", "search batch wall time (search backend included)",

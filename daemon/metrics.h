@@ -41,17 +41,16 @@ class LatencyHistogram {
 };
 
 struct MetricsSnapshot {
-  nlohmann::json engine;   // Engine::stats_json()
-  nlohmann::json ingest;   // IngestCounters::to_json()
-  nlohmann::json sink;     // committed, published, ...
+  // The daemon's counters as in its "stats." message: sections engine,
+  // ingest, sink, dedup, slots, control, latency.
+  nlohmann::json counters;
   LatencyHistogram alert_latency;  // ingest (sample arrival) -> alert ready, per alert
   LatencyHistogram batch_time;     // search batch wall time, per batch
 };
 
-// Renders a snapshot as Prometheus text: every numeric leaf of the JSON
-// sections becomes a gauge `gaitwatch_<section>_<path>` (counters end in
-// `_total` where the engine/ingest/sink name them as totals is not known, so
-// all are exposed as gauges, which Prometheus rates fine), plus the histograms.
+// Renders a snapshot as Prometheus text: every numeric or boolean leaf of the
+// counters becomes a gauge `gaitwatch_<section>_<path>` (monotone counters
+// included: Prometheus' rate() works on them as well), plus the histograms.
 std::string render_prometheus(const MetricsSnapshot& snapshot);
 
 class MetricsBoard {

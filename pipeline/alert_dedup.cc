@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <utility>
 
 #include "common/error.h"
@@ -138,31 +139,68 @@ std::vector<bool> AlertDeduplicator::admit(const std::vector<Alert>& candidates)
 
   const std::vector<ht::HashResult> results =
       run_inserts_growing_pool(*table_, ops, &counters_.pool_growths);
+  // A key that some op of this batch inserted was absent before the batch,
+  // so every candidate with it belongs to one new event: the first of them in
+  // batch order is the one admitted.
+  std::unordered_map<ht::HashKey, std::size_t> first_of_new_key;
   for (std::size_t i = 0; i < results.size(); ++i) {
-    if (results[i].status == ht::OpStatus::kInserted) {
-      admitted[i] = true;
-      ++counters_.admitted;
-      keys_by_bucket_[buckets[i]].push_back(ops[i].key);
-    } else if (results[i].status == ht::OpStatus::kDuplicate) {
-      ++counters_.duplicates;
-    } else {
+    if (results[i].status != ht::OpStatus::kInserted &&
+        results[i].status != ht::OpStatus::kDuplicate)
       throw Error(std::string("alert dedup: unexpected insert status ") +
                   ht::to_string(results[i].status));
-    }
+    if (results[i].status == ht::OpStatus::kInserted) first_of_new_key.emplace(ops[i].key, i);
   }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto it = first_of_new_key.find(ops[i].key);
+    if (it != first_of_new_key.end() && it->second > i) it->second = i;
+  }
+  for (const auto& [key, i] : first_of_new_key) {
+    admitted[i] = true;
+    const Alert& c = candidates[i];
+    const std::uint64_t stream = std::uint64_t{c.wearer} << 16 | c.device;
+    keys_by_stream_[stream].by_bucket[buckets[i]].push_back(key);
+  }
+  counters_.admitted += first_of_new_key.size();
+  counters_.duplicates += candidates.size() - first_of_new_key.size();
   return admitted;
 }
 
-std::uint64_t AlertDeduplicator::expire(double now_s) {
-  const double horizon = now_s - options_.retention_s;
-  std::vector<ht::HashKey> expired;
-  auto it = keys_by_bucket_.begin();
+void AlertDeduplicator::take_expired(BucketKeys& buckets, double horizon,
+                                     std::vector<ht::HashKey>& out) const {
+  auto it = buckets.begin();
   // Bucket b covers [b * bucket_s, (b + 1) * bucket_s); it expires once its
   // end is at or before the horizon.
-  while (it != keys_by_bucket_.end() &&
+  while (it != buckets.end() &&
          static_cast<double>(it->first + 1) * options_.bucket_s <= horizon) {
-    expired.insert(expired.end(), it->second.begin(), it->second.end());
-    it = keys_by_bucket_.erase(it);
+    out.insert(out.end(), it->second.begin(), it->second.end());
+    it = buckets.erase(it);
+  }
+}
+
+std::uint64_t AlertDeduplicator::expire(double now_s) {
+  std::vector<ht::HashKey> expired;
+  for (auto& [stream, keys] : keys_by_stream_)
+    take_expired(keys.by_bucket, now_s - options_.retention_s, expired);
+  const std::uint64_t deleted = delete_keys(*table_, expired);
+  counters_.expired += deleted;
+  return deleted;
+}
+
+std::uint64_t AlertDeduplicator::expire_streams(const std::vector<StreamClock>& clocks) {
+  std::vector<ht::HashKey> expired;
+  for (const StreamClock& clock : clocks) {
+    const std::uint64_t stream = std::uint64_t{clock.wearer} << 16 | clock.device;
+    auto it = keys_by_stream_.find(stream);
+    if (it == keys_by_stream_.end()) continue;
+    StreamKeys& keys = it->second;
+    if (clock.now_s < keys.last_now_s) {
+      for (const auto& bucket : keys.by_bucket)
+        expired.insert(expired.end(), bucket.second.begin(), bucket.second.end());
+      keys.by_bucket.clear();
+    } else {
+      take_expired(keys.by_bucket, clock.now_s - options_.retention_s, expired);
+    }
+    keys.last_now_s = clock.now_s;
   }
   const std::uint64_t deleted = delete_keys(*table_, expired);
   counters_.expired += deleted;

@@ -18,8 +18,10 @@
 //   * The key is a 64-bit hash, not an exact packing (a pattern name does
 //     not fit in bits): two distinct events collide with probability about
 //     n^2 / 2^65 for n live keys, and a collision suppresses the later one.
-//   * A bucket's keys live until expire() removes them; a late candidate of
-//     an expired bucket is admitted again.
+//   * A bucket's keys live until expire() or expire_stream() removes them; a
+//     late candidate of an expired bucket is admitted again.
+//   * Device clocks differ between streams (docs/design.md), so expiry can
+//     run per stream, each on its own t_end clock (expire_stream()).
 //
 // Threads: none inside this class; one thread at a time (the table's rule).
 // Every call blocks until its batch is done. Errors: gw::Error for invalid
@@ -29,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +39,7 @@
 
 #include "kernels/hashtable/hash_table.h"
 #include "pipeline/alert.h"
+#include "pipeline/stream_clock.h"
 
 namespace gw::pipeline {
 
@@ -81,14 +85,26 @@ class AlertDeduplicator {
   // just the inserts that found the pool exhausted, after growing it: no
   // candidate is dropped for lack of nodes). Returns, per candidate in order,
   // true when it is the first of its event key (publish it) and false when
-  // the key was already present or another candidate of this batch with the
-  // same key won (suppress it). Throws gw::Error on table failure.
+  // the key was already present or is admitted to an earlier candidate of
+  // this batch (suppress it). Within one batch the admitted candidate of a
+  // new key is always the first in `candidates` order, whichever insert won
+  // inside the table, so the outcome does not depend on thread timing (the
+  // daemon and `gaitwatch detect` must publish the same alert). Throws
+  // gw::Error on table failure.
   std::vector<bool> admit(const std::vector<Alert>& candidates);
 
   // Deletes, in ONE batched delete, the keys of every bucket that ended at or
   // before now_s - retention_s (now_s on the t_end clock, e.g. the latest
-  // t_end the engine has seen). Returns the number of keys deleted.
+  // t_end the engine has seen), whatever stream admitted them. Returns the
+  // number of keys deleted.
   std::uint64_t expire(double now_s);
+
+  // Per-stream expiry in ONE batched delete: the keys a stream admitted
+  // expire on that stream's clock as in expire(). A stream whose clock went
+  // back since the previous call (a device restart resets its clock) loses
+  // all its keys: buckets of the old clock say nothing about the new one.
+  // Streams not listed keep their keys. Returns the number deleted.
+  std::uint64_t expire_streams(const std::vector<StreamClock>& clocks);
 
   // The key admit() uses for a candidate; exposed for tests and tools.
   kernels::hashtable::HashKey event_key(const Alert& candidate) const;
@@ -104,9 +120,19 @@ class AlertDeduplicator {
   std::unique_ptr<kernels::hashtable::HashTableBackend> table_;
   AlertDedupOptions options_;
   AlertDedupCounters counters_;
-  // Host-side record of the keys inserted per bucket: the table cannot be
-  // scanned by bucket, and expire() needs the exact keys to delete.
-  std::map<std::int64_t, std::vector<kernels::hashtable::HashKey>> keys_by_bucket_;
+  using BucketKeys = std::map<std::int64_t, std::vector<kernels::hashtable::HashKey>>;
+  struct StreamKeys {
+    BucketKeys by_bucket;
+    double last_now_s = -std::numeric_limits<double>::infinity();
+  };
+  // Moves the keys of buckets that ended at or before `horizon` to `out`.
+  void take_expired(BucketKeys& buckets, double horizon,
+                    std::vector<kernels::hashtable::HashKey>& out) const;
+
+  // Host-side record of the keys inserted, per stream (wearer << 16 |
+  // device) and bucket: the table cannot be scanned by bucket, and expiry
+  // needs the exact keys to delete.
+  std::map<std::uint64_t, StreamKeys> keys_by_stream_;
 };
 
 // Deletes `keys` in one batch; returns how many were present.

@@ -54,24 +54,36 @@ Engine::Stream& Engine::stream_for(const sensors::Frame& frame,
   return it->second;
 }
 
-void Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
+bool Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
   const config::DeviceProfile* profile = config_.device_by_id(frame.device_id);
   if (!profile) {
     ++counters_.frames_unknown_device;
-    return;
+    return false;
   }
   if (profile->kind != frame.kind || profile->channels.size() != frame.channels) {
     ++counters_.frames_profile_mismatch;
-    return;
+    return false;
   }
   Stream& stream = stream_for(frame, *profile);
   const FrameVerdict verdict = stream.state.apply(frame, arrival_s);
   if (verdict == FrameVerdict::kOutOfOrder) {
     ++counters_.frames_out_of_order;
-    return;
+    return false;
   }
   ++counters_.frames_accepted;
   counters_.samples += frame.samples;
+  return true;
+}
+
+std::vector<StreamClock> Engine::stream_clocks() const {
+  std::vector<StreamClock> clocks;
+  clocks.reserve(streams_.size());
+  for (const auto& [key, stream] : streams_) {
+    const std::int64_t newest = stream.state.next_index() - 1;
+    if (newest < stream.state.oldest_retained()) continue;  // no sample yet
+    clocks.push_back({stream.wearer, stream.device, stream.state.device_time_s(newest)});
+  }
+  return clocks;
 }
 
 std::pair<std::int64_t, std::int64_t> Engine::unsearched_ends(const Stream& stream,

@@ -22,6 +22,7 @@
 #include "pipeline/alert.h"
 #include "pipeline/cost_model.h"
 #include "pipeline/detector.h"
+#include "pipeline/stream_clock.h"
 #include "pipeline/stream_state.h"
 
 namespace gw::pipeline {
@@ -64,12 +65,17 @@ class Engine {
   // per-pair cap. Phase-2 state restarts; stream rings are kept.
   void reconfigure(const config::Config& config);
 
-  // Validates the frame against its device profile and appends it.
-  void on_frame(const sensors::Frame& frame, double arrival_s);
+  // Validates the frame against its device profile and appends it. Returns
+  // whether it was accepted (false: counted under its drop reason).
+  bool on_frame(const sensors::Frame& frame, double arrival_s);
 
   // Searches every window end not yet searched and returns the alerts (seq 0;
   // the sink assigns it). `now` gives the wall clock for detected_at/latency.
   std::vector<Alert> run_batch(const std::function<double()>& now);
+
+  // The device time of the newest sample of every stream (the clock its
+  // alerts' t_start/t_end are on).
+  std::vector<StreamClock> stream_clocks() const;
 
   const EngineCounters& counters() const { return counters_; }
   nlohmann::json stats_json() const;

@@ -261,22 +261,39 @@ std::uint64_t SlotIndex::record(const std::vector<SlotEntry>& entries) {
 
 std::vector<SlotHit> SlotIndex::query(std::uint32_t wearer, const StatusFilter& filter, int zone,
                                       std::int64_t from_s, std::int64_t to_s) {
-  if (wearer > kMaxSlotWearer)
-    throw Error("slot index: wearer " + std::to_string(wearer) + " exceeds the key's 20-bit limit " +
-                std::to_string(kMaxSlotWearer));
   if (zone != kAnyZone && (zone < 0 || zone > kMaxSlotZone))
     throw Error("slot index: zone " + std::to_string(zone) + " is neither any (-1) nor in 0.." +
                 std::to_string(kMaxSlotZone));
+  std::vector<int> zones;
+  if (zone == kAnyZone) {
+    for (int z = 0; z <= kMaxSlotZone; ++z) zones.push_back(z);
+  } else {
+    zones.push_back(zone);
+  }
+  return query(wearer, filter, zones, from_s, to_s);
+}
+
+std::vector<SlotHit> SlotIndex::query(std::uint32_t wearer, const StatusFilter& filter,
+                                      const std::vector<int>& zone_list, std::int64_t from_s,
+                                      std::int64_t to_s) {
+  if (wearer > kMaxSlotWearer)
+    throw Error("slot index: wearer " + std::to_string(wearer) + " exceeds the key's 20-bit limit " +
+                std::to_string(kMaxSlotWearer));
+  for (int zone : zone_list)
+    if (zone < 0 || zone > kMaxSlotZone)
+      throw Error("slot index: zone " + std::to_string(zone) + " is outside 0.." +
+                  std::to_string(kMaxSlotZone));
+  std::vector<int> zones = zone_list;
+  std::sort(zones.begin(), zones.end());
+  zones.erase(std::unique(zones.begin(), zones.end()), zones.end());
   const std::vector<std::uint8_t> codes = matching_status_codes(filter);
   from_s = std::max<std::int64_t>(from_s, 0);
   to_s = std::min<std::int64_t>(to_s, kMaxSlotSecond + 1);
   ++counters_.queries;
-  if (from_s >= to_s || codes.empty()) return {};
+  if (from_s >= to_s || codes.empty() || zones.empty()) return {};
 
-  const int zone_first = zone == kAnyZone ? 0 : zone;
-  const int zone_last = zone == kAnyZone ? kMaxSlotZone : zone;
   const std::uint64_t seconds = static_cast<std::uint64_t>(to_s - from_s);
-  const std::uint64_t per_second = codes.size() * static_cast<std::uint64_t>(zone_last - zone_first + 1);
+  const std::uint64_t per_second = codes.size() * zones.size();
   if (seconds > options_.max_query_searches / per_second)
     throw Error("slot index: query of " + std::to_string(seconds) + " s x " +
                 std::to_string(per_second) + " keys per second exceeds max_query_searches " +
@@ -286,7 +303,7 @@ std::vector<SlotHit> SlotIndex::query(std::uint32_t wearer, const StatusFilter& 
   std::vector<ht::HashOp> ops;
   ops.reserve(seconds * per_second);
   for (std::int64_t second = from_s; second < to_s; ++second)
-    for (int z = zone_first; z <= zone_last; ++z)
+    for (int z : zones)
       for (std::uint8_t code : codes) {
         ht::HashOp op;
         op.key = pack_slot_key({wearer, code, z, second});
@@ -311,6 +328,16 @@ std::vector<SlotHit> SlotIndex::query(std::uint32_t wearer, const StatusFilter& 
     hits.push_back(hit);
   }
   return hits;
+}
+
+std::optional<std::int64_t> SlotIndex::oldest_second() const {
+  if (keys_by_second_.empty()) return std::nullopt;
+  return keys_by_second_.begin()->first;
+}
+
+std::optional<std::int64_t> SlotIndex::newest_second() const {
+  if (keys_by_second_.empty()) return std::nullopt;
+  return keys_by_second_.rbegin()->first;
 }
 
 std::uint64_t SlotIndex::expire(std::int64_t before_s) {

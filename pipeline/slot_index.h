@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "kernels/hashtable/hash_table.h"
@@ -56,6 +57,12 @@ inline constexpr std::uint8_t kLoadingNone = 0;
 inline constexpr std::uint8_t kLoadingLeft = 1;
 inline constexpr std::uint8_t kLoadingRight = 2;
 inline constexpr std::uint8_t kLoadingBoth = 3;
+
+// The names the control interface and the CLI use, indexed by the codes
+// above.
+inline constexpr const char* kActivityNames[] = {"still", "light", "walking", "vigorous"};
+inline constexpr const char* kPostureNames[] = {"unknown", "upright", "lying"};
+inline constexpr const char* kLoadingNames[] = {"none", "left", "right", "both"};
 
 struct SlotStatus {
   std::uint8_t activity = kActivityStill;  // 0 still, 1 light, 2 walking, 3 vigorous
@@ -252,10 +259,21 @@ class SlotIndex {
   // max_query_searches.
   std::vector<SlotHit> query(std::uint32_t wearer, const StatusFilter& filter, int zone,
                              std::int64_t from_s, std::int64_t to_s);
+  // The same over an explicit set of zones (each in 0..kMaxSlotZone; order
+  // and repeats do not matter), still ONE batch: what a daemon with a few
+  // configured zones runs for "any zone" instead of searching all 64.
+  std::vector<SlotHit> query(std::uint32_t wearer, const StatusFilter& filter,
+                             const std::vector<int>& zones, std::int64_t from_s,
+                             std::int64_t to_s);
 
   // Deletes, in ONE batch, every key this index recorded with a second
   // < before_s. Returns the number deleted.
   std::uint64_t expire(std::int64_t before_s);
+
+  // The oldest and the newest second that still have keys, if any: a
+  // question need not search outside them.
+  std::optional<std::int64_t> oldest_second() const;
+  std::optional<std::int64_t> newest_second() const;
 
   const SlotIndexCounters& counters() const { return counters_; }
   std::uint64_t live_keys() const { return table_->size(); }

@@ -2,8 +2,9 @@
 # The main job, end to end: install dependencies, build, start gaitwatchd on
 # the default config (config/gaitwatch.yaml), replay the bundled Daphnet
 # freezing-of-gait recording S02R01 into it over UDP, show the alerts live as a
-# ZeroMQ subscriber receives them, stop the daemon cleanly (SIGTERM) and list
-# the hits it stored in SQLite.
+# ZeroMQ subscriber receives them, ask the time-slot index through the control
+# interface, stop the daemon cleanly (SIGTERM) and list the hits it stored in
+# SQLite.
 #
 #   SPEED=8 START=53000 END=61500 bash scripts/demo.sh
 set -euo pipefail
@@ -33,6 +34,8 @@ echo "== replaying data/daphnet/S02R01.txt samples $START..$END at ${SPEED}x ove
 "$BIN/gaitwatch" replay --file data/daphnet/S02R01.txt --format daphnet \
   --start "$START" --end "$END" --speed "$SPEED" --to udp://127.0.0.1:7700 >/dev/null
 sleep 1
+echo "== time-slot index: wearer 1's seconds (activity, posture, loading, receiving zone)"
+"$BIN/gaitwatch" slots --wearer 1 --since -10m || true
 echo "== stopping gaitwatchd (SIGTERM: drain, commit, exit 0)"
 kill -TERM $DAEMON
 wait $DAEMON

@@ -57,10 +57,13 @@ struct OfflineRun {
   std::int64_t end = -1;   // exclusive; -1 = the recording's end
   bool int16 = false;      // quantise like replay --int16
   std::string backend;     // overrides search.backend when set
+  bool no_dedup = false;   // skip alert de-duplication (on when dedup.enabled, as in the daemon)
   void add_flags(CLI::App& cmd);
   const config::DeviceProfile& device_of(const config::Config& cfg) const;  // throws gw::Error
   // Feeds the recording's frames to a fresh Engine, calling `on_alerts` after
-  // every batch; returns the engine's final counters. Throws gw::Error.
+  // every batch with the alerts the daemon would publish (de-duplicated as
+  // the config says, unless no_dedup); returns the engine's final counters.
+  // Throws gw::Error.
   nlohmann::json run(config::Config cfg, const sensors::Recording& rec,
                      const std::function<void(std::vector<pipeline::Alert>)>& on_alerts) const;
 };
@@ -75,6 +78,18 @@ void add_engine_flags(CLI::App& cmd, std::string& config_path, RecordingSource& 
 // with exit code 1.
 void on_run(CLI::App& cmd, int& exit_code, std::function<int()> body);
 
+// Unix time now, in seconds.
+double unix_time_now();
+// A point in time for --since/--until, as unix seconds: "now"; unix seconds
+// ("1700000000", "1700000000.5"); -N{s,m,h,d} (before `now`); HH:MM[:SS]
+// (local time: today's, or yesterday's when today's is after `now`);
+// YYYY-MM-DD HH:MM[:SS] or YYYY-MM-DDTHH:MM[:SS] (local time). Throws
+// gw::Error naming the accepted forms.
+double parse_time_arg(const std::string& text, double now);
+
+// The table `gaitwatch hits` and `gaitwatch alerts` print.
+void print_hits_table(const std::vector<pipeline::Alert>& hits);
+
 void add_replay(CLI::App& app, int& exit_code);
 void add_subscribe(CLI::App& app, int& exit_code);
 void add_keygen(CLI::App& app, int& exit_code);
@@ -83,5 +98,7 @@ void add_hits(CLI::App& app, int& exit_code);
 void add_detect(CLI::App& app, int& exit_code);
 void add_eval(CLI::App& app, int& exit_code);
 void add_plot(CLI::App& app, int& exit_code);
+// status, slots, alerts and control: requests to a running daemon.
+void add_control_commands(CLI::App& app, int& exit_code);
 
 }  // namespace gw::cli

@@ -32,13 +32,7 @@ int run(const HitsOptions& o) {
     for (const auto& h : hits) std::cout << pipeline::alert_to_json(h).dump() << "\n";
     return 0;
   }
-  std::printf("%6s %7s %-20s %-17s %-8s %10s %10s %9s %5s\n", "seq", "wearer", "pattern", "kind",
-              "severity", "t_start", "t_end", "distance", "dims");
-  for (const auto& h : hits)
-    std::printf("%6llu %7u %-20s %-17s %-8s %10.2f %10.2f %9.3f %2d/%-2d\n",
-                static_cast<unsigned long long>(h.seq), h.wearer, h.pattern.c_str(),
-                h.kind.c_str(), h.severity.c_str(), h.t_start, h.t_end, h.distance,
-                h.matched_dims, h.pattern_dims);
+  print_hits_table(hits);
   std::printf("%zu hits (store holds %llu, last seq %llu)\n", hits.size(),
               static_cast<unsigned long long>(store.count()),
               static_cast<unsigned long long>(store.last_seq()));
@@ -46,6 +40,16 @@ int run(const HitsOptions& o) {
 }
 
 }  // namespace
+
+void print_hits_table(const std::vector<pipeline::Alert>& hits) {
+  std::printf("%6s %7s %-20s %-17s %-8s %10s %10s %9s %5s\n", "seq", "wearer", "pattern", "kind",
+              "severity", "t_start", "t_end", "distance", "dims");
+  for (const auto& h : hits)
+    std::printf("%6llu %7u %-20s %-17s %-8s %10.2f %10.2f %9.3f %2d/%-2d\n",
+                static_cast<unsigned long long>(h.seq), h.wearer, h.pattern.c_str(),
+                h.kind.c_str(), h.severity.c_str(), h.t_start, h.t_end, h.distance,
+                h.matched_dims, h.pattern_dims);
+}
 
 void add_hits(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<HitsOptions>();

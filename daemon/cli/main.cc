@@ -6,6 +6,10 @@
 //   detect     run the daemon's detector offline over a recording
 //   eval       score the detector on an annotated recording
 //   plot       draw a recording's detections, or one detection, with gnuplot
+//   status     a running daemon's counters            (control interface)
+//   slots      when a wearer had a status in a zone   (control interface)
+//   alerts     stored alerts with seq > N              (control interface)
+//   control    any control request, messages as JSON  (control interface)
 #include <CLI/CLI.hpp>
 
 #include "daemon/cli/cli.h"
@@ -23,6 +27,7 @@ int main(int argc, char** argv) {
   gw::cli::add_detect(app, exit_code);
   gw::cli::add_eval(app, exit_code);
   gw::cli::add_plot(app, exit_code);
+  gw::cli::add_control_commands(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

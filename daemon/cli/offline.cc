@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "daemon/cli/cli.h"
 #include "kernels/search.h"
+#include "pipeline/daemon_jobs.h"
 #include "pipeline/engine.h"
 
 namespace gw::cli {
@@ -40,6 +41,8 @@ void OfflineRun::add_flags(CLI::App& cmd) {
   cmd.add_option("--end", end, "end sample index, exclusive");
   cmd.add_flag("--int16", int16, "quantise like replay --int16");
   cmd.add_option("--backend", backend, "override search.backend");
+  cmd.add_flag("--no-dedup", no_dedup,
+               "keep repeated detections of one event (the daemon's dedup.enabled: false)");
 }
 
 const config::DeviceProfile& OfflineRun::device_of(const config::Config& cfg) const {
@@ -83,14 +86,27 @@ nlohmann::json OfflineRun::run(
   std::string note;
   pipeline::Engine engine(cfg,
                           kernels::make_backend(cfg.search.backend, cfg.search.threads, &note));
+  // The daemon's de-duplication, so that the same samples give the same
+  // published alerts.
+  if (no_dedup) cfg.dedup.enabled = false;
+  const std::unique_ptr<pipeline::AlertDeduplicator> dedup =
+      pipeline::make_alert_deduplicator(cfg, &note);
   const auto clock = [] { return 0.0; };
+  const auto search = [&] {
+    std::vector<pipeline::Alert> alerts = engine.run_batch(clock);
+    on_alerts(dedup ? pipeline::admit_new_alerts(*dedup, engine.stream_clocks(), std::move(alerts))
+                    : std::move(alerts));
+  };
   for (std::size_t i = 0; i < frames.size(); ++i) {
     engine.on_frame(frames[i], 0.0);
-    if ((i + 1) % static_cast<std::size_t>(std::max(1, batch_frames)) == 0)
-      on_alerts(engine.run_batch(clock));
+    if ((i + 1) % static_cast<std::size_t>(std::max(1, batch_frames)) == 0) search();
   }
-  on_alerts(engine.run_batch(clock));
-  return engine.stats_json();
+  search();
+  nlohmann::json stats = engine.stats_json();
+  if (dedup)
+    stats["dedup"] = {{"admitted", dedup->counters().admitted},
+                      {"duplicates", dedup->counters().duplicates}};
+  return stats;
 }
 
 }  // namespace gw::cli

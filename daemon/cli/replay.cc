@@ -21,6 +21,7 @@ struct ReplayOptions {
   std::uint16_t device = 1;
   std::string kind = "generic";
   std::string to;
+  std::string from;
   double speed = 1.0;
   int frame_samples = 0;
   std::int64_t start = 0;
@@ -33,7 +34,9 @@ struct ReplayOptions {
 // Sends frames over UDP (one per datagram) or TCP (u32 LE length prefix).
 class Sender {
  public:
-  explicit Sender(const std::string& url) {
+  // `from`: the local address to send from ("" = the system's choice); the
+  // daemon's zones are by sender address.
+  Sender(const std::string& url, const std::string& from) {
     const auto scheme_end = url.find("://");
     const auto colon = url.rfind(':');
     if (scheme_end == std::string::npos || colon == std::string::npos || colon < scheme_end + 3)
@@ -41,15 +44,28 @@ class Sender {
     const std::string scheme = url.substr(0, scheme_end);
     const std::string host = url.substr(scheme_end + 3, colon - scheme_end - 3);
     const std::string port = url.substr(colon + 1);
+    boost::system::error_code bad_from;
+    const asio::ip::address local =
+        from.empty() ? asio::ip::address() : asio::ip::make_address(from, bad_from);
+    if (bad_from) throw Error("--from: '" + from + "' is not an IP address");
     if (scheme == "udp") {
       asio::ip::udp::resolver resolver(io_);
       udp_target_ = *resolver.resolve(asio::ip::udp::v4(), host, port).begin();
       udp_ = std::make_unique<asio::ip::udp::socket>(io_);
       udp_->open(asio::ip::udp::v4());
+      if (!from.empty()) udp_->bind(asio::ip::udp::endpoint(local, 0));
     } else if (scheme == "tcp") {
       asio::ip::tcp::resolver resolver(io_);
+      const auto targets = resolver.resolve(host, port);
       tcp_ = std::make_unique<asio::ip::tcp::socket>(io_);
-      asio::connect(*tcp_, resolver.resolve(host, port));
+      if (from.empty()) {
+        asio::connect(*tcp_, targets);
+      } else {
+        const asio::ip::tcp::endpoint target = *targets.begin();
+        tcp_->open(target.protocol());
+        tcp_->bind(asio::ip::tcp::endpoint(local, 0));
+        tcp_->connect(target);
+      }
       tcp_->set_option(asio::ip::tcp::no_delay(true));
     } else {
       throw Error("--to: unknown scheme '" + scheme + "' (udp, tcp)");
@@ -116,7 +132,7 @@ int run(const ReplayOptions& o) {
   const auto frames = frames_from_recording(rec, o.wearer, o.device, parse_device_kind(o.kind),
                                             frame_samples, static_cast<std::size_t>(o.start), end,
                                             o.int16);
-  Sender sender(o.to);
+  Sender sender(o.to, o.from);
   std::mt19937_64 rng(o.seed);
   const auto wall0 = std::chrono::steady_clock::now();
   const double device0 = rec.time_s[static_cast<std::size_t>(o.start)];
@@ -150,6 +166,8 @@ void add_replay(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("replay", "send a recording to gaitwatchd as wire frames");
   options->source.add_flags(*cmd);
   cmd->add_option("--to", options->to, "udp://HOST:PORT or tcp://HOST:PORT")->required();
+  cmd->add_option("--from", options->from,
+                  "local address to send from, e.g. 127.0.0.2 (the daemon's zones go by it)");
   cmd->add_option("--wearer", options->wearer, "wearer id (default 1)");
   cmd->add_option("--device-id", options->device, "device id, as in the daemon's devices (default 1)");
   cmd->add_option("--kind", options->kind, "device kind (default generic)");

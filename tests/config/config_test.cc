@@ -983,3 +983,113 @@ TEST_CASE("soft-deadline, metrics and CURVE keys are read and checked with their
       issues_of("publish:\n  curve_secret_key: " + (dir.path() / "keys/server.key").string() + "\n");
   require_single_issue(half, "publish.curve_authorized_keys", 2, "both");
 }
+
+// ---------------------------------------------------------------------------
+// The daemon's control interface, hash-table jobs and zones
+
+TEST_CASE("control, hashtable, dedup, slots and zones have documented defaults", "[config]") {
+  const Config config = parse_config("", "empty.yaml", "/base");
+  CHECK(config.control.enabled);
+  CHECK(config.control.endpoint == "tcp://127.0.0.1:7711");
+  CHECK(config.control.max_jobs == 4);
+  CHECK(config.hashtable.backend == "auto");
+  CHECK(config.dedup.enabled);
+  CHECK(config.dedup.bucket_s == 5);
+  CHECK(config.dedup.retention_s == 600);
+  CHECK(config.slots.enabled);
+  CHECK(config.slots.clock == "anchored");
+  CHECK(config.slots.retention_s == 86400);
+  CHECK(config.zones.empty());
+  CHECK(config.zone_name(0) == "none");
+  CHECK(config.zone_id("none") == 0);
+  CHECK_FALSE(config.zone_id("B").has_value());
+}
+
+TEST_CASE("zones map sender addresses and networks to ids in list order", "[config]") {
+  const Config config = parse_config(
+      yaml({"zones:", "  - {name: A, sources: [127.0.0.1]}",
+            "  - {name: B, sources: [127.0.0.2, 10.0.2.0/24, 'fd00::/8']}",
+            "  - {name: ward, sources: [10.0.0.0/8]}"}),
+      "zones.yaml", "/base");
+  REQUIRE(config.zones.size() == 3);
+  auto zone_of = [&](const std::string& text) {
+    std::string error;
+    const auto range = gw::config::AddressRange::parse(text, error);
+    REQUIRE(range.has_value());
+    return config.zone_of(range->bytes);
+  };
+  CHECK(zone_of("127.0.0.1") == 1);
+  CHECK(zone_of("127.0.0.2") == 2);
+  CHECK(zone_of("127.0.0.3") == 0);
+  CHECK(zone_of("10.0.2.77") == 2);  // the first zone that holds it
+  CHECK(zone_of("10.0.3.1") == 3);
+  CHECK(zone_of("fd12::1") == 2);
+  CHECK(zone_of("::1") == 0);
+  CHECK(config.zone_id("B") == 2);
+  CHECK(config.zone_id("2") == 2);
+  CHECK(config.zone_id("ward") == 3);
+  CHECK_FALSE(config.zone_id("4").has_value());
+  CHECK(config.zone_name(3) == "ward");
+  CHECK(config.zone_name(4).empty());
+}
+
+TEST_CASE("zone, control and slot mistakes name their key", "[config]") {
+  require_single_issue(issues_of(yaml({"zones:", "  - {name: A, sources: [10.0.0.0/33]}"})),
+                       "zones[0].sources[0]", 2, "prefix length '33' must be 0..32");
+  require_single_issue(issues_of(yaml({"zones:", "  - {name: A, sources: [ward-7]}"})),
+                       "zones[0].sources[0]", 2, "not an IPv4 or IPv6 address");
+  require_single_issue(
+      issues_of(yaml({"zones:", "  - {name: A, sources: [127.0.0.1]}",
+                      "  - {name: A, sources: [127.0.0.2]}"})),
+      "zones[1].name", 3, "duplicate zone name 'A'");
+  require_single_issue(issues_of(yaml({"zones:", "  - {name: '12', sources: [127.0.0.1]}"})),
+                       "zones[0].name", 2, "reserved");
+  require_single_issue(issues_of(yaml({"control:", "  endpoint: tcp://127.0.0.1:7710"})),
+                       "control.endpoint", 2, "must differ from publish.endpoint");
+  require_single_issue(issues_of(yaml({"slots:", "  clock: wall"})), "slots.clock", 2,
+                       "anchored | device");
+  require_single_issue(issues_of(yaml({"dedup:", "  bucket_s: 0"})), "dedup.bucket_s", 2, "> 0");
+  require_single_issue(issues_of(yaml({"hashtable:", "  backend: gpu"})), "hashtable.backend", 2,
+                       "auto | cpu | cuda");
+  require_single_issue(issues_of(yaml({"slots:", "  still_max_std_g: 0.5"})),
+                       "slots.light_max_std_g", 2, "must grow");
+}
+
+TEST_CASE("a device's status inputs: defaults by kind, names resolved, mistakes reported",
+          "[config]") {
+  const Config config = parse_config(
+      yaml({"devices:", "  - {id: 1, name: acc, kind: accelerometer_3}",
+            "  - {id: 2, name: left, kind: pressure_insole_left}",
+            "  - {id: 3, name: force, kind: force_insole_8}",
+            "  - id: 4", "    name: body", "    kind: generic",
+            "    channels: [a_fwd, a_vert, a_lat, l1, l2, r1]",
+            "    status: {accel: [a_lat, a_fwd, a_vert], vertical: a_vert, gravity: 9.81,",
+            "             left_load: [l1, l2], right_load: [r1]}"}),
+      "status.yaml", "/base");
+  REQUIRE(config.devices.size() == 4);
+  CHECK(config.devices[0].status.accel == std::vector<int>{0, 1, 2});
+  CHECK(config.devices[0].status.vertical_axis == 1);
+  CHECK(config.devices[1].status.left_load.size() == 99);
+  CHECK(config.devices[1].status.right_load.empty());
+  CHECK(config.devices[2].status.accel.empty());
+  CHECK(config.devices[2].status.left_load.empty());
+  const gw::config::StatusChannels& body = config.devices[3].status;
+  CHECK(body.accel == std::vector<int>{2, 0, 1});
+  CHECK(body.vertical_axis == 2);
+  CHECK(body.gravity == 9.81);
+  CHECK(body.left_load == std::vector<int>{3, 4});
+  CHECK(body.right_load == std::vector<int>{5});
+
+  require_single_issue(
+      issues_of(yaml({"devices:", "  - id: 1", "    name: a", "    kind: accelerometer_3",
+                      "    status: {accel: [x, y]}"})),
+      "devices[0].status.accel", 5, "must name 3 channels");
+  require_single_issue(
+      issues_of(yaml({"devices:", "  - id: 1", "    name: a", "    kind: accelerometer_3",
+                      "    status:", "      left_load: [x, q]"})),
+      "devices[0].status.left_load[1]", 6, "has no channel 'q'");
+  require_single_issue(
+      issues_of(yaml({"devices:", "  - id: 1", "    name: a", "    kind: accelerometer_3",
+                      "    status: {vertical: w}"})),
+      "devices[0].status.vertical", 5, "not one of the accel channels");
+}

@@ -26,9 +26,9 @@ TEST_CASE("latency histogram quantiles stay inside their bucket and max is exact
 
 TEST_CASE("the Prometheus text has every JSON counter and cumulative buckets", "[metrics]") {
   gw::daemon::MetricsSnapshot s;
-  s.engine = {{"alerts", 3}, {"cost_model", {{"floor_ms", 1.5}}}, {"backend", "cpu"}};
-  s.ingest = {{"decode", {{"bad_crc", 2}}}};
-  s.sink = {{"committed", 3}};
+  s.counters = {{"engine", {{"alerts", 3}, {"cost_model", {{"floor_ms", 1.5}}}, {"backend", "cpu"}}},
+                {"ingest", {{"decode", {{"bad_crc", 2}}}}},
+                {"sink", {{"committed", 3}}}};
   for (double ms : {10.0, 40.0, 400.0}) s.alert_latency.observe(ms);
   const std::string text = gw::daemon::render_prometheus(s);
   CHECK(text.find("gaitwatch_engine_alerts 3\n") != std::string::npos);

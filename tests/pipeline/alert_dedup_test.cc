@@ -101,6 +101,53 @@ TEST_CASE("the same key twice in one batch admits exactly one", "[alert_dedup]")
   CHECK(dedup.table().validate().empty());
 }
 
+TEST_CASE("within one batch the first candidate of a new key is the admitted one",
+          "[alert_dedup]") {
+  // Whichever insert wins inside the table, the flag goes to the earliest
+  // candidate in batch order; the daemon and the offline detector rely on it.
+  for (int round = 0; round < 20; ++round) {
+    AlertDeduplicator dedup(cpu_table(), options());
+    std::vector<Alert> batch;
+    for (int copy = 0; copy < 30; ++copy)
+      for (std::uint32_t wearer = 0; wearer < 8; ++wearer)
+        batch.push_back(candidate(wearer, "fog", 40.0 + copy * 0.2));
+    const std::vector<bool> admitted = dedup.admit(batch);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      INFO("round " << round << " candidate " << i);
+      CHECK(admitted[i] == (i < 8));
+    }
+  }
+}
+
+TEST_CASE("per-stream expiry uses each stream's clock and forgets a restarted clock",
+          "[alert_dedup]") {
+  AlertDeduplicator dedup(cpu_table(), options(/*bucket_s=*/10, /*retention_s=*/30));
+  Alert early_clock = candidate(1, "fog", 105);  // a device counting from power-on
+  early_clock.device = 1;
+  Alert unix_clock = candidate(2, "fog", 1.7e9 + 5);  // a device on unix time
+  unix_clock.device = 4;
+  REQUIRE(count_true(dedup.admit({early_clock, unix_clock})) == 2);
+
+  // The unix-time stream's clock is far ahead, but it does not expire the
+  // other stream's bucket.
+  CHECK(dedup.expire_streams({{1, 1, 120}, {2, 4, 1.7e9 + 20}}) == 0);
+  CHECK(dedup.admit({early_clock}) == std::vector<bool>{false});
+  CHECK(dedup.expire_streams({{1, 1, 140}, {2, 4, 1.7e9 + 20}}) == 1);
+  CHECK(dedup.live_keys() == 1);
+  // An unlisted stream keeps its keys.
+  CHECK(dedup.expire_streams({StreamClock{9, 9, 1e12}}) == 0);
+
+  // Stream 1 admits again, then its device restarts: its clock goes back and
+  // its keys are forgotten, so the same bucket on the new clock is new.
+  REQUIRE(dedup.admit({candidate(1, "fog", 150)}).size() == 1);
+  Alert after_restart = candidate(1, "fog", 150);
+  after_restart.device = 0;  // candidate() leaves device 0: the stream of the admit above
+  CHECK(dedup.expire_streams({{1, 0, 160}}) == 0);
+  CHECK(dedup.expire_streams({{1, 0, 3}}) == 1);
+  CHECK(dedup.admit({after_restart}) == std::vector<bool>{true});
+  CHECK(dedup.counters().expired == 2);
+}
+
 TEST_CASE("expiry frees the keys of old buckets", "[alert_dedup]") {
   AlertDeduplicator dedup(cpu_table(), options(/*bucket_s=*/10, /*retention_s=*/30));
   REQUIRE(count_true(dedup.admit({candidate(1, "fog", 105), candidate(1, "fog", 125)})) == 2);

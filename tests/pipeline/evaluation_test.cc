@@ -23,7 +23,7 @@ TEST_CASE("events are the runs of a label", "[eval]") {
   CHECK(events[2].end == 10);
 }
 
-TEST_CASE("an events file: header, comments, commas; mistakes name the line", "[eval]") {
+TEST_CASE("an events file: header, comments, commas and mistakes that name the line", "[eval]") {
   const fs::path file = fs::temp_directory_path() / ("gw_events_" + std::to_string(::getpid()));
   std::ofstream(file) << "start end\n# a comment\n500, 700\n\n100 200  # trailing\n";
   const auto events = gw::pipeline::read_events(file.string());

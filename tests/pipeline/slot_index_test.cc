@@ -3,6 +3,7 @@
 // model of what was recorded.
 #include "pipeline/slot_index.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -288,6 +289,43 @@ TEST_CASE("re-recording keeps the first summary and oversized queries are refuse
                   gw::Error);
   // 1000 seconds x 1 code x 1 zone fits; x 64 zones does not.
   CHECK_THROWS_AS(index.query(9, exact, kAnyZone, 0, 1000), gw::Error);
+}
+
+TEST_CASE("a query over a zone list equals the union of single-zone queries", "[slot_index]") {
+  SlotIndex index(cpu_table());
+  CHECK_FALSE(index.oldest_second().has_value());
+  CHECK_FALSE(index.newest_second().has_value());
+  std::vector<SlotEntry> batch;
+  for (std::int64_t second = 1000; second < 1060; ++second) {
+    SlotEntry entry;
+    entry.wearer = 17;
+    entry.second = second;
+    entry.status.activity = static_cast<std::uint8_t>(second % 4);
+    entry.zone = static_cast<int>(second % 5);  // zones 0..4
+    batch.push_back(entry);
+  }
+  REQUIRE(index.record(batch) == batch.size());
+  CHECK(index.oldest_second() == 1000);
+  CHECK(index.newest_second() == 1059);
+
+  const StatusFilter walking{kActivityWalking, kAnyField, kAnyField};
+  std::vector<SlotHit> want;
+  for (int zone : {1, 3})
+    for (const SlotHit& hit : index.query(17, walking, zone, 990, 1070)) want.push_back(hit);
+  std::sort(want.begin(), want.end(),
+            [](const SlotHit& a, const SlotHit& b) { return a.second < b.second; });
+  // Unsorted, repeated zones: same answer, sorted by second.
+  check_same(index.query(17, walking, std::vector<int>{3, 1, 3}, 990, 1070), want);
+  CHECK_FALSE(want.empty());
+  CHECK(index.query(17, walking, std::vector<int>{}, 990, 1070).empty());
+  CHECK_THROWS_AS(index.query(17, walking, std::vector<int>{64}, 990, 1070), gw::Error);
+  // All 64 zones as a list is the same question as kAnyZone.
+  std::vector<int> every_zone;
+  for (int z = 0; z <= kMaxSlotZone; ++z) every_zone.push_back(z);
+  check_same(index.query(17, {}, every_zone, 990, 1070),
+             index.query(17, {}, kAnyZone, 990, 1070));
+  index.expire(1030);
+  CHECK(index.oldest_second() == 1030);
 }
 
 TEST_CASE("expire removes the seconds before the cut and only those", "[slot_index]") {

@@ -1,0 +1,260 @@
+// The gaitwatch commands that talk to a running daemon through its control
+// interface (docs/interfaces.md "Control interface"):
+//   status   the daemon's counters
+//   slots    a range question to the time-slot index, printed as periods
+//   alerts   stored alerts with seq > N (what a subscriber missed)
+//   control  any request, every message printed as a JSON line (scripts)
+// A long request (a job) is cancelled with Ctrl-C: the command sends
+// `cancel` for its job and waits for the daemon's final answer.
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include "common/error.h"
+#include "daemon/cli/cli.h"
+#include "daemon/control_client.h"
+
+namespace gw::cli {
+namespace {
+
+using nlohmann::json;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+struct ControlTarget {
+  std::string endpoint = "tcp://127.0.0.1:7711";
+  double timeout_s = 10;
+  void add_flags(CLI::App& cmd) {
+    cmd.add_option("--endpoint", endpoint,
+                   "the daemon's control.endpoint (default tcp://127.0.0.1:7711)");
+    cmd.add_option("--timeout", timeout_s,
+                   "seconds to wait for each message from the daemon (default 10)");
+  }
+};
+
+// Sends one request and returns its final message; `on_message` sees the
+// others. Ctrl-C while a job runs cancels the job.
+json request(const ControlTarget& target, const std::string& cmd, const json& args,
+             const std::function<void(const json&)>& on_message = {}) {
+  daemon::ControlClient client(target.endpoint,
+                               std::chrono::milliseconds(static_cast<long>(target.timeout_s * 1000)));
+  g_interrupted = 0;
+  auto* previous = std::signal(SIGINT, on_interrupt);
+  try {
+    json final = client.call(cmd, args, on_message, [] { return g_interrupted != 0; });
+    std::signal(SIGINT, previous);
+    return final;
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    throw;
+  }
+}
+
+// The result of a final message, or gw::Error with the daemon's error.
+json result_of(const json& final) {
+  if (final.value("type", "") == "result") return final["result"];
+  const json& error = final["error"];
+  throw Error(error.value("message", "error") + " [" + error.value("code", "?") + "]");
+}
+
+std::string local_time(std::int64_t unix_s) {
+  const std::time_t t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return text;
+}
+
+// --- status ----------------------------------------------------------------
+
+void add_status(CLI::App& app, int& exit_code) {
+  auto target = std::make_shared<ControlTarget>();
+  auto* cmd = app.add_subcommand("status", "print a running daemon's counters (JSON)");
+  target->add_flags(*cmd);
+  on_run(*cmd, exit_code, [target] {
+    std::cout << result_of(request(*target, "status", json::object())).dump(2) << "\n";
+    return 0;
+  });
+}
+
+// --- slots -----------------------------------------------------------------
+
+struct SlotsOptions {
+  ControlTarget target;
+  std::uint32_t wearer = 0;
+  std::string activity, posture, loading, zone;
+  std::string since = "-1h";
+  std::string until;
+  long limit = 0;
+  bool json = false;
+  bool progress = false;
+};
+
+int run_slots(const SlotsOptions& o) {
+  const double now = unix_time_now();
+  json args = {{"wearer", o.wearer}, {"since", parse_time_arg(o.since, now)}};
+  if (!o.until.empty()) args["until"] = parse_time_arg(o.until, now);
+  if (!o.activity.empty()) args["activity"] = o.activity;
+  if (!o.posture.empty()) args["posture"] = o.posture;
+  if (!o.loading.empty()) args["loading"] = o.loading;
+  if (!o.zone.empty()) args["zone"] = o.zone;
+  if (o.limit > 0) args["limit"] = o.limit;
+  const json result = result_of(request(o.target, "slots", args, [&](const json& message) {
+    if (o.progress && message.value("type", "") == "progress")
+      std::cerr << "slots: " << message["progress"].dump() << "\n";
+  }));
+  if (o.json) {
+    std::cout << result.dump() << "\n";
+    return 0;
+  }
+  // Periods: runs of consecutive seconds with the same status and zone.
+  const json& slots = result["slots"];
+  std::printf("%-19s  %-19s  %7s  %-8s  %-7s  %-7s  %s\n", "from", "to (excl.)", "seconds",
+              "activity", "posture", "loading", "zone");
+  std::size_t periods = 0;
+  for (std::size_t i = 0; i < slots.size();) {
+    std::size_t j = i + 1;
+    auto same = [&](const json& a, const json& b) {
+      return a["activity"] == b["activity"] && a["posture"] == b["posture"] &&
+             a["loading"] == b["loading"] && a["zone"] == b["zone"];
+    };
+    while (j < slots.size() && slots[j]["second"].get<std::int64_t>() ==
+                                   slots[j - 1]["second"].get<std::int64_t>() + 1 &&
+           same(slots[j], slots[i]))
+      ++j;
+    const std::int64_t first = slots[i]["second"].get<std::int64_t>();
+    const std::int64_t last = slots[j - 1]["second"].get<std::int64_t>();
+    std::printf("%-19s  %-19s  %7lld  %-8s  %-7s  %-7s  %s\n", local_time(first).c_str(),
+                local_time(last + 1).c_str(), static_cast<long long>(last + 1 - first),
+                slots[i]["activity"].get<std::string>().c_str(),
+                slots[i]["posture"].get<std::string>().c_str(),
+                slots[i]["loading"].get<std::string>().c_str(),
+                slots[i]["zone"].get<std::string>().c_str());
+    ++periods;
+    i = j;
+  }
+  const std::int64_t searched_from = result["searched_from"].get<std::int64_t>();
+  const std::int64_t searched_to = result["searched_to"].get<std::int64_t>();
+  std::printf("%zu seconds in %zu periods (wearer %u; searched %s .. %s)%s\n", slots.size(),
+              periods, o.wearer, local_time(searched_from).c_str(),
+              local_time(std::max(searched_from, searched_to)).c_str(),
+              result["truncated"].get<bool>() ? "; truncated at --limit" : "");
+  return 0;
+}
+
+void add_slots(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<SlotsOptions>();
+  auto* cmd = app.add_subcommand(
+      "slots", "ask a running daemon when a wearer had a status in a zone (time-slot index)");
+  o->target.add_flags(*cmd);
+  cmd->add_option("--wearer", o->wearer, "wearer id")->required();
+  cmd->add_option("--status,--activity", o->activity, "still | light | walking | vigorous | any");
+  cmd->add_option("--posture", o->posture, "unknown | upright | lying | any");
+  cmd->add_option("--loading", o->loading, "none | left | right | both | any");
+  cmd->add_option("--zone", o->zone, "zone name or id (config zones), none, or any (default)");
+  cmd->add_option("--since", o->since,
+                  "start: HH:MM[:SS] (the latest such local time), YYYY-MM-DD[ T]HH:MM[:SS], "
+                  "unix seconds, now, or -N{s,m,h,d} (default -1h)");
+  cmd->add_option("--until", o->until,
+                  "end (exclusive), same forms (default: up to the newest second recorded)");
+  cmd->add_option("--limit", o->limit, "at most this many seconds (default: the daemon's, 100000)");
+  cmd->add_flag("--json", o->json, "print the daemon's result object (every second)");
+  cmd->add_flag("--progress", o->progress, "print the daemon's progress messages on stderr");
+  on_run(*cmd, exit_code, [o] { return run_slots(*o); });
+}
+
+// --- alerts ----------------------------------------------------------------
+
+struct AlertsOptions {
+  ControlTarget target;
+  std::uint64_t since_seq = 0;
+  long wearer = -1;
+  std::string pattern;
+  long limit = 0;
+  bool json = false;
+};
+
+int run_alerts(const AlertsOptions& o) {
+  std::vector<pipeline::Alert> alerts;
+  std::uint64_t after = o.since_seq;
+  std::uint64_t last_seq = 0;
+  // Pages of at most 1000 until the daemon says there are no more.
+  for (;;) {
+    long page = 1000;
+    if (o.limit > 0) page = std::min<long>(page, o.limit - static_cast<long>(alerts.size()));
+    if (page <= 0) break;
+    json args = {{"since_seq", after}, {"limit", page}};
+    if (o.wearer >= 0) args["wearer"] = o.wearer;
+    if (!o.pattern.empty()) args["pattern"] = o.pattern;
+    const json result = result_of(request(o.target, "alerts.since", args));
+    last_seq = result["last_seq"].get<std::uint64_t>();
+    for (const json& alert : result["alerts"]) alerts.push_back(pipeline::alert_from_json(alert));
+    if (!result["more"].get<bool>() || result["alerts"].empty()) break;
+    after = alerts.back().seq;
+  }
+  if (o.json) {
+    for (const auto& alert : alerts) std::cout << pipeline::alert_to_json(alert).dump() << "\n";
+    return 0;
+  }
+  print_hits_table(alerts);
+  std::printf("%zu alerts with seq > %llu (the store's last seq is %llu)\n", alerts.size(),
+              static_cast<unsigned long long>(o.since_seq),
+              static_cast<unsigned long long>(last_seq));
+  return 0;
+}
+
+void add_alerts(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<AlertsOptions>();
+  auto* cmd = app.add_subcommand(
+      "alerts", "fetch stored alerts from a running daemon by sequence number (catch up)");
+  o->target.add_flags(*cmd);
+  cmd->add_option("--since-seq", o->since_seq, "only alerts with seq > N (default 0: all)");
+  cmd->add_option("--wearer", o->wearer, "only this wearer");
+  cmd->add_option("--pattern", o->pattern, "only this pattern");
+  cmd->add_option("--limit", o->limit, "at most this many (default: all)");
+  cmd->add_flag("--json", o->json, "one JSON alert per line (as published)");
+  on_run(*cmd, exit_code, [o] { return run_alerts(*o); });
+}
+
+// --- control ---------------------------------------------------------------
+
+struct RawRequestOptions {
+  ControlTarget target;
+  std::string cmd;
+  std::string args = "{}";
+};
+
+int run_control(const RawRequestOptions& o) {
+  const json args = json::parse(o.args, nullptr, false);
+  if (args.is_discarded() || !args.is_object())
+    throw Error("ARGS must be a JSON object, got '" + o.args + "'");
+  const json final =
+      request(o.target, o.cmd, args, [](const json& message) { std::cout << message.dump() << std::endl; });
+  std::cout << final.dump() << std::endl;
+  return final.value("type", "") == "result" ? 0 : 1;
+}
+
+void add_control(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<RawRequestOptions>();
+  auto* cmd = app.add_subcommand(
+      "control", "send any request to a running daemon; print every message as a JSON line");
+  o->target.add_flags(*cmd);
+  cmd->add_option("command", o->cmd, "command name (gaitwatch control commands: lists them)")
+      ->required();
+  cmd->add_option("args", o->args, "its arguments as a JSON object (default {})");
+  on_run(*cmd, exit_code, [o] { return run_control(*o); });
+}
+
+}  // namespace
+
+void add_control_commands(CLI::App& app, int& exit_code) {
+  add_status(app, exit_code);
+  add_slots(app, exit_code);
+  add_alerts(app, exit_code);
+  add_control(app, exit_code);
+}
+
+}  // namespace gw::cli

@@ -1,0 +1,39 @@
+// The daemon's own control commands (the protocol: docs/interfaces.md
+// "Control interface"; the mechanism: daemon/control.h):
+//   status        pipeline thread  the counters of every part (the "stats."
+//                                  message's body)
+//   slots         job              a range question to the time-slot index,
+//                                  run as pipeline-thread steps of at most
+//                                  slots.query_chunk_searches point searches,
+//                                  with progress after each step; cancellable
+//   alerts.since  control thread   stored alerts with seq > N from SQLite (its
+//                                  own read-only connection, WAL), so a
+//                                  subscriber fetches what it missed
+//   zones         control thread   the configured receiving zones
+#pragma once
+
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "daemon/control.h"
+#include "pipeline/slot_index.h"
+
+namespace gw::daemon {
+
+struct DaemonCommandDeps {
+  config::Config config;                  // the running config (restart-only sections)
+  std::function<nlohmann::json()> status; // called on the pipeline thread
+  // The slot index, touched only in pipeline-thread steps; null when
+  // slots.enabled is false. Must outlive the pipeline thread's last
+  // PipelineTasks::run_pending().
+  pipeline::SlotIndex* slots = nullptr;
+};
+
+void add_daemon_commands(ControlRegistry& registry, DaemonCommandDeps deps);
+
+// One slot hit as the control interface returns it.
+nlohmann::json slot_hit_json(const pipeline::SlotHit& hit, const config::Config& config);
+
+}  // namespace gw::daemon

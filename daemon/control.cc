@@ -1,0 +1,560 @@
+#include "daemon/control.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <future>
+#include <iterator>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+namespace gw::daemon {
+
+using nlohmann::json;
+namespace err = control_error;
+
+namespace {
+
+ControlError bad_arg(const char* name, const std::string& what) {
+  return ControlError(err::kBadRequest, std::string("argument '") + name + "' " + what);
+}
+
+const json* find_arg(const json& args, const char* name) {
+  const auto it = args.find(name);
+  return it == args.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::int64_t to_int(const json& value, const char* name, std::int64_t min, std::int64_t max) {
+  if (!value.is_number_integer())
+    throw bad_arg(name, "must be an integer, got " + std::string(value.type_name()));
+  if (value.is_number_unsigned() &&
+      value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    throw bad_arg(name, "is out of range");
+  const std::int64_t v = value.get<std::int64_t>();
+  if (v < min || v > max)
+    throw bad_arg(name, "must be in " + std::to_string(min) + ".." + std::to_string(max) +
+                            ", got " + std::to_string(v));
+  return v;
+}
+
+double to_number(const json& value, const char* name) {
+  if (!value.is_number())
+    throw bad_arg(name, "must be a number, got " + std::string(value.type_name()));
+  return value.get<double>();
+}
+
+}  // namespace
+
+std::int64_t int_arg(const json& args, const char* name, std::int64_t min, std::int64_t max) {
+  const json* value = find_arg(args, name);
+  if (!value) throw bad_arg(name, "is required");
+  return to_int(*value, name, min, max);
+}
+
+std::int64_t int_arg(const json& args, const char* name, std::int64_t min, std::int64_t max,
+                     std::int64_t fallback) {
+  const json* value = find_arg(args, name);
+  return value ? to_int(*value, name, min, max) : fallback;
+}
+
+double number_arg(const json& args, const char* name) {
+  const json* value = find_arg(args, name);
+  if (!value) throw bad_arg(name, "is required");
+  return to_number(*value, name);
+}
+
+double number_arg(const json& args, const char* name, double fallback) {
+  const json* value = find_arg(args, name);
+  return value ? to_number(*value, name) : fallback;
+}
+
+std::optional<std::string> optional_string_arg(const json& args, const char* name) {
+  const json* value = find_arg(args, name);
+  if (!value) return std::nullopt;
+  if (!value->is_string())
+    throw bad_arg(name, "must be a string, got " + std::string(value->type_name()));
+  return value->get<std::string>();
+}
+
+std::string string_arg(const json& args, const char* name) {
+  std::optional<std::string> value = optional_string_arg(args, name);
+  if (!value) throw bad_arg(name, "is required");
+  return *value;
+}
+
+// ---------------------------------------------------------------------------
+
+PipelineTasks::PipelineTasks(std::size_t capacity)
+    : queue_(capacity, OverflowPolicy::kDropNewest) {}
+
+bool PipelineTasks::post(std::function<void()> task) {
+  if (closed_.load()) return false;
+  return queue_.push(std::move(task));  // false when full (counted) or closed
+}
+
+std::size_t PipelineTasks::run_pending() {
+  std::vector<std::function<void()>> tasks;
+  queue_.drain(tasks);
+  for (auto& task : tasks) task();
+  return tasks.size();
+}
+
+void PipelineTasks::close() {
+  closed_.store(true);
+  queue_.close();
+}
+
+void JobContext::throw_if_cancelled() const {
+  if (cancelled())
+    throw ControlError(err::kCancelled, "job " + std::to_string(id()) + " was cancelled");
+}
+
+// ---------------------------------------------------------------------------
+
+void ControlRegistry::insert(ControlCommand command) {
+  if (command.name.empty()) throw Error("control: a command needs a name");
+  const std::string name = command.name;
+  if (!commands_.emplace(name, std::move(command)).second)
+    throw Error("control: command '" + name + "' is registered twice");
+}
+
+void ControlRegistry::add(const std::string& name, const std::string& help, RunsOn runs_on,
+                          Handler handler) {
+  insert({name, help, /*is_job=*/false, runs_on, std::move(handler), {}});
+}
+
+void ControlRegistry::add_job(const std::string& name, const std::string& help,
+                              JobHandler handler) {
+  insert({name, help, /*is_job=*/true, RunsOn::kControlThread, {}, std::move(handler)});
+}
+
+const ControlCommand* ControlRegistry::find(const std::string& name) const {
+  const auto it = commands_.find(name);
+  return it == commands_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> ControlRegistry::names() const {
+  std::vector<std::string> names;
+  for (const auto& entry : commands_) names.push_back(entry.first);
+  return names;
+}
+
+// ---------------------------------------------------------------------------
+
+namespace {
+
+using Envelope = std::vector<std::string>;  // routing frames, echoed on every message
+using Clock = std::chrono::steady_clock;
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+}  // namespace
+
+struct ControlServer::Impl {
+  struct Job {
+    std::uint64_t id = 0;
+    std::string command;
+    Clock::time_point started;
+    std::atomic<bool> cancel{false};
+    std::atomic<bool> done{false};
+    std::thread thread;
+  };
+
+  class Context final : public JobContext {
+   public:
+    Context(Impl& server, std::shared_ptr<Job> job, Envelope envelope, json request_id)
+        : server_(server), job_(std::move(job)), envelope_(std::move(envelope)),
+          request_id_(std::move(request_id)) {}
+    std::uint64_t id() const override { return job_->id; }
+    bool cancelled() const override { return job_->cancel.load(); }
+    void progress(json progress) override {
+      server_.send(envelope_, {{"id", request_id_},
+                               {"type", "progress"},
+                               {"job", job_->id},
+                               {"progress", std::move(progress)}});
+    }
+    json on_pipeline(std::function<json()> step) override {
+      auto promise = std::make_shared<std::promise<json>>();
+      std::future<json> result = promise->get_future();
+      std::function<void()> task = [promise, step = std::move(step)] {
+        try {
+          promise->set_value(step());
+        } catch (...) {
+          promise->set_exception(std::current_exception());
+        }
+      };
+      for (;;) {
+        throw_if_cancelled();
+        if (server_.pipeline.closed())
+          throw ControlError(err::kShuttingDown, "the daemon is stopping");
+        if (server_.pipeline.post(task)) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // queue full: retry
+      }
+      while (result.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
+        throw_if_cancelled();
+      return result.get();
+    }
+
+   private:
+    Impl& server_;
+    std::shared_ptr<Job> job_;
+    Envelope envelope_;
+    json request_id_;
+  };
+
+  Impl(const ControlOptions& o, ControlRegistry r, PipelineTasks& p)
+      : options(o), registry(std::move(r)), pipeline(p), router(context, zmq::socket_type::router) {}
+
+  // Any thread: queues a message for the server thread to send.
+  void send(const Envelope& envelope, const json& message) {
+    {
+      std::lock_guard<std::mutex> lock(out_mu);
+      outbox.emplace_back(envelope, message.dump());
+    }
+    wake();
+  }
+  void wake() {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(wake_fd, &one, sizeof one);
+  }
+  void send_result(const Envelope& envelope, const json& id, json result,
+                   std::optional<std::uint64_t> job = std::nullopt) {
+    json message = {{"id", id}, {"type", "result"}, {"ok", true}, {"result", std::move(result)}};
+    if (job) message["job"] = *job;
+    send(envelope, message);
+  }
+  void send_error(const Envelope& envelope, const json& id, const std::string& code,
+                  const std::string& text, std::optional<std::uint64_t> job = std::nullopt) {
+    {
+      std::lock_guard<std::mutex> lock(counters_mu);
+      ++errors[code];
+    }
+    json message = {{"id", id},
+                    {"type", "error"},
+                    {"ok", false},
+                    {"error", {{"code", code}, {"message", text}}}};
+    if (job) message["job"] = *job;
+    send(envelope, message);
+  }
+  // Runs a handler and turns its outcome into one final message.
+  template <typename Fn>
+  void answer(const Envelope& envelope, const json& id, std::optional<std::uint64_t> job, Fn&& run) {
+    try {
+      send_result(envelope, id, run(), job);
+    } catch (const ControlError& e) {
+      send_error(envelope, id, e.code(), e.what(), job);
+    } catch (const json::exception& e) {
+      send_error(envelope, id, err::kBadRequest, std::string("bad arguments: ") + e.what(), job);
+    } catch (const std::exception& e) {
+      send_error(envelope, id, err::kFailed, e.what(), job);
+    }
+  }
+
+  void add_builtins();
+  void serve();
+  void handle(std::vector<zmq::message_t>& frames);
+  void start_job(const Envelope& envelope, const json& id, const ControlCommand& command,
+                 json args);
+  void flush_outbox();
+  void reap_jobs();
+  std::size_t running_jobs();
+
+  ControlOptions options;
+  ControlRegistry registry;
+  PipelineTasks& pipeline;
+  zmq::context_t context;
+  zmq::socket_t router;
+  std::string bound;
+  int wake_fd = -1;
+  std::thread thread;
+  std::atomic<bool> stopping{false};
+  std::mutex stop_mu;
+  bool stopped = false;
+
+  std::mutex out_mu;
+  std::deque<std::pair<Envelope, std::string>> outbox;
+
+  std::mutex jobs_mu;
+  std::map<std::uint64_t, std::shared_ptr<Job>> jobs;
+  std::uint64_t next_job = 1;
+
+  mutable std::mutex counters_mu;
+  std::map<std::string, std::uint64_t> errors;
+  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> dropped_messages{0};
+  std::atomic<std::uint64_t> jobs_started{0};
+  std::atomic<std::uint64_t> jobs_finished{0};
+};
+
+void ControlServer::Impl::add_builtins() {
+  registry.add("cancel", "cancel a running job: {job}", RunsOn::kControlThread,
+               [this](const json& args) -> json {
+                 const auto job_id = static_cast<std::uint64_t>(
+                     int_arg(args, "job", 1, std::numeric_limits<std::int64_t>::max()));
+                 std::lock_guard<std::mutex> lock(jobs_mu);
+                 const auto it = jobs.find(job_id);
+                 if (it == jobs.end() || it->second->done.load())
+                   throw ControlError(err::kUnknownJob,
+                                      "no running job " + std::to_string(job_id) +
+                                          " (it finished, or never existed)");
+                 it->second->cancel.store(true);
+                 return {{"job", job_id}, {"cancelling", true}};
+               });
+  registry.add("commands", "list the commands with their help", RunsOn::kControlThread,
+               [this](const json&) -> json {
+                 json list = json::array();
+                 for (const auto& [name, command] : registry.commands())
+                   list.push_back({{"name", name},
+                                   {"help", command.help},
+                                   {"runs_on", command.is_job ? "job"
+                                               : command.runs_on == RunsOn::kPipelineThread
+                                                   ? "pipeline"
+                                                   : "control"}});
+                 return {{"commands", list}};
+               });
+  registry.add("jobs", "list the running jobs", RunsOn::kControlThread, [this](const json&) -> json {
+    json list = json::array();
+    std::lock_guard<std::mutex> lock(jobs_mu);
+    const auto now = Clock::now();
+    for (const auto& [id, job] : jobs) {
+      if (job->done.load()) continue;
+      list.push_back({{"job", id},
+                      {"command", job->command},
+                      {"running_s", std::chrono::duration<double>(now - job->started).count()},
+                      {"cancelling", job->cancel.load()}});
+    }
+    return {{"jobs", list}};
+  });
+}
+
+std::size_t ControlServer::Impl::running_jobs() {
+  std::lock_guard<std::mutex> lock(jobs_mu);
+  std::size_t n = 0;
+  for (const auto& entry : jobs) n += entry.second->done.load() ? 0 : 1;
+  return n;
+}
+
+void ControlServer::Impl::start_job(const Envelope& envelope, const json& id,
+                                    const ControlCommand& command, json args) {
+  if (running_jobs() >= static_cast<std::size_t>(options.max_jobs)) {
+    send_error(envelope, id, err::kBusy,
+               std::to_string(options.max_jobs) + " jobs are running (control.max_jobs); retry later");
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->command = command.name;
+  job->started = Clock::now();
+  std::lock_guard<std::mutex> lock(jobs_mu);
+  job->id = next_job++;
+  jobs.emplace(job->id, job);
+  ++jobs_started;
+  send(envelope, {{"id", id}, {"type", "accepted"}, {"job", job->id}});
+  // The thread only starts its work once it is stored in `job` (the lock is
+  // held until then, and reap_jobs() takes it before joining).
+  job->thread = std::thread([this, job, envelope, id, &command, args = std::move(args)] {
+    Context context(*this, job, envelope, id);
+    answer(envelope, id, job->id, [&] { return command.job(args, context); });
+    ++jobs_finished;
+    job->done.store(true);
+    wake();
+  });
+}
+
+void ControlServer::Impl::handle(std::vector<zmq::message_t>& frames) {
+  ++requests;
+  if (frames.size() < 2) return;  // no routing identity and body: nothing to answer to
+  Envelope envelope;
+  for (std::size_t i = 0; i + 1 < frames.size(); ++i) envelope.push_back(frames[i].to_string());
+  const zmq::message_t& body = frames.back();
+  const json no_id;
+  if (body.size() > options.max_request_bytes) {
+    send_error(envelope, no_id, err::kBadRequest,
+               "request of " + std::to_string(body.size()) + " bytes exceeds control.max_request_bytes (" +
+                   std::to_string(options.max_request_bytes) + ")");
+    return;
+  }
+  json request = json::parse(body.to_string(), nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded()) {
+    send_error(envelope, no_id, err::kBadJson, "the request is not valid JSON");
+    return;
+  }
+  if (!request.is_object()) {
+    send_error(envelope, no_id, err::kBadRequest,
+               "a request is a JSON object {\"id\": ..., \"cmd\": NAME, \"args\": {...}}");
+    return;
+  }
+  const json id = request.contains("id") ? request["id"] : json();
+  if (!request.contains("cmd") || !request["cmd"].is_string()) {
+    send_error(envelope, id, err::kBadRequest, "the request has no \"cmd\" string");
+    return;
+  }
+  json args = request.contains("args") ? request["args"] : json::object();
+  if (args.is_null()) args = json::object();
+  if (!args.is_object()) {
+    send_error(envelope, id, err::kBadRequest, "\"args\" must be a JSON object");
+    return;
+  }
+  const std::string name = request["cmd"].get<std::string>();
+  const ControlCommand* command = registry.find(name);
+  if (!command) {
+    send_error(envelope, id, err::kUnknownCommand,
+               "unknown command '" + name + "'; commands: " + join(registry.names()));
+    return;
+  }
+  if (command->is_job) {
+    start_job(envelope, id, *command, std::move(args));
+  } else if (command->runs_on == RunsOn::kControlThread) {
+    answer(envelope, id, std::nullopt, [&] { return command->handler(args); });
+  } else {
+    auto task = [this, envelope, id, command, args = std::move(args)] {
+      answer(envelope, id, std::nullopt, [&] { return command->handler(args); });
+    };
+    if (!pipeline.post(std::move(task))) {
+      if (pipeline.closed())
+        send_error(envelope, id, err::kShuttingDown, "the daemon is stopping");
+      else
+        send_error(envelope, id, err::kBusy,
+                   "the pipeline's request queue is full (control.queue_capacity); retry later");
+    }
+  }
+}
+
+void ControlServer::Impl::flush_outbox() {
+  std::deque<std::pair<Envelope, std::string>> messages;
+  {
+    std::lock_guard<std::mutex> lock(out_mu);
+    messages.swap(outbox);
+  }
+  for (const auto& [envelope, body] : messages) {
+    bool sent = true;
+    // ROUTER never blocks: at the high-water mark or for a client that is
+    // gone the message is dropped; count it.
+    for (const std::string& frame : envelope)
+      sent = sent && router.send(zmq::buffer(frame), zmq::send_flags::sndmore | zmq::send_flags::dontwait)
+                         .has_value();
+    sent = sent && router.send(zmq::buffer(body), zmq::send_flags::dontwait).has_value();
+    if (!sent) ++dropped_messages;
+  }
+}
+
+void ControlServer::Impl::reap_jobs() {
+  std::vector<std::shared_ptr<Job>> finished;
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu);
+    for (auto it = jobs.begin(); it != jobs.end();) {
+      if (it->second->done.load()) {
+        finished.push_back(it->second);
+        it = jobs.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& job : finished)
+    if (job->thread.joinable()) job->thread.join();
+}
+
+void ControlServer::Impl::serve() {
+  zmq::pollitem_t items[2] = {{router.handle(), 0, ZMQ_POLLIN, 0},
+                              {nullptr, wake_fd, ZMQ_POLLIN, 0}};
+  auto drain_wake = [&] {
+    std::uint64_t value;
+    [[maybe_unused]] const ssize_t n = ::read(wake_fd, &value, sizeof value);
+  };
+  while (!stopping.load()) {
+    zmq::poll(items, 2, std::chrono::milliseconds(200));
+    if (items[1].revents & ZMQ_POLLIN) drain_wake();
+    if (items[0].revents & ZMQ_POLLIN) {
+      // A bounded number per round, so replies are not starved by a flood.
+      for (int i = 0; i < 256; ++i) {
+        std::vector<zmq::message_t> frames;
+        if (!zmq::recv_multipart(router, std::back_inserter(frames), zmq::recv_flags::dontwait))
+          break;
+        handle(frames);
+      }
+    }
+    flush_outbox();
+    reap_jobs();
+  }
+  // Stopping: cancel every job, and keep sending until each has answered.
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu);
+    for (auto& entry : jobs) entry.second->cancel.store(true);
+  }
+  for (;;) {
+    flush_outbox();
+    reap_jobs();
+    {
+      std::lock_guard<std::mutex> lock(jobs_mu);
+      if (jobs.empty()) break;
+    }
+    zmq::poll(&items[1], 1, std::chrono::milliseconds(50));
+    if (items[1].revents & ZMQ_POLLIN) drain_wake();
+  }
+  flush_outbox();
+}
+
+ControlServer::ControlServer(const ControlOptions& options, ControlRegistry registry,
+                             PipelineTasks& pipeline)
+    : impl_(std::make_unique<Impl>(options, std::move(registry), pipeline)) {
+  Impl& s = *impl_;
+  s.add_builtins();
+  s.router.set(zmq::sockopt::linger, 200);  // final replies get a moment to leave
+  s.router.set(zmq::sockopt::sndhwm, options.send_hwm);
+  try {
+    s.router.bind(options.endpoint);
+  } catch (const zmq::error_t& e) {
+    throw Error("control: cannot bind " + options.endpoint + ": " + e.what());
+  }
+  s.bound = s.router.get(zmq::sockopt::last_endpoint);
+  s.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (s.wake_fd < 0) throw Error("control: eventfd failed");
+  s.thread = std::thread([&s] { s.serve(); });
+}
+
+ControlServer::~ControlServer() { stop(); }
+
+void ControlServer::stop() {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.stop_mu);
+  if (s.stopped) return;
+  s.stopped = true;
+  s.stopping.store(true);
+  s.wake();
+  if (s.thread.joinable()) s.thread.join();
+  s.router.close();
+  ::close(s.wake_fd);
+}
+
+std::string ControlServer::bound_endpoint() const { return impl_->bound; }
+
+json ControlServer::counters_json() const {
+  const Impl& s = *impl_;
+  json errors = json::object();
+  {
+    std::lock_guard<std::mutex> lock(s.counters_mu);
+    for (const auto& [code, count] : s.errors) errors[code] = count;
+  }
+  const std::uint64_t started = s.jobs_started.load(), finished = s.jobs_finished.load();
+  return {{"requests", s.requests.load()},
+          {"errors", errors},
+          {"jobs_started", started},
+          {"jobs_finished", finished},
+          {"jobs_running", started - finished},
+          {"dropped_messages", s.dropped_messages.load()},
+          {"pipeline_queue_depth", s.pipeline.depth()},
+          {"pipeline_queue_refused", s.pipeline.refused()}};
+}
+
+}  // namespace gw::daemon

@@ -1,0 +1,202 @@
+#include "pipeline/slot_recorder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "common/error.h"
+
+namespace gw::pipeline {
+
+ClassifyOptions classify_options(const SlotRecorderOptions& options,
+                                 const SlotSources& accel_device) {
+  ClassifyOptions classify;
+  classify.vertical_axis = accel_device.vertical_axis;
+  classify.gravity = accel_device.gravity;
+  classify.still_max_std = options.still_max_std_g * accel_device.gravity;
+  classify.light_max_std = options.light_max_std_g * accel_device.gravity;
+  classify.walking_max_std = options.walking_max_std_g * accel_device.gravity;
+  classify.posture_axis_min_g = options.posture_axis_min_g;
+  classify.foot_loaded_min_force = options.foot_loaded_min;
+  return classify;
+}
+
+namespace {
+
+int highest_channel(const SlotSources& source) {
+  int highest = -1;
+  for (const std::vector<int>* list : {&source.accel, &source.left_load, &source.right_load})
+    for (int c : *list) highest = std::max(highest, c);
+  return highest;
+}
+
+}  // namespace
+
+SlotRecorder::SlotRecorder(const SlotRecorderOptions& options,
+                           std::map<std::uint16_t, SlotSources> sources)
+    : options_(options) {
+  if (!(options_.max_wait_s > 0) || !std::isfinite(options_.max_wait_s))
+    throw Error("slot recorder: max_wait_s must be a positive number of seconds");
+  for (auto& [device, source] : sources) {
+    if (!source.accel.empty() && source.accel.size() != 3)
+      throw Error("slot recorder: device " + std::to_string(device) +
+                  ": accel needs exactly 3 channels (x, y, z)");
+    for (const std::vector<int>* list : {&source.accel, &source.left_load, &source.right_load})
+      for (int c : *list)
+        if (c < 0)
+          throw Error("slot recorder: device " + std::to_string(device) +
+                      ": negative channel index");
+    if (source.vertical_axis < 0 || source.vertical_axis > 2)
+      throw Error("slot recorder: device " + std::to_string(device) +
+                  ": vertical_axis must be 0, 1 or 2");
+    if (!source.empty()) sources_.emplace(device, std::move(source));
+  }
+}
+
+void SlotRecorder::on_frame(const sensors::Frame& frame, int zone, double arrival_s) {
+  const auto source_it = sources_.find(frame.device_id);
+  if (source_it == sources_.end()) return;
+  const SlotSources& source = source_it->second;
+  counters_.samples += frame.samples;
+  if (frame.wearer_id > kMaxSlotWearer || highest_channel(source) >= frame.channels) {
+    counters_.out_of_range_samples += frame.samples;
+    return;
+  }
+  WearerState& wearer = wearers_[frame.wearer_id];
+  StreamClockState& clock = wearer.streams[frame.device_id];
+  // Division, not * 1e-6: exact for whole seconds.
+  const double first_s = static_cast<double>(frame.device_time_us) / 1e6;
+  if (options_.clock == SlotClock::kAnchored && (!clock.anchored || first_s < clock.last_device_s)) {
+    clock.anchor_s = std::llround(arrival_s - first_s);
+    clock.anchored = true;
+    ++counters_.anchors;
+  }
+  clock.last_arrival_s = arrival_s;
+
+  const double rate = static_cast<double>(frame.sample_rate_hz);
+  const std::size_t channels = frame.channels;
+  for (std::size_t s = 0; s < frame.samples; ++s) {
+    const double t = first_s + static_cast<double>(s) / rate;
+    clock.last_device_s = t;
+    const double floor_t = std::floor(t);
+    const std::int64_t second =
+        static_cast<std::int64_t>(floor_t) + (options_.clock == SlotClock::kAnchored ? clock.anchor_s : 0);
+    if (!std::isfinite(floor_t) || second < 0 || second > kMaxSlotSecond) {
+      ++counters_.out_of_range_samples;
+      continue;
+    }
+    clock.newest_second = std::max(clock.newest_second, second);
+    if (wearer.any_returned && second <= wearer.returned_through) {
+      ++counters_.late_samples;
+      continue;
+    }
+    auto [it, inserted] = wearer.pending.try_emplace(second);
+    PendingSecond& pending = it->second;
+    if (inserted) pending.first_arrival_s = arrival_s;
+    DeviceSamples& samples = pending.devices[frame.device_id];
+    const float* row = frame.values.data() + s * channels;
+    for (int c : source.accel) samples.accel.push_back(row[c]);
+    auto total = [row](const std::vector<int>& load) {
+      float sum = 0;
+      for (int c : load) sum += row[c];
+      return sum;
+    };
+    if (!source.left_load.empty()) samples.left.push_back(total(source.left_load));
+    if (!source.right_load.empty()) samples.right.push_back(total(source.right_load));
+    ++pending.zone_samples[zone];
+  }
+}
+
+bool SlotRecorder::complete(const WearerState& wearer, std::int64_t second,
+                            const PendingSecond& pending, double now_s) const {
+  if (now_s - pending.first_arrival_s > options_.max_wait_s) return true;
+  for (const auto& [device, clock] : wearer.streams) {
+    const bool alive = now_s - clock.last_arrival_s <= options_.max_wait_s;
+    if (alive && clock.newest_second <= second) return false;
+  }
+  return true;
+}
+
+SlotEntry SlotRecorder::finish(std::uint32_t wearer, std::int64_t second,
+                               const PendingSecond& pending) const {
+  // The lowest device id that delivered each input (std::map is ordered).
+  const std::vector<float>* accel = nullptr;
+  const std::vector<float>* left = nullptr;
+  const std::vector<float>* right = nullptr;
+  std::uint16_t accel_device = 0;
+  for (const auto& [device, samples] : pending.devices) {
+    if (!accel && !samples.accel.empty()) {
+      accel = &samples.accel;
+      accel_device = device;
+    }
+    if (!left && !samples.left.empty()) left = &samples.left;
+    if (!right && !samples.right.empty()) right = &samples.right;
+  }
+  SecondSignals signals;
+  if (accel) {
+    signals.accel = accel->data();
+    signals.accel_samples = accel->size() / 3;
+    signals.accel_stride = 3;
+  }
+  if (left || right) {
+    signals.left_total = left ? left->data() : nullptr;
+    signals.right_total = right ? right->data() : nullptr;
+    signals.insole_samples = left && right ? std::min(left->size(), right->size())
+                                           : (left ? left->size() : right->size());
+    signals.insole_stride = 1;
+  }
+  const SlotSources defaults;
+  const ClassifyOptions classify =
+      classify_options(options_, accel ? sources_.at(accel_device) : defaults);
+
+  SlotEntry entry;
+  entry.wearer = wearer;
+  entry.second = second;
+  entry.status = classify_second(signals, classify);
+  entry.summary = summarize_second(signals);
+  std::size_t most = 0;
+  for (const auto& [zone, count] : pending.zone_samples)
+    if (count > most) {  // ascending zones: a tie keeps the lower one
+      most = count;
+      entry.zone = zone;
+    }
+  return entry;
+}
+
+std::vector<SlotEntry> SlotRecorder::take_complete(double now_s) {
+  std::vector<SlotEntry> out;
+  for (auto& [id, wearer] : wearers_) {
+    auto it = wearer.pending.begin();
+    while (it != wearer.pending.end() && complete(wearer, it->first, it->second, now_s)) {
+      out.push_back(finish(id, it->first, it->second));
+      wearer.any_returned = true;
+      wearer.returned_through = it->first;
+      it = wearer.pending.erase(it);
+    }
+  }
+  counters_.seconds += out.size();
+  return out;
+}
+
+std::vector<SlotEntry> SlotRecorder::take_all() {
+  std::vector<SlotEntry> out;
+  for (auto& [id, wearer] : wearers_) {
+    for (const auto& [second, pending] : wearer.pending) {
+      out.push_back(finish(id, second, pending));
+      wearer.any_returned = true;
+      wearer.returned_through = second;
+    }
+    wearer.pending.clear();
+  }
+  counters_.seconds += out.size();
+  return out;
+}
+
+std::size_t SlotRecorder::pending_seconds() const {
+  std::size_t n = 0;
+  for (const auto& [id, wearer] : wearers_) n += wearer.pending.size();
+  return n;
+}
+
+}  // namespace gw::pipeline

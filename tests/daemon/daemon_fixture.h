@@ -1,0 +1,176 @@
+// The real gaitwatchd for integration tests: a temp dir with a copy of the
+// shipped config on loopback ports chosen now (ingest, publisher, control)
+// and a temp database; a ZeroMQ subscriber; `gaitwatch replay` of the bundled
+// Daphnet recording.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+#include <zmq.hpp>
+
+#include "tests/daemon/process.h"
+
+namespace gw::test {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+inline const std::string kDaemon = std::string(GW_BINARY_DIR) + "/daemon/gaitwatchd";
+inline const std::string kTool = std::string(GW_BINARY_DIR) + "/daemon/gaitwatch";
+inline const std::string kRecording = std::string(GW_DATA_DIR) + "/daphnet/S02R01.txt";
+// Around the first freeze episodes of S02R01 (FOG_EPISODES.tsv): 2 minutes.
+constexpr int kStart = 53000;
+constexpr int kEnd = 61200;
+constexpr double kSpeed = 40;
+
+// A temp dir holding a copy of the shipped config with loopback ports chosen
+// now, an absolute example path and a temp database.
+struct DaemonFixture {
+  fs::path dir;
+  fs::path config_path;
+  int udp_port = free_port(true);
+  int tcp_port = free_port(false);
+  int pub_port = free_port(false);
+  int control_port = free_port(false);
+  int metrics_port = free_port(false);
+  YAML::Node config;
+
+  DaemonFixture() {
+    static int counter = 0;
+    dir = fs::temp_directory_path() /
+          ("gw_daemon_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(dir);
+    config = YAML::LoadFile(std::string(GW_CONFIG_DIR) + "/gaitwatch.yaml");
+    config["ingest"]["udp"]["port"] = udp_port;
+    config["ingest"]["tcp"]["port"] = tcp_port;
+    config["publish"]["endpoint"] = "tcp://127.0.0.1:" + std::to_string(pub_port);
+    config["publish"]["stats_interval_s"] = 0.2;
+    config["control"]["endpoint"] = control_endpoint();
+    config["metrics"]["port"] = metrics_port;
+    config["storage"]["path"] = (dir / "hits.db").string();
+    config["search"]["threads"] = 2;
+    // The copy lives elsewhere: make the patterns' example files absolute.
+    auto absolute = [](YAML::Node example) {
+      example["file"] = (fs::path(GW_CONFIG_DIR) / example["file"].as<std::string>()).string();
+    };
+    for (auto pattern : config["patterns"]) {
+      if (pattern["example"]) absolute(pattern["example"]);
+      for (const char* list : {"examples", "negatives"})
+        if (pattern[list])
+          for (auto example : pattern[list]) absolute(example);
+    }
+    config_path = dir / "gaitwatch.yaml";
+    write_config(config);
+  }
+  ~DaemonFixture() { fs::remove_all(dir); }
+
+  void write_config(const YAML::Node& node) const {
+    std::ofstream out(config_path);
+    out << YAML::Dump(node) << "\n";
+  }
+  std::string endpoint() const { return "tcp://127.0.0.1:" + std::to_string(pub_port); }
+  std::string control_endpoint() const {
+    return "tcp://127.0.0.1:" + std::to_string(control_port);
+  }
+  std::string udp() const { return "udp://127.0.0.1:" + std::to_string(udp_port); }
+  std::string db() const { return (dir / "hits.db").string(); }
+};
+
+// A SUB socket that collects alerts and stats until told to stop.
+struct Subscriber {
+  zmq::context_t context;
+  zmq::socket_t socket{context, zmq::socket_type::sub};
+  std::vector<json> alerts;
+  std::vector<json> stats;
+
+  // `secure`: CURVE client options set before connecting (none: plain TCP).
+  explicit Subscriber(const std::string& endpoint,
+                      const std::function<void(zmq::socket_t&)>& secure = {}) {
+    if (secure) secure(socket);
+    socket.set(zmq::sockopt::subscribe, "alert.");
+    socket.set(zmq::sockopt::subscribe, "stats.");
+    socket.set(zmq::sockopt::rcvtimeo, 100);
+    socket.connect(endpoint);
+  }
+  void poll_once() {
+    zmq::message_t topic, body;
+    if (!socket.recv(topic)) return;
+    REQUIRE(topic.more());
+    REQUIRE(socket.recv(body));
+    json j = json::parse(body.to_string());
+    if (topic.to_string().rfind("alert.", 0) == 0) {
+      CHECK(topic.to_string() == "alert." + j["severity"].get<std::string>() + "." +
+                                     std::to_string(j["wearer"].get<int>()) + ".");
+      alerts.push_back(j);
+    } else {
+      stats.push_back(j);
+    }
+  }
+  // Polls until `pred` holds or the timeout passes.
+  template <typename P>
+  bool until(P pred, std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (!pred() && std::chrono::steady_clock::now() < end) poll_once();
+    return pred();
+  }
+  bool saw_shutdown() const {
+    return !stats.empty() && stats.back()["reason"] == "shutdown";
+  }
+};
+
+inline Process start_daemon(const DaemonFixture& fx, const std::string& tag = "daemon") {
+  return Process({kDaemon, "--config", fx.config_path.string()}, fx.dir / (tag + ".out"),
+                 fx.dir / (tag + ".err"));
+}
+
+inline RunResult replay(const DaemonFixture& fx, const std::string& to,
+                        std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv = {kTool, "replay", "--file", kRecording, "--format", "daphnet",
+                                   "--start", std::to_string(kStart), "--end",
+                                   std::to_string(kEnd), "--speed", std::to_string(kSpeed),
+                                   "--to", to};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto r = run_process(argv, fx.dir, "replay", std::chrono::seconds(60));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return r;
+}
+
+// What the same detector finds offline in the same samples.
+inline std::vector<json> detect_offline(const DaemonFixture& fx,
+                                        std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv = {kTool, "detect", "--config", fx.config_path.string(),
+                                   "--file", kRecording, "--format", "daphnet", "--start",
+                                   std::to_string(kStart), "--end", std::to_string(kEnd)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto r = run_process(argv, fx.dir, "detect", std::chrono::seconds(120));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::vector<json> out;
+  std::stringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
+inline void stop_and_collect(Process& daemon, Subscriber& sub) {
+  daemon.signal(SIGTERM);
+  REQUIRE(sub.until([&] { return sub.saw_shutdown(); }, std::chrono::seconds(20)));
+  const auto code = daemon.wait(std::chrono::seconds(20));
+  INFO(daemon.err());
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+}
+
+}  // namespace gw::test
