@@ -63,6 +63,7 @@ void Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
   }
   ++counters_.frames_accepted;
   counters_.samples += frame.samples;
+  if (frame_observer_) frame_observer_(frame, verdict, arrival_s);
 }
 
 bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,

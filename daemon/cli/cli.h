@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "pipeline/alert.h"
 #include "sensors/frame.h"
+#include "sensors/framing.h"
 #include "sensors/recording.h"
 
 namespace gw::cli {
@@ -34,15 +35,8 @@ struct RecordingSource {
 
 std::vector<std::string> split_list(const std::string& comma_separated);
 
-// Cuts samples [begin, end) of `rec` into frames of `frame_samples` samples
-// with consecutive sequence numbers from 0 and device times from the
-// recording's time column. The same framing feeds the daemon (replay) and the
-// offline engine (detect), so both see identical samples.
-std::vector<sensors::Frame> frames_from_recording(const sensors::Recording& rec,
-                                                  std::uint32_t wearer, std::uint16_t device,
-                                                  sensors::DeviceKind kind, int frame_samples,
-                                                  std::size_t begin, std::size_t end,
-                                                  bool int16);
+// Recordings cut into wire frames (sensors/framing.h).
+using sensors::frames_from_recording;
 sensors::DeviceKind parse_device_kind(const std::string& name);
 int default_frame_samples(double rate_hz);
 
