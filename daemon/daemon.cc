@@ -17,6 +17,7 @@
 #include "daemon/notify.h"
 #include "kernels/search.h"
 #include "pipeline/engine.h"
+#include "pipeline/history_recorder.h"
 #include "pipeline/sink.h"
 
 namespace gw::daemon {
@@ -27,6 +28,28 @@ using Clock = std::chrono::steady_clock;
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+bool history_differs(const config::HistoryConfig& a, const config::HistoryConfig& b) {
+  return a.enabled != b.enabled || a.path != b.path || a.retention_hours != b.retention_hours ||
+         a.chunk_s != b.chunk_s || a.compression != b.compression ||
+         a.queue_chunks != b.queue_chunks || a.queue_overflow != b.queue_overflow ||
+         a.commit_interval_ms != b.commit_interval_ms;
+}
+
+// The raw-stream history recorder, when history.enabled (throws gw::Error).
+std::unique_ptr<pipeline::HistoryRecorder> make_history(const config::Config& config) {
+  if (!config.history.enabled) return nullptr;
+  pipeline::HistoryOptions options;
+  options.path = config.history.path;
+  options.retention_hours = config.history.retention_hours;
+  options.chunk_s = config.history.chunk_s;
+  options.zlib_level = config.history.compression == "zlib" ? 1 : 0;
+  options.queue_chunks = config.history.queue_chunks;
+  options.overflow = parse_overflow_policy(config.history.queue_overflow);
+  options.commit_interval_ms = config.history.commit_interval_ms;
+  options.config_path = config.source_file;
+  return std::make_unique<pipeline::HistoryRecorder>(std::move(options));
 }
 
 // Sections that only a restart can change: the sockets, the devices the
@@ -47,9 +70,9 @@ bool restart_sections_differ(const config::Config& a, const config::Config& b) {
          a.ingest.queue_overflow != b.ingest.queue_overflow ||
          a.ingest.max_frame_bytes != b.ingest.max_frame_bytes ||
          a.ingest.ring_capacity_samples != b.ingest.ring_capacity_samples ||
-         a.storage.path != b.storage.path || a.publish.endpoint != b.publish.endpoint ||
-         a.publish.send_hwm != b.publish.send_hwm || a.search.backend != b.search.backend ||
-         a.search.threads != b.search.threads;
+         a.storage.path != b.storage.path || history_differs(a.history, b.history) ||
+         a.publish.endpoint != b.publish.endpoint || a.publish.send_hwm != b.publish.send_hwm ||
+         a.search.backend != b.search.backend || a.search.threads != b.search.threads;
 }
 
 class Daemon {
@@ -74,6 +97,16 @@ class Daemon {
     pipeline::AlertSink sink(sink_options);
     spdlog::info("storing hits in {}; publishing alerts on {}", config_.storage.path,
                  sink.bound_endpoint());
+    history_ = make_history(config_);
+    if (history_) {
+      spdlog::info("recording raw streams in {} for {} h", history_->path(),
+                   config_.history.retention_hours);
+      engine.set_frame_observer([history = history_.get()](const sensors::Frame& frame,
+                                                           pipeline::FrameVerdict verdict,
+                                                           double arrival_s) {
+        history->append(frame, verdict, arrival_s);
+      });
+    }
 
     FrameQueue queue(config_.ingest.queue_capacity,
                      parse_overflow_policy(config_.ingest.queue_overflow));
@@ -121,11 +154,13 @@ class Daemon {
     try {
       config::Config fresh = config::load_config(config_path_);
       if (restart_sections_differ(fresh, config_))
-        spdlog::warn("reload: ingest, devices, storage, publish endpoint and backend changes "
-                     "need a restart; keeping the running values of those");
+        spdlog::warn(
+            "reload: ingest, devices, storage, history, publish endpoint and backend changes "
+            "need a restart; keeping the running values of those");
       fresh.ingest = config_.ingest;
       fresh.devices = config_.devices;
       fresh.storage = config_.storage;
+      fresh.history = config_.history;
       fresh.publish.endpoint = config_.publish.endpoint;
       fresh.publish.send_hwm = config_.publish.send_hwm;
       fresh.search.backend = config_.search.backend;
@@ -152,6 +187,7 @@ class Daemon {
       stats["sink"] = {{"committed", c.committed},   {"published", c.published},
                        {"transactions", c.transactions}, {"last_seq", c.last_seq},
                        {"store_errors", c.store_errors}};
+      if (history_) stats["history"] = history_->stats_json();
       sink.submit_stats(stats);
       const auto& e = engine.counters();
       notify_status(fmt::format("{} streams, {} frames, {} alerts, {} deadline misses", e.streams,
@@ -160,6 +196,7 @@ class Daemon {
     };
     auto run_tick = [&] {
       apply_pending_reload(engine);
+      if (history_) history_->flush_idle(unix_now());
       for (auto& alert : engine.run_batch(unix_now)) {
         spdlog::info("alert: {} wearer {} device {} t={:.2f}s distance {:.3f} dims {}/{}",
                      alert.pattern, alert.wearer, alert.device, alert.t_end, alert.distance,
@@ -192,6 +229,9 @@ class Daemon {
     queue.drain(rest);
     for (auto& f : rest) engine.on_frame(f.frame, f.arrival_s);
     run_tick();
+    // Every accepted sample is committed to the history before the final
+    // counters go out.
+    if (history_) history_->stop();
     const auto stats = publish_stats("shutdown");
     spdlog::info("final counters: {}", stats.dump());
   }
@@ -223,6 +263,7 @@ class Daemon {
   std::atomic<bool> stopping_{false};
   std::mutex reload_mu_;
   std::optional<config::Config> pending_;
+  std::unique_ptr<pipeline::HistoryRecorder> history_;  // null unless history.enabled
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };
 

@@ -21,8 +21,9 @@
 // * The result is the greedy top k under an exclusion zone: windows in
 //   ascending (distance, wearer, device, t_end, example) order; a window is
 //   taken unless a taken window of the same stream ends within m/2 samples
-//   of it (the trivial-match exclusion of the matrix-profile / UCR
-//   literature). So no two results overlap by more than half a window.
+//   of it (by sample index within a run, by device time across runs: the
+//   trivial-match exclusion of the matrix-profile / UCR literature). So no
+//   two results overlap by more than half a window.
 // * Exact: the result equals a brute-force scan's. The per-pair threshold
 //   given to the backend is a bound that a window in the final top k can
 //   never exceed (docs/design.md proves it), so pruning only skips work.

@@ -16,8 +16,8 @@ std::vector<std::string> split_list(const std::string& comma_separated) {
   return out;
 }
 
-void RecordingSource::add_flags(CLI::App& cmd, bool with_columns) {
-  cmd.add_option("--file", file, "recording to read")->required();
+void RecordingSource::add_flags(CLI::App& cmd, bool with_columns, bool file_required) {
+  cmd.add_option("--file", file, "recording to read")->required(file_required);
   cmd.add_option("--format", format, "gaitpdb | daphnet | csv | values")
       ->check(CLI::IsMember({"gaitpdb", "daphnet", "csv", "values"}));
   if (with_columns)

@@ -6,6 +6,8 @@
 //   detect     run the daemon's detector offline over a recording
 //   eval       score the detector on an annotated recording
 //   plot       draw a recording's detections, or one detection, with gnuplot
+//   history    fill, inspect or export a raw-stream history file (search
+//              searches one with --history)
 #include <CLI/CLI.hpp>
 
 #include "daemon/cli/cli.h"
@@ -22,6 +24,7 @@ int main(int argc, char** argv) {
   gw::cli::add_detect(app, exit_code);
   gw::cli::add_eval(app, exit_code);
   gw::cli::add_plot(app, exit_code);
+  gw::cli::add_history(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }
