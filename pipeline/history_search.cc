@@ -167,7 +167,16 @@ class Search {
   }
 
   void add_chunk(const HistoryStreamSummary& s, HistoryChunk chunk) {
-    store_.load_values(chunk);
+    try {
+      store_.load_values(chunk);
+    } catch (const Error& e) {
+      // Deleted by retention since the listing, or damaged: hours of search
+      // do not fail for it. It counts as searched; no window spans it.
+      result_.warnings.push_back(std::string(e.what()) + "; skipped");
+      pending_samples_ += static_cast<std::size_t>(chunk.samples);
+      carry_ = Carry{};
+      return;
+    }
     ++result_.chunks;
     const auto width = static_cast<std::size_t>(chunk.channels);
     const bool continues = carry_.run == chunk.run && carry_.next_offset == chunk.run_offset;

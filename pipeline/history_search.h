@@ -136,7 +136,9 @@ struct HistorySearchResult {
   std::uint64_t chunks = 0;
   int exclusion_samples = 0;          // m / 2
   kernels::SearchStats stats;         // backend work counters
-  std::vector<std::string> warnings;  // streams skipped (channel count differs from the profile)
+  // Streams skipped (channel count differs from the profile) and chunks
+  // skipped (deleted by retention during the search, or damaged).
+  std::vector<std::string> warnings;
 };
 
 // Throws gw::Error for k < 1 and when the store cannot be read; backend

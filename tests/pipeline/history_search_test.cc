@@ -411,6 +411,31 @@ TEST_CASE("history search: cancellation stops between slices and says so", "[pip
   CHECK(result.progress.fraction == last_fraction);
 }
 
+TEST_CASE("history search: chunks deleted during the search are skipped with a warning",
+          "[pipeline][history]") {
+  Fixture fx;
+  const HistoryPattern pattern = gw::pipeline::history_pattern_from_config(fx.config, "ankle");
+  HistorySearchRequest request;
+  request.slice_samples = 256;
+  HistoryProgress last;
+  bool deleted = false;
+  const auto result = search(fx, pattern, request, [&](const HistoryProgress& p) {
+    last = p;
+    if (deleted) return;
+    // Retention, from another connection, between two slices: every chunk goes.
+    HistoryStore writer(fx.path);
+    CHECK(writer.delete_received_before(kInf) > 0);
+    deleted = true;
+  });
+  CHECK_FALSE(result.cancelled);
+  CHECK(last.fraction == 1.0);
+  REQUIRE_FALSE(result.warnings.empty());
+  CHECK_THAT(result.warnings.front(), Catch::Contains("is gone"));
+  // What the first slice held is still ranked.
+  CHECK_FALSE(result.matches.empty());
+  CHECK(result.chunks < 40);
+}
+
 TEST_CASE("history search: streaming patterns and unknown names are refused",
           "[pipeline][history]") {
   const auto config = gw::config::parse_config(config_text(), "history_search_test.yaml", kData);
