@@ -218,9 +218,11 @@ class Search {
     if (!batch_.streams.empty()) search_batch();
     progress_.samples += pending_samples_;
     pending_samples_ = 0;
-    if (progress_.samples_total > 0)
-      progress_.fraction = std::min(1.0, static_cast<double>(progress_.samples) /
-                                             static_cast<double>(progress_.samples_total));
+    // Nothing to search (no stream, empty range) is done at once.
+    progress_.fraction = progress_.samples_total == 0
+                             ? 1.0
+                             : std::min(1.0, static_cast<double>(progress_.samples) /
+                                                 static_cast<double>(progress_.samples_total));
     ++result_.slices;
     reported_complete_ = progress_.samples == progress_.samples_total;
     if (progress_fn_) progress_fn_(progress_);

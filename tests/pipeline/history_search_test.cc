@@ -387,6 +387,16 @@ TEST_CASE("history search: progress is monotone and reaches 1 with every window 
   CHECK(seen.back().windows == windows);
   CHECK(result.progress.windows == windows);
   CHECK(result.slices == seen.size());
+
+  // An empty range is done at once.
+  request.from = 1e9;
+  seen.clear();
+  const auto empty =
+      search(fx, pattern, request, [&](const HistoryProgress& p) { seen.push_back(p); });
+  CHECK(empty.matches.empty());
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].fraction == 1.0);
+  CHECK(seen[0].samples_total == 0);
 }
 
 TEST_CASE("history search: cancellation stops between slices and says so", "[pipeline][history]") {
