@@ -998,6 +998,28 @@ void read_storage(const MapReader& root, const std::string& base_dir, StorageCon
   read_int(map, "max_batch", 1, 1000000, storage.max_batch);
 }
 
+void read_history(const MapReader& root, const std::string& base_dir, const StorageConfig& storage,
+                  HistoryConfig& history) {
+  const MapReader map(root.value("history"), "history",
+                      {"enabled", "path", "retention_hours", "chunk_s", "compression",
+                       "queue_chunks", "queue_overflow", "commit_interval_ms"},
+                      root.issues());
+  read_bool(map, "enabled", history.enabled);
+  read_string(map, "path", history.path);
+  history.path = resolve_path(base_dir, history.path);
+  // One SQLite file has one writer at a time: sharing the hit store's would
+  // make every alert commit wait behind history writes.
+  if (history.path == storage.path)
+    map.add_issue("path", "must differ from storage.path (" + storage.path + ")");
+  read_number(map, "retention_hours", at_least(0), history.retention_hours);
+  read_number(map, "chunk_s", between(0.1, 600), history.chunk_s);
+  read_choice(map, "compression", {"zlib", "none"}, history.compression);
+  read_int(map, "queue_chunks", 1, 1 << 24, history.queue_chunks);
+  read_choice(map, "queue_overflow", {"block", "drop_oldest", "drop_newest"},
+              history.queue_overflow);
+  read_int(map, "commit_interval_ms", 0, 60000, history.commit_interval_ms);
+}
+
 void read_publish(const MapReader& root, const std::string& base_dir, PublishConfig& publish) {
   const MapReader map(root.value("publish"), "publish",
                       {"endpoint", "send_hwm", "stats_interval_s", "curve_secret_key",
@@ -1722,7 +1744,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
   Config config;
   config.source_file = source_name;
   const MapReader root(document, "",
-                       {"daemon", "ingest", "devices", "search", "patterns", "storage", "publish",
+                       {"daemon", "ingest", "devices", "search", "patterns", "storage", "history", "publish",
                         "metrics", "control", "hashtable", "dedup", "slots", "zones"},
                        issues);
   if (root.valid()) {
@@ -1734,6 +1756,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
     read_search(root, config.search);
     read_patterns(root, base_dir, config.devices, device_channels_ok, config.patterns);
     read_storage(root, base_dir, config.storage);
+    read_history(root, base_dir, config.storage, config.history);
     read_publish(root, base_dir, config.publish);
     read_control(root, config.publish.endpoint, config.control);
     read_hashtable(root, config.hashtable);

@@ -186,6 +186,20 @@ struct StorageConfig {
   int max_batch = 256;
 };
 
+// The raw-stream history (pipeline/history_recorder.h): every accepted sample
+// kept for retention_hours in its own SQLite file, for `gaitwatch search
+// --history` and the control interface's history search.
+struct HistoryConfig {
+  bool enabled = false;
+  std::string path = "gaitwatch-history.db";
+  double retention_hours = 24;                 // 0 = keep forever
+  double chunk_s = 10;                         // samples per stored chunk, in seconds
+  std::string compression = "zlib";            // zlib | none
+  std::size_t queue_chunks = 1024;             // finished chunks waiting for the writer
+  std::string queue_overflow = "drop_newest";  // block | drop_oldest | drop_newest
+  int commit_interval_ms = 1000;
+};
+
 struct PublishConfig {
   std::string endpoint = "tcp://127.0.0.1:7710";
   // ZeroMQ CURVE (pipeline/curve.h): the server's key file and a directory of
@@ -269,6 +283,7 @@ struct Config {
   SearchConfig search;
   std::vector<PatternConfig> patterns;
   StorageConfig storage;
+  HistoryConfig history;
   PublishConfig publish;
   ControlConfig control;
   HashTableSettings hashtable;

@@ -25,6 +25,7 @@
 #include "kernels/search.h"
 #include "pipeline/daemon_jobs.h"
 #include "pipeline/engine.h"
+#include "pipeline/history_recorder.h"
 #include "pipeline/sink.h"
 
 namespace gw::daemon {
@@ -52,6 +53,28 @@ auto control_sections(const config::Config& c) {
       c.slots.walking_max_std_g, c.slots.posture_axis_min_g, c.slots.foot_loaded_min, zones);
 }
 
+bool history_differs(const config::HistoryConfig& a, const config::HistoryConfig& b) {
+  return a.enabled != b.enabled || a.path != b.path || a.retention_hours != b.retention_hours ||
+         a.chunk_s != b.chunk_s || a.compression != b.compression ||
+         a.queue_chunks != b.queue_chunks || a.queue_overflow != b.queue_overflow ||
+         a.commit_interval_ms != b.commit_interval_ms;
+}
+
+// The raw-stream history recorder, when history.enabled (throws gw::Error).
+std::unique_ptr<pipeline::HistoryRecorder> make_history(const config::Config& config) {
+  if (!config.history.enabled) return nullptr;
+  pipeline::HistoryOptions options;
+  options.path = config.history.path;
+  options.retention_hours = config.history.retention_hours;
+  options.chunk_s = config.history.chunk_s;
+  options.zlib_level = config.history.compression == "zlib" ? 1 : 0;
+  options.queue_chunks = config.history.queue_chunks;
+  options.overflow = parse_overflow_policy(config.history.queue_overflow);
+  options.commit_interval_ms = config.history.commit_interval_ms;
+  options.config_path = config.source_file;
+  return std::make_unique<pipeline::HistoryRecorder>(std::move(options));
+}
+
 // Sections that only a restart can change: the sockets, the devices the
 // ingest validates against, the store, the control interface and the hash
 // tables.
@@ -76,7 +99,8 @@ bool restart_sections_differ(const config::Config& a, const config::Config& b) {
          a.ingest.queue_overflow != b.ingest.queue_overflow ||
          a.ingest.max_frame_bytes != b.ingest.max_frame_bytes ||
          a.ingest.ring_capacity_samples != b.ingest.ring_capacity_samples ||
-         a.storage.path != b.storage.path || a.publish.endpoint != b.publish.endpoint ||
+         a.storage.path != b.storage.path || history_differs(a.history, b.history) ||
+         a.publish.endpoint != b.publish.endpoint ||
          a.publish.send_hwm != b.publish.send_hwm ||
          a.publish.curve_secret_key != b.publish.curve_secret_key ||
          a.publish.curve_authorized_keys != b.publish.curve_authorized_keys ||
@@ -223,6 +247,16 @@ class Daemon {
     pipeline::AlertSink sink(sink_options);
     spdlog::info("storing hits in {}; publishing alerts on {}", config_.storage.path,
                  sink.bound_endpoint());
+    history_ = make_history(config_);
+    if (history_) {
+      spdlog::info("recording raw streams in {} for {} h", history_->path(),
+                   config_.history.retention_hours);
+      engine.set_frame_observer([history = history_.get()](const sensors::Frame& frame,
+                                                           pipeline::FrameVerdict verdict,
+                                                           double arrival_s) {
+        history->append(frame, verdict, arrival_s);
+      });
+    }
 
     FrameQueue queue(config_.ingest.queue_capacity,
                      parse_overflow_policy(config_.ingest.queue_overflow));
@@ -242,6 +276,7 @@ class Daemon {
                        {"transactions", c.transactions}, {"last_seq", c.last_seq},
                        {"store_errors", c.store_errors}};
       stats.update(jobs.stats_json());
+      if (history_) stats["history"] = history_->stats_json();
       stats["latency"] = {{"alert_p50_ms", alert_latency_.quantile(0.5)},
                           {"alert_p99_ms", alert_latency_.quantile(0.99)},
                           {"alert_max_ms", alert_latency_.max()}};
@@ -334,12 +369,13 @@ class Daemon {
     try {
       config::Config fresh = config::load_config(config_path_);
       if (restart_sections_differ(fresh, config_))
-        spdlog::warn("reload: ingest, devices, storage, publish endpoint and keys, backend, "
+        spdlog::warn("reload: ingest, devices, storage, history, publish endpoint and keys, backend, "
                      "metrics, control, hashtable, dedup, slots and zones changes need a "
                      "restart; keeping the running values of those");
       fresh.ingest = config_.ingest;
       fresh.devices = config_.devices;
       fresh.storage = config_.storage;
+      fresh.history = config_.history;
       fresh.publish.endpoint = config_.publish.endpoint;
       fresh.publish.send_hwm = config_.publish.send_hwm;
       fresh.publish.curve_secret_key = config_.publish.curve_secret_key;
@@ -382,6 +418,7 @@ class Daemon {
     double newest_arrival = 0;
     auto run_tick = [&](bool final) {
       apply_pending_reload(p.engine);
+      if (history_) history_->flush_idle(unix_now());
       auto alerts = p.jobs.admit(p.engine, p.engine.run_batch(unix_now));
       if (const std::string note = p.engine.take_backend_note(); !note.empty()) {
         spdlog::error("{}", note);
@@ -438,6 +475,9 @@ class Daemon {
     // "shutting_down".
     p.tasks.close();
     p.tasks.run_pending();
+    // Every accepted sample is committed to the history before the final
+    // counters go out.
+    if (history_) history_->stop();
     const auto stats = publish_stats("shutdown");
     spdlog::info("final counters: {}", stats.dump());
   }
@@ -473,6 +513,7 @@ class Daemon {
   LatencyHistogram alert_latency_;  // pipeline thread only; copies go to the board
   LatencyHistogram batch_time_;
   std::uint64_t batches_seen_ = 0;
+  std::unique_ptr<pipeline::HistoryRecorder> history_;  // null unless history.enabled
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };
 

@@ -121,6 +121,22 @@ std::vector<float> example_shape(const config::PatternExample& example,
 
 }  // namespace
 
+void view_samples(const ChannelView& view, const float* raw, int rows, int device_channels,
+                  std::vector<float>& out) {
+  const auto width = static_cast<std::size_t>(device_channels);
+  const auto n = static_cast<std::size_t>(std::max(rows, 0));
+  if (view.raw) {
+    out.insert(out.end(), raw, raw + n * width);
+    return;
+  }
+  const std::size_t channels = view.inputs.size();
+  std::vector<float> inputs(n * channels);
+  for (std::size_t s = 0; s < n; ++s)
+    for (std::size_t c = 0; c < channels; ++c)
+      inputs[s * channels + c] = raw[s * width + static_cast<std::size_t>(view.inputs[c])];
+  view.chain->apply(inputs.data(), rows, out);
+}
+
 CompiledLibrary compile_library(const config::Config& config) {
   CompiledLibrary out;
   auto library = std::make_shared<kernels::PatternLibrary>();

@@ -58,6 +58,14 @@ struct CompiledLibrary {
   std::shared_ptr<const kernels::PatternLibrary> kernel_library;
 };
 
+// The samples `view` searches for `rows` raw device samples (sample-major,
+// `device_channels` values each), appended to `out`: the samples themselves
+// for the raw view; else the transform chain over the view's input channels,
+// which yields rows - view.history samples, the first belonging to raw row
+// view.history (none when rows <= history).
+void view_samples(const ChannelView& view, const float* raw, int rows, int device_channels,
+                  std::vector<float>& out);
+
 // Pairs: dim j on view channel c is compared with channels c-nr..c+nr of the
 // same channel group. Transformed examples are computed here from their raw
 // values. Throws gw::Error for inconsistent input (load_config has already

@@ -72,6 +72,7 @@ bool Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
   }
   ++counters_.frames_accepted;
   counters_.samples += frame.samples;
+  if (frame_observer_) frame_observer_(frame, verdict, arrival_s);
   return true;
 }
 
@@ -114,19 +115,12 @@ bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
     ViewCache& cache = stream.views[v];
     if (first_index < cache.begin || first_index > cache.end)
       cache = {first_index, first_index, {}};
-    const std::size_t channels = view.inputs.size();
     if (cache.end < end) {
       // Raw inputs of the new samples, with the history they read.
       std::vector<float> raw;
       st.copy(cache.end - view.history, end, raw);
-      const auto rows = static_cast<std::size_t>(end - (cache.end - view.history));
-      const std::size_t device_channels = static_cast<std::size_t>(st.channels());
-      std::vector<float> inputs(rows * channels);
-      for (std::size_t s = 0; s < rows; ++s)
-        for (std::size_t c = 0; c < channels; ++c)
-          inputs[s * channels + c] =
-              raw[s * device_channels + static_cast<std::size_t>(view.inputs[c])];
-      view.chain->apply(inputs.data(), static_cast<int>(rows), cache.values);
+      const auto rows = static_cast<int>(end - (cache.end - view.history));
+      view_samples(view, raw.data(), rows, st.channels(), cache.values);
       cache.end = end;
     }
     const auto out_channels = static_cast<std::size_t>(view.chain->output_channels());

@@ -69,6 +69,13 @@ class Engine {
   // whether it was accepted (false: counted under its drop reason).
   bool on_frame(const sensors::Frame& frame, double arrival_s);
 
+  // Called from on_frame() for every frame accepted into its stream, with
+  // the stream's verdict (the raw-stream history records through it). Runs
+  // on the engine's thread; must not block for long. Empty = none.
+  using FrameObserver =
+      std::function<void(const sensors::Frame& frame, FrameVerdict verdict, double arrival_s)>;
+  void set_frame_observer(FrameObserver observer) { frame_observer_ = std::move(observer); }
+
   // Searches every window end not yet searched and returns the alerts (seq 0;
   // the sink assigns it). `now` gives the wall clock for detected_at/latency.
   std::vector<Alert> run_batch(const std::function<double()>& now);
@@ -128,6 +135,7 @@ class Engine {
   int tick_ms_ = 100;
   int deadline_ms_ = 250;
   EngineCounters counters_;
+  FrameObserver frame_observer_;
 };
 
 }  // namespace gw::pipeline

@@ -50,6 +50,7 @@ class HitStore {
 
  private:
   std::string path_;
+  std::string label_;  // "hit store 'PATH'", the start of every error message
   sqlite3* db_ = nullptr;
 };
 

@@ -5,6 +5,9 @@
 # ZeroMQ subscriber receives them, ask the time-slot index through the control
 # interface, stop the daemon cleanly (SIGTERM) and list the hits it stored in
 # SQLite.
+# ZeroMQ subscriber receives them, stop the daemon cleanly (SIGTERM), list
+# the hits it stored in SQLite, and search the raw-stream history it kept for
+# the windows most like the freeze pattern.
 #
 #   SPEED=8 START=53000 END=61500 bash scripts/demo.sh
 set -euo pipefail
@@ -17,9 +20,11 @@ bash scripts/build.sh
 BIN=${BUILD_DIR:-build}/daemon
 CONFIG=config/gaitwatch.yaml
 DB=$(sed -n 's/^  path: *\([^ #]*\).*/\1/p' "$CONFIG" | head -1)
+HISTORY=$(sed -n '/^history:/,/^[a-z]/s/^  path: *\([^ #]*\).*/\1/p' "$CONFIG" | head -1)
 
 "$BIN/gaitwatchd" --check-config "$CONFIG"
 rm -f "config/$DB" "config/$DB-wal" "config/$DB-shm"
+rm -f "config/$HISTORY" "config/$HISTORY-wal" "config/$HISTORY-shm"
 echo "== starting gaitwatchd (log: build/demo-daemon.log)"
 "$BIN/gaitwatchd" --config "$CONFIG" 2>build/demo-daemon.log &
 DAEMON=$!
@@ -48,3 +53,5 @@ echo "== hits stored in config/$DB"
 "$BIN/gaitwatch" hits --db "config/$DB"
 echo "== annotated freezes in this range (data/daphnet/FOG_EPISODES.tsv, 1-based rows):"
 awk -v s="$START" -v e="$END" 'NR>1 && $6>=s && $6<=e {printf "   episode %s: %.2f s .. %.2f s\n", $2, $3/1000, $4/1000}' data/daphnet/FOG_EPISODES.tsv
+echo "== the 3 windows of the recorded history most like the pattern fog_freeze_index (config/$HISTORY)"
+"$BIN/gaitwatch" search --history "config/$HISTORY" --pattern fog_freeze_index -k 3 2>/dev/null

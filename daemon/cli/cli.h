@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "pipeline/alert.h"
 #include "sensors/frame.h"
+#include "sensors/framing.h"
 #include "sensors/recording.h"
 
 namespace gw::cli {
@@ -28,21 +29,16 @@ struct RecordingSource {
   double time_scale = 1.0;
   double scale = 1.0;
   double rate_hz = 0;       // 0 = the format's rate (csv/values: 100 Hz)
-  void add_flags(CLI::App& cmd, bool with_columns = true);
+  // --file is required unless `file_required` is false (the command then
+  // checks it where it needs a file).
+  void add_flags(CLI::App& cmd, bool with_columns = true, bool file_required = true);
   sensors::Recording read() const;  // throws gw::Error
 };
 
 std::vector<std::string> split_list(const std::string& comma_separated);
 
-// Cuts samples [begin, end) of `rec` into frames of `frame_samples` samples
-// with consecutive sequence numbers from 0 and device times from the
-// recording's time column. The same framing feeds the daemon (replay) and the
-// offline engine (detect), so both see identical samples.
-std::vector<sensors::Frame> frames_from_recording(const sensors::Recording& rec,
-                                                  std::uint32_t wearer, std::uint16_t device,
-                                                  sensors::DeviceKind kind, int frame_samples,
-                                                  std::size_t begin, std::size_t end,
-                                                  bool int16);
+// Recordings cut into wire frames (sensors/framing.h).
+using sensors::frames_from_recording;
 sensors::DeviceKind parse_device_kind(const std::string& name);
 int default_frame_samples(double rate_hz);
 
@@ -100,5 +96,36 @@ void add_eval(CLI::App& app, int& exit_code);
 void add_plot(CLI::App& app, int& exit_code);
 // status, slots, alerts and control: requests to a running daemon.
 void add_control_commands(CLI::App& app, int& exit_code);
+void add_history(CLI::App& app, int& exit_code);
+
+// `gaitwatch search --history FILE ...`: the history search (daemon/cli/history.cc).
+struct HistorySearchOptions {
+  std::string history;   // the history store file
+  std::string config;    // empty = the config_path the daemon recorded in the file
+  std::string pattern;   // a pattern of the config ...
+  std::string example;   // ... or FILE:START:END, read like the recording flags
+  std::string device;    // profile of --example; empty = the config's first device
+  std::string wearers;   // comma-separated; empty = all
+  std::string from, to;  // seconds of device time or ISO 8601 UTC; empty = open
+  std::size_t slice_samples = std::size_t{1} << 18;
+};
+// The flags `search` shares between its two modes.
+struct SearchFlags {
+  RecordingSource source;
+  double band = 0.1;
+  bool znorm = false;
+  int nr = 0;
+  int top = 10;
+  std::string backend = "auto";
+  int threads = 0;
+  double alpha = 1.0;
+  bool json = false;
+};
+// Runs the history search; `flags` carry --example's format and columns,
+// band, znorm, nr, alpha, top, backend, threads and json.
+int run_history_search(const HistorySearchOptions& history, const SearchFlags& flags);
+// "F:START:END" -> (F, START, END); throws gw::Error naming the flag.
+void parse_example_spec(const std::string& spec, std::string& file, std::size_t& start,
+                        std::size_t& end);
 
 }  // namespace gw::cli

@@ -6,6 +6,10 @@
 //   [--top K] [--backend auto|cpu|cuda] [--json]
 // Results are the top K windows with an exclusion zone: once a window is
 // reported, no other window whose end lies within m/2 samples of it is.
+//
+// With --history FILE it searches the daemon's raw-stream history instead
+// (daemon/cli/history.cc, docs/interfaces.md): --pattern then names a pattern
+// of the config.
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -20,18 +24,10 @@
 namespace gw::cli {
 namespace {
 
-struct SearchOptions {
-  RecordingSource source;
-  std::string pattern_file;
+struct SearchOptions : SearchFlags {
+  std::string pattern_file;  // with --history: a pattern name of the config
   std::string example;
-  double band = 0.1;
-  bool znorm = false;
-  int nr = 0;
-  int top = 10;
-  std::string backend = "auto";
-  int threads = 0;
-  double alpha = 1.0;
-  bool json = false;
+  HistorySearchOptions history;
 };
 
 // The query: k dims x m samples, read like the data (same format and columns).
@@ -40,13 +36,7 @@ sensors::Recording read_query(const SearchOptions& o) {
   std::size_t start = 0, end = 0;
   bool slice = false;
   if (!o.example.empty()) {
-    const auto last = o.example.rfind(':');
-    const auto middle = last == std::string::npos ? last : o.example.rfind(':', last - 1);
-    if (middle == std::string::npos)
-      throw Error("--example must be FILE:START:END, got '" + o.example + "'");
-    query_source.file = o.example.substr(0, middle);
-    start = std::stoul(o.example.substr(middle + 1, last - middle - 1));
-    end = std::stoul(o.example.substr(last + 1));
+    parse_example_spec(o.example, query_source.file, start, end);
     slice = true;
   } else {
     query_source.file = o.pattern_file;
@@ -187,29 +177,78 @@ int run(const SearchOptions& o) {
 
 }  // namespace
 
+void parse_example_spec(const std::string& spec, std::string& file, std::size_t& start,
+                        std::size_t& end) {
+  const auto last = spec.rfind(':');
+  const auto middle =
+      last == std::string::npos || last == 0 ? std::string::npos : spec.rfind(':', last - 1);
+  if (middle == std::string::npos)
+    throw Error("--example must be FILE:START:END, got '" + spec + "'");
+  file = spec.substr(0, middle);
+  try {
+    start = std::stoul(spec.substr(middle + 1, last - middle - 1));
+    end = std::stoul(spec.substr(last + 1));
+  } catch (const std::exception&) {
+    throw Error("--example must be FILE:START:END with sample indices, got '" + spec + "'");
+  }
+}
+
 void add_search(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<SearchOptions>();
-  auto* cmd = app.add_subcommand("search", "find the windows of a recording most like a query");
-  options->source.add_flags(*cmd);
-  auto* pattern = cmd->add_option("--pattern", options->pattern_file,
-                                  "query file, read like --file (same format and --columns)");
+  auto* cmd = app.add_subcommand(
+      "search", "find the windows of a recording, or of the daemon's history, most like a query");
+  options->source.add_flags(*cmd, true, false);
+  auto* pattern = cmd->add_option(
+      "--pattern", options->pattern_file,
+      "query file, read like --file (same format and --columns); with --history: a pattern "
+      "name of the config");
   auto* example = cmd->add_option("--example", options->example,
                                   "query by example: FILE:START:END sample indices, END exclusive");
   pattern->excludes(example);
-  cmd->add_option("--band", options->band, "Sakoe-Chiba band R, r = floor(R*m)")->required();
+  auto* band = cmd->add_option("--band", options->band, "Sakoe-Chiba band R, r = floor(R*m)");
   cmd->add_flag("--znorm", options->znorm, "z-normalise query and every window");
   cmd->add_option("--nr", options->nr, "compare query dim j with data dims j-nr..j+nr");
-  cmd->add_option("--top", options->top, "number of results (default 10)");
+  cmd->add_option("-k,--top", options->top, "number of results (default 10)");
   cmd->add_option("--backend", options->backend, "auto | cpu | cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_option("--threads", options->threads, "CPU backend threads (default all cores)");
   cmd->add_option("--alpha", options->alpha, "weight of a switched dim in the ranking (>= 1)");
   cmd->add_flag("--json", options->json, "one JSON object per match");
-  cmd->callback([options, &exit_code] {
+  HistorySearchOptions& h = options->history;
+  cmd->add_option("--history", h.history,
+                  "search this raw-stream history file (gaitwatchd's "
+                  "history.path) instead of --file");
+  cmd->add_option("--config", h.config,
+                  "with --history: config with the patterns and devices (default: the one the "
+                  "daemon recorded in the history file)");
+  cmd->add_option("--device", h.device,
+                  "with --history --example: device profile of the example's channels (default: "
+                  "the config's first device)");
+  cmd->add_option("--wearers", h.wearers,
+                  "with --history: comma-separated wearer ids (default all)");
+  cmd->add_option("--from", h.from,
+                  "with --history: start of the time range, device time in seconds or ISO 8601 "
+                  "UTC (2024-05-01T10:00:00Z)");
+  cmd->add_option("--to", h.to, "with --history: end of the time range (exclusive)");
+  cmd->add_option("--slice-samples", h.slice_samples,
+                  "with --history: samples per backend batch (memory bound; default 262144)");
+  cmd->callback([options, band, &exit_code] {
     try {
-      if (options->pattern_file.empty() && options->example.empty())
-        throw Error("one of --pattern FILE or --example F:START:END is required");
-      exit_code = run(*options);
+      const SearchOptions& o = *options;
+      if (o.pattern_file.empty() && o.example.empty())
+        throw Error(o.history.history.empty()
+                        ? "one of --pattern FILE or --example F:START:END is required"
+                        : "one of --pattern NAME or --example F:START:END is required");
+      if (!o.history.history.empty()) {
+        HistorySearchOptions history = o.history;
+        history.pattern = o.pattern_file;
+        history.example = o.example;
+        exit_code = run_history_search(history, o);
+        return;
+      }
+      if (o.source.file.empty()) throw Error("--file is required (or --history FILE)");
+      if (band->count() == 0) throw Error("--band is required when searching a recording");
+      exit_code = run(o);
     } catch (const std::exception& e) {
       std::cerr << "gaitwatch search: " << e.what() << "\n";
       exit_code = 1;

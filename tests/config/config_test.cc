@@ -225,6 +225,11 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
 
   // Relative storage path: next to the config file.
   CHECK(config.storage.path == normal(fs::absolute(kConfigDir + "/gaitwatch-demo.db")));
+  // The demo records the raw streams next to it.
+  CHECK(config.history.enabled);
+  CHECK(config.history.path == normal(fs::absolute(kConfigDir + "/gaitwatch-history-demo.db")));
+  CHECK(config.history.retention_hours == 24);
+  CHECK(config.history.chunk_s == 10);
 }
 
 TEST_CASE("the example's raw values are the recording's, lead-in first", "[config]") {
@@ -284,6 +289,38 @@ TEST_CASE("an empty document gives the defaults", "[config]") {
   CHECK(config.publish.send_hwm == 10000);
   CHECK(config.storage.path == "/base/gaitwatch.db");
   CHECK(config.storage.retention_days == 30);
+  CHECK_FALSE(config.history.enabled);
+  CHECK(config.history.path == "/base/gaitwatch-history.db");
+  CHECK(config.history.retention_hours == 24);
+  CHECK(config.history.chunk_s == 10);
+  CHECK(config.history.compression == "zlib");
+  CHECK(config.history.queue_overflow == "drop_newest");
+}
+
+TEST_CASE("history keys: ranges, choices, and a file apart from the hit store", "[config]") {
+  const Config config =
+      parse_config(yaml({"history:", "  enabled: true", "  path: h.db", "  retention_hours: 0.5",
+                         "  chunk_s: 2", "  compression: none", "  queue_chunks: 16",
+                         "  queue_overflow: block", "  commit_interval_ms: 0"}),
+                   "h.yaml", "/base");
+  CHECK(config.history.enabled);
+  CHECK(config.history.path == "/base/h.db");
+  CHECK(config.history.retention_hours == 0.5);
+  CHECK(config.history.chunk_s == 2);
+  CHECK(config.history.compression == "none");
+  CHECK(config.history.queue_chunks == 16);
+  CHECK(config.history.queue_overflow == "block");
+  CHECK(config.history.commit_interval_ms == 0);
+
+  require_single_issue(issues_of(yaml({"history:", "  chunk_s: 0"})), "history.chunk_s", 2,
+                       "must be in [0.1, 600], got 0");
+  require_single_issue(issues_of(yaml({"history:", "  compression: lz4"})), "history.compression",
+                       2, "must be one of zlib | none");
+  require_single_issue(issues_of(yaml({"history:", "  retention_hours: -1"})),
+                       "history.retention_hours", 2, "must be >= 0");
+  require_single_issue(
+      issues_of(yaml({"storage:", "  path: same.db", "history:", "  path: same.db"})),
+      "history.path", 4, "must differ from storage.path");
 }
 
 TEST_CASE("a pattern's kind and severity default to other and warning, end may come from length",

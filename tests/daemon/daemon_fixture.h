@@ -59,6 +59,7 @@ struct DaemonFixture {
     config["control"]["endpoint"] = control_endpoint();
     config["metrics"]["port"] = metrics_port;
     config["storage"]["path"] = (dir / "hits.db").string();
+    config["history"]["path"] = (dir / "history.db").string();
     config["search"]["threads"] = 2;
     // The copy lives elsewhere: make the patterns' example files absolute.
     auto absolute = [](YAML::Node example) {
@@ -85,6 +86,7 @@ struct DaemonFixture {
   }
   std::string udp() const { return "udp://127.0.0.1:" + std::to_string(udp_port); }
   std::string db() const { return (dir / "hits.db").string(); }
+  std::string history_db() const { return (dir / "history.db").string(); }
 };
 
 // A SUB socket that collects alerts and stats until told to stop.

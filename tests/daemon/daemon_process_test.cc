@@ -93,9 +93,57 @@ void check_alerts_match(const DaemonFixture& fx, const std::vector<json>& publis
   }
 }
 
+// The daemon kept every accepted sample in its raw-stream history, and the
+// history search finds a window of the replayed range where the recording
+// search finds it.
+void check_history(const DaemonFixture& fx, const json& final_stats) {
+  // The shutdown counters come after the history has committed everything.
+  REQUIRE(final_stats.contains("history"));
+  const json& history = final_stats["history"];
+  CHECK(history["samples_written"] == final_stats["engine"]["samples"]);
+  CHECK(history["samples_written"] == kEnd - kStart);
+  CHECK(history["chunks_written"] == history["chunks_queued"]);
+  CHECK(history["chunks_dropped"] == 0);
+  CHECK(history["store_errors"] == 0);
+
+  // The example window lies in the replayed range: the history search (with
+  // the config the daemon recorded in the file) finds it first, where the
+  // recording search finds it.
+  const std::string example = kRecording + ":54488:54616";
+  const std::vector<std::string> query = {"--example", example, "--format", "daphnet",
+                                          "--columns", "ankle_fwd,ankle_vert,ankle_lat",
+                                          "--znorm", "--band", "0.1", "--json"};
+  std::vector<std::string> in_history = {kTool, "search", "--history", fx.history_db(), "-k", "3"};
+  in_history.insert(in_history.end(), query.begin(), query.end());
+  const auto found = gw::test::run_process(in_history, fx.dir, "search_history",
+                                           std::chrono::seconds(60));
+  INFO(found.err);
+  REQUIRE(found.code == 0);
+  std::vector<json> matches;
+  std::stringstream lines(found.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) matches.push_back(json::parse(line));
+  REQUIRE(matches.size() == 3);
+  CHECK(found.err.find("progress 1.000") != std::string::npos);
+
+  std::vector<std::string> in_file = {kTool, "search", "--file", kRecording, "--top", "1"};
+  in_file.insert(in_file.end(), query.begin(), query.end());
+  const auto reference =
+      gw::test::run_process(in_file, fx.dir, "search_file", std::chrono::seconds(60));
+  INFO(reference.err);
+  REQUIRE(reference.code == 0);
+  const json expected = json::parse(reference.out.substr(0, reference.out.find('\n')));
+  CHECK(matches[0]["rank"] == 1);
+  CHECK(matches[0]["distance"].get<double>() < 1e-3);
+  CHECK(matches[0]["t_start"].get<double>() ==
+        Approx(expected["t_start"].get<double>()).margin(2e-3));
+  CHECK(matches[0]["t_end"].get<double>() == Approx(expected["t_end"].get<double>()).margin(2e-3));
+  CHECK(matches[1]["distance"].get<double>() >= matches[0]["distance"].get<double>());
+}
+
 }  // namespace
 
-TEST_CASE("replay over UDP: alerts published, stored, and equal to the offline detector",
+TEST_CASE("replay over UDP: alerts published, stored, equal to the offline detector, samples kept",
           "[integration]") {
   DaemonFixture fx;
   Process daemon = start_daemon(fx);
@@ -124,6 +172,7 @@ TEST_CASE("replay over UDP: alerts published, stored, and equal to the offline d
   CHECK(final_stats["engine"]["gaps"] == 0);
   CHECK(decode_errors(final_stats) == 0);
   check_alerts_match(fx, sub.alerts);
+  check_history(fx, final_stats);
   CHECK(daemon.err().find("<6>gaitwatchd ready") != std::string::npos);
 }
 
