@@ -18,6 +18,21 @@
 
 namespace gw::cli {
 
+// While alive, Ctrl-C (SIGINT) only sets a flag that long requests poll to
+// cancel themselves; the previous handler comes back on destruction. One at
+// a time per process.
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+  static bool interrupted();
+
+ private:
+  void (*previous_)(int);
+};
+
 // How a recording is read: --file, --format and the csv options.
 struct RecordingSource {
   std::string file;

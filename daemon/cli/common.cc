@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +11,18 @@
 #include "daemon/cli/cli.h"
 
 namespace gw::cli {
+
+namespace {
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void gw_cli_on_interrupt(int) { g_interrupted = 1; }
+}  // namespace
+
+InterruptScope::InterruptScope() {
+  g_interrupted = 0;
+  previous_ = std::signal(SIGINT, gw_cli_on_interrupt);
+}
+InterruptScope::~InterruptScope() { std::signal(SIGINT, previous_); }
+bool InterruptScope::interrupted() { return g_interrupted != 0; }
 
 std::vector<std::string> split_list(const std::string& comma_separated) {
   std::vector<std::string> out;

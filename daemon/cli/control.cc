@@ -20,9 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void on_interrupt(int) { g_interrupted = 1; }
-
 struct ControlTarget {
   std::string endpoint = "tcp://127.0.0.1:7711";
   double timeout_s = 10;
@@ -40,16 +37,8 @@ json request(const ControlTarget& target, const std::string& cmd, const json& ar
              const std::function<void(const json&)>& on_message = {}) {
   daemon::ControlClient client(target.endpoint,
                                std::chrono::milliseconds(static_cast<long>(target.timeout_s * 1000)));
-  g_interrupted = 0;
-  auto* previous = std::signal(SIGINT, on_interrupt);
-  try {
-    json final = client.call(cmd, args, on_message, [] { return g_interrupted != 0; });
-    std::signal(SIGINT, previous);
-    return final;
-  } catch (...) {
-    std::signal(SIGINT, previous);
-    throw;
-  }
+  const InterruptScope ctrl_c;
+  return client.call(cmd, args, on_message, [] { return InterruptScope::interrupted(); });
 }
 
 // The result of a final message, or gw::Error with the daemon's error.

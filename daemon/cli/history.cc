@@ -94,8 +94,6 @@ config::Config history_config(const std::string& explicit_path,
 }
 
 // SIGINT during a history search cancels it at the next slice.
-std::atomic<bool> interrupted{false};
-extern "C" void on_history_interrupt(int) { interrupted = true; }
 
 std::string describe_stream(std::uint32_t wearer, std::uint16_t device) {
   return "wearer " + std::to_string(wearer) + " device " + std::to_string(device);
@@ -299,10 +297,9 @@ int run_history_search(const HistorySearchOptions& h, const SearchFlags& f) {
   std::string note;
   auto backend = kernels::make_backend(f.backend, f.threads, &note);
   std::cerr << "backend: " << note << "\n";
-  interrupted = false;
-  const auto previous = std::signal(SIGINT, on_history_interrupt);
   pipeline::HistorySearchResult result;
-  try {
+  {
+    const InterruptScope ctrl_c;
     result = pipeline::search_history(
         store, pattern, *backend, request,
         [](const pipeline::HistoryProgress& p) {
@@ -311,12 +308,8 @@ int run_history_search(const HistorySearchOptions& h, const SearchFlags& f) {
                        static_cast<unsigned long long>(p.samples),
                        static_cast<unsigned long long>(p.samples_total));
         },
-        [] { return interrupted.load(); });
-  } catch (...) {
-    std::signal(SIGINT, previous);
-    throw;
+        [] { return InterruptScope::interrupted(); });
   }
-  std::signal(SIGINT, previous);
   for (const auto& w : result.warnings) std::cerr << "warning: " << w << "\n";
 
   for (std::size_t i = 0; i < result.matches.size(); ++i) {
