@@ -102,6 +102,9 @@ struct Options {
   double kernel_seconds = 1;
   std::string sweep_wearers;  // "A,B,C"; empty: no sweep
   int sweep_repeats = 5;
+  // Sweep ticks pipelined: batch k+1 is prepared (SearchBackend::prepare, its
+  // copy to the device) on a second thread while batch k is searched.
+  bool overlap = false;
 };
 
 // A group of adjacent stream dims whose channels may be swapped by up to
@@ -245,6 +248,10 @@ PruningOptions pruning_options(const std::string& pruning) {
   PruningOptions options;
   if (pruning == "off") {
     options.lb_kim = options.lb_keogh_eq = options.lb_keogh_ec = options.early_abandon = false;
+  } else if (pruning == "kim") {  // which bound costs what (stage times)
+    options.lb_keogh_eq = options.lb_keogh_ec = false;
+  } else if (pruning == "kim-eq") {
+    options.lb_keogh_ec = false;
   }
   return options;
 }
@@ -565,6 +572,7 @@ void run_sweep(const Options& options, int band, double threshold, int threads) 
       line = base_line("search_sweep", options, backend, options.pruning, band, threshold);
       if (summary.empty()) summary = line;
       line["wearers"] = wearers;
+      line["overlap"] = options.overlap;
       line["tick_new_samples"] = kTickSamples;
       line["tick_s"] = kTickSeconds;
       line["slice_samples"] = options.length - 1 + kTickSamples;
@@ -574,10 +582,34 @@ void run_sweep(const Options& options, int band, double threshold, int threads) 
       SearchStats stats;
       double warmup = 0;
       SearchResult result;  // reused, as the daemon's engine does
+      // Two batches alternate in place (prepare() knows a batch by address).
+      // Batches are made outside the timed region; with --overlap a tick's
+      // time is search(k) running beside prepare(k + 1).
+      SearchBatch batches[2];
+      batches[0] = make_tick(options, pool, wearers, 0);
       for (int tick = 0; tick < ticks; ++tick) {
-        const SearchBatch batch = make_tick(options, pool, wearers, tick);
+        const SearchBatch& batch = batches[tick % 2];
+        SearchBatch& next = batches[(tick + 1) % 2];
+        if (tick + 1 < ticks) next = make_tick(options, pool, wearers, tick + 1);
         const auto start = std::chrono::steady_clock::now();
-        backend.backend->search_into(batch, result);
+        std::thread preparer;
+        std::exception_ptr prepare_error;
+        if (options.overlap && tick + 1 < ticks)
+          preparer = std::thread([&] {
+            try {
+              backend.backend->prepare(next);
+            } catch (...) {
+              prepare_error = std::current_exception();
+            }
+          });
+        try {
+          backend.backend->search_into(batch, result);
+        } catch (...) {
+          if (preparer.joinable()) preparer.join();
+          throw;
+        }
+        if (preparer.joinable()) preparer.join();
+        if (prepare_error) std::rethrow_exception(prepare_error);
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (tick == 0) {
@@ -655,8 +687,9 @@ int run(const Options& options) {
               << " is not available (only random-walk so far)\n";
     return 2;
   }
-  if (options.pruning != "on" && options.pruning != "off") {
-    std::cerr << "search_bench: --pruning must be on or off\n";
+  if (options.pruning != "on" && options.pruning != "off" && options.pruning != "kim" &&
+      options.pruning != "kim-eq") {
+    std::cerr << "search_bench: --pruning must be on, off, kim or kim-eq\n";
     return 2;
   }
   if (options.backend != "cpu" && options.backend != "cuda") {
@@ -745,6 +778,8 @@ int main(int argc, char** argv) {
                  "comma-separated wearer counts: realtime ticks of 10 new samples per wearer");
   app.add_option("--sweep-repeats", options.sweep_repeats,
                  "timed ticks per wearer count after one warm-up tick (default 5)");
+  app.add_flag("--overlap", options.overlap,
+               "sweep: prepare (upload) tick k+1 on a second thread while tick k is searched");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(options);

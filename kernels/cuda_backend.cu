@@ -14,6 +14,7 @@
 #include <string>
 #include <tuple>
 #include <iterator>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -201,6 +202,8 @@ struct SpringPattern {
 };
 
 class CudaBackend final : public SearchBackend {
+  struct StagedUpload;
+
  public:
   CudaBackend(int device, PruningOptions pruning) : device_(device), pruning_(pruning) {
     check(cudaSetDevice(device), "cudaSetDevice");
@@ -208,11 +211,18 @@ class CudaBackend final : public SearchBackend {
     check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
     name_ = std::string("cuda:") + prop.name;
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    for (StagedUpload& slot : staged_)
+      check(cudaEventCreateWithFlags(&slot.copied, cudaEventDisableTiming), "cudaEventCreate");
     stats_.reserve(1);
     match_count_.reserve(1);
     candidate_count_.reserve(1);
   }
-  ~CudaBackend() override { cudaStreamDestroy(stream_); }
+  ~CudaBackend() override {
+    for (StagedUpload& slot : staged_) cudaEventDestroy(slot.copied);
+    cudaStreamDestroy(copy_stream_);
+    cudaStreamDestroy(stream_);
+  }
 
   std::string name() const override { return name_; }
 
@@ -231,7 +241,7 @@ class CudaBackend final : public SearchBackend {
     for (std::size_t p = 0; p < library->patterns.size(); ++p) {
       const Pattern& pat = library->patterns[p];
       if (pat.mode == SearchMode::kWindow &&
-          window_filter_shared_bytes(pat.length, pat.band) > static_cast<std::size_t>(shared_limit))
+          window_filter_max_shared_bytes(pat.length, pat.band) > static_cast<std::size_t>(shared_limit))
         throw Error("CUDA backend: pattern " + std::to_string(p) + ": length " +
                     std::to_string(pat.length) + " with band " + std::to_string(pat.band) +
                     " needs more shared memory than the device has (use the CPU backend)");
@@ -323,7 +333,7 @@ class CudaBackend final : public SearchBackend {
       throw Error("CUDA backend: more than 2^24 dim pairs in the pattern library");
     if (values.size() >= (1u << 31))
       throw Error("CUDA backend: the pattern library has more than 2^31 query values");
-    for (BandGroup& g : groups) build_row_pairs(*library, pairs, queries, values, profile_slots, g);
+    for (BandGroup& g : groups) build_row_pairs(*library, pairs, queries, values, upper, lower, profile_slots, g);
     std::vector<PatternOutput> outputs(library->patterns.size());
     for (std::size_t p = 0; p < outputs.size(); ++p) {
       const Pattern& pat = library->patterns[p];
@@ -351,6 +361,15 @@ class CudaBackend final : public SearchBackend {
     return result;
   }
 
+  // Stages `next` (host plan, pinned copy, host->device copy on copy_stream_)
+  // while another thread runs search_into() of the batch before it.
+  void prepare(const SearchBatch& next) override {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    std::lock_guard<std::mutex> lock(stage_mutex_);
+    if (!library_ || library_->patterns.empty() || next.streams.empty()) return;
+    stage(next, copy_stream_);
+  }
+
   void search_into(const SearchBatch& batch, SearchResult& result) override {
     check(cudaSetDevice(device_), "cudaSetDevice");
     result.stats = SearchStats{};
@@ -364,53 +383,19 @@ class CudaBackend final : public SearchBackend {
     // Batch data: only samples the device does not hold yet travel (see
     // StreamHistory); the device assembles the slices from rings + upload.
     const std::size_t n_data = batch.data.size();
-    std::vector<SliceView> slices;
-    std::vector<SliceUpload> uploads;
-    std::size_t n_upload = 0;
-    int rows = 0;
-    std::unordered_map<std::uint64_t, bool> seen;
-    for (const StreamSlice& s : batch.streams) {
-      if (s.offset + static_cast<std::size_t>(s.dims) * s.length > n_data)
-        throw Error("CUDA backend: a slice does not fit the batch data");
-      SliceView view{static_cast<long long>(s.offset), s.first_index, s.dims, s.length, rows};
-      view.first_new = static_cast<int>(
-          std::clamp<std::int64_t>(s.first_new - s.first_index, 0, s.length));
-      const auto slot = profile_slots_.find(s.profile);
-      view.profile_slot = slot == profile_slots_.end() ? -1 : slot->second;
-      slices.push_back(view);
-      rows += s.dims;
-      SliceUpload up;
-      const bool once = s.stream_key != 0 && seen.emplace(s.stream_key, true).second;
-      if (once) plan_history(s, &up);
-      up.staging_offset = static_cast<long long>(n_upload);
-      n_upload += static_cast<std::size_t>(s.dims) * (s.length - up.from);
-      uploads.push_back(up);
-    }
-    float* staging = pinned_.reserve(std::max<std::size_t>(n_upload, 1));
-    parallel_ranges(batch.streams.size(), 256, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) {
-        const StreamSlice& s = batch.streams[i];
-        const int count = s.length - uploads[i].from;
-        for (int d = 0; d < s.dims; ++d)
-          std::memcpy(staging + uploads[i].staging_offset + static_cast<std::size_t>(d) * count,
-                      batch.data.data() + s.offset + static_cast<std::size_t>(d) * s.length +
-                          uploads[i].from,
-                      static_cast<std::size_t>(count) * sizeof(float));
-      }
-    });
-    upload_.reserve(std::max<std::size_t>(n_upload, 1));
-    check(cudaMemcpyAsync(upload_.get(), staging, n_upload * sizeof(float),
-                          cudaMemcpyHostToDevice, stream_),
-          "data upload");
+    StagedUpload& staged = take_staged(batch);
+    check(cudaStreamWaitEvent(stream_, staged.copied, 0), "wait for the upload");
+    const std::vector<SliceView>& slices = staged.slices;
+    const int rows = staged.rows;
     slices_.upload(slices, stream_);
-    uploads_.upload(uploads, stream_);
+    uploads_.upload(staged.uploads, stream_);
     data_.reserve(std::max<std::size_t>(n_data, 1));
     {
       BatchView assemble_view;
       assemble_view.data_size = static_cast<long long>(n_data);
       assemble_view.slices = slices_.get();
       assemble_view.slice_count = static_cast<int>(slices.size());
-      launch_assemble(assemble_view, data_.get(), upload_.get(), uploads_.get(), stream_);
+      launch_assemble(assemble_view, data_.get(), staged.device.get(), uploads_.get(), stream_);
     }
 
     // Window-mode work per pattern: window counts, and the segments only the
@@ -489,15 +474,16 @@ class CudaBackend final : public SearchBackend {
           continue;
         }
         // Step 1: the fused filter over every row; survivors are the DTW's candidates.
-        int max_ends = 0;
-        for (const SliceView& sv : slices)
-          if (sv.profile_slot >= 0)
-            max_ends = std::max(max_ends, sv.length - std::max(sv.first_new, g.min_length - 1));
+        FilterPlan plan = plan_window_filter(slices, g.rows);
+        filter_groups_.upload(plan.groups, stream_);
+        filter_segments_.upload(plan.segments, stream_);
+        const FilterPlanView plan_view{filter_groups_.get(), filter_segments_.get(),
+                                       static_cast<int>(plan.groups.size()), plan.shared_floats};
         candidate_capacity_ = std::max<unsigned long long>(candidate_capacity_, 1 << 20);
         candidates_.reserve(candidate_capacity_);
         FilterOptions options{pruning_.lb_kim, pruning_.lb_keogh_eq, pruning_.lb_keogh_ec};
         const unsigned long long survivors = run_counted(candidate_count_, [&] {
-          launch_window_filter(view, lv, g.rows, window_filter_tiles(max_ends), options,
+          launch_window_filter(view, lv, g.rows, plan_view, options,
                                {candidates_.get(), candidate_count_.get(), candidate_capacity_},
                                stats_.get(), stream_);
         });
@@ -638,6 +624,7 @@ class CudaBackend final : public SearchBackend {
   // by pattern length (the filter computes statistics once per length).
   void build_row_pairs(const PatternLibrary& lib, const std::vector<PairView>& pairs,
                        const std::vector<QueryView>& queries, const std::vector<float>& values,
+                       const std::vector<float>& upper, const std::vector<float>& lower,
                        const std::unordered_map<std::uint32_t, int>& profile_slots, BandGroup& g) {
     const int slots = static_cast<int>(profile_slots.size());
     int dim_stride = 1;
@@ -670,6 +657,16 @@ class CudaBackend final : public SearchBackend {
         const int at[6] = {0, std::min(1, m - 1), std::min(2, m - 1), std::max(0, m - 3),
                            std::max(0, m - 2), m - 1};
         for (int k = 0; k < 6; ++k) r.kim_query[k] = values[qv.offset + at[k]];
+        const int run = m / kPaaSegments;
+        for (int g = 0; g < kPaaSegments && run == 0; ++g) {
+          r.paa_upper[g] = INFINITY;  // no segments: the bound is 0
+          r.paa_lower[g] = -INFINITY;
+        }
+        for (int g = 0; g < kPaaSegments && run > 0; ++g) {
+          const std::size_t from = qv.offset + static_cast<std::size_t>(g) * run;
+          r.paa_upper[g] = *std::max_element(upper.begin() + from, upper.begin() + from + run);
+          r.paa_lower[g] = *std::min_element(lower.begin() + from, lower.begin() + from + run);
+        }
         list.push_back(r);
       }
       // Each pair records where its run of equal lengths ends.
@@ -756,6 +753,83 @@ class CudaBackend final : public SearchBackend {
   // Decides which samples of slice `s` the device already holds in the ring
   // of its stream: the ring continues when the slice starts inside what the
   // ring holds and reaches past it. Updates the history for after this batch.
+  // The staged upload of `batch`: the one prepare() made for it, or one made
+  // now on stream_. A prepared batch that was never searched advanced the
+  // stream histories past samples the device never got, so then every history
+  // starts over (the next batch uploads whole slices).
+  StagedUpload& take_staged(const SearchBatch& batch) {
+    std::lock_guard<std::mutex> lock(stage_mutex_);
+    for (StagedUpload& slot : staged_) {
+      if (slot.batch == &batch) {
+        slot.batch = nullptr;
+        prepared_batches_ += 1;
+        return slot;
+      }
+    }
+    bool stale = false;
+    for (StagedUpload& slot : staged_) {
+      stale = stale || slot.batch != nullptr;
+      slot.batch = nullptr;
+    }
+    if (stale) histories_.clear();
+    StagedUpload& slot = stage(batch, stream_);
+    slot.batch = nullptr;
+    return slot;
+  }
+
+  // Plans `batch`'s upload into the next staging slot, copies its new
+  // samples to pinned memory and starts the copy to the device on `stream`.
+  // Needs stage_mutex_.
+  StagedUpload& stage(const SearchBatch& batch, cudaStream_t stream) {
+    StagedUpload& slot = staged_[staged_next_];
+    staged_next_ = 1 - staged_next_;
+    slot.batch = &batch;
+    slot.slices.clear();
+    slot.uploads.clear();
+    slot.rows = 0;
+    const std::size_t n_data = batch.data.size();
+    std::size_t n_upload = 0;
+    std::unordered_map<std::uint64_t, bool> seen;
+    for (const StreamSlice& s : batch.streams) {
+      if (s.offset + static_cast<std::size_t>(s.dims) * s.length > n_data) {
+        slot.batch = nullptr;
+        throw Error("CUDA backend: a slice does not fit the batch data");
+      }
+      SliceView view{static_cast<long long>(s.offset), s.first_index, s.dims, s.length, slot.rows};
+      view.first_new = static_cast<int>(
+          std::clamp<std::int64_t>(s.first_new - s.first_index, 0, s.length));
+      const auto profile = profile_slots_.find(s.profile);
+      view.profile_slot = profile == profile_slots_.end() ? -1 : profile->second;
+      slot.slices.push_back(view);
+      slot.rows += s.dims;
+      SliceUpload up;
+      const bool once = s.stream_key != 0 && seen.emplace(s.stream_key, true).second;
+      if (once) plan_history(s, &up);
+      up.staging_offset = static_cast<long long>(n_upload);
+      n_upload += static_cast<std::size_t>(s.dims) * (s.length - up.from);
+      slot.uploads.push_back(up);
+    }
+    float* staging = slot.staging.reserve(std::max<std::size_t>(n_upload, 1));
+    const std::vector<SliceUpload>& uploads = slot.uploads;
+    parallel_ranges(batch.streams.size(), 256, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const StreamSlice& s = batch.streams[i];
+        const int count = s.length - uploads[i].from;
+        for (int d = 0; d < s.dims; ++d)
+          std::memcpy(staging + uploads[i].staging_offset + static_cast<std::size_t>(d) * count,
+                      batch.data.data() + s.offset + static_cast<std::size_t>(d) * s.length +
+                          uploads[i].from,
+                      static_cast<std::size_t>(count) * sizeof(float));
+      }
+    });
+    slot.device.reserve(std::max<std::size_t>(n_upload, 1));
+    check(cudaMemcpyAsync(slot.device.get(), staging, n_upload * sizeof(float),
+                          cudaMemcpyHostToDevice, stream),
+          "data upload");
+    check(cudaEventRecord(slot.copied, stream), "cudaEventRecord");
+    return slot;
+  }
+
   void plan_history(const StreamSlice& s, SliceUpload* up) {
     StreamHistory& h = histories_[s.stream_key];
     long long capacity = 256;
@@ -795,7 +869,6 @@ class CudaBackend final : public SearchBackend {
   DeviceBuffer<QueryView> queries_;
   DeviceBuffer<float> values_, upper_, lower_;
   DeviceBuffer<float4> ordered_;
-  PinnedBuffer<float> pinned_;
   PinnedBuffer<Match> pinned_matches_;
   DeviceBuffer<PatternOutput> pattern_outputs_;
   DeviceBuffer<Match> final_all_, final_out_;
@@ -806,6 +879,8 @@ class CudaBackend final : public SearchBackend {
   DeviceBuffer<Segment> segments_;
   DeviceBuffer<PatternWork> work_;
   DeviceBuffer<Candidate> candidates_;
+  DeviceBuffer<FilterGroup> filter_groups_;
+  DeviceBuffer<FilterSegment> filter_segments_;
   DeviceBuffer<double> prefix_sum_, prefix_sumsq_;
   DeviceBuffer<RawMatch> matches_, spring_matches_, sorted_;
   DeviceBuffer<int> pair_rank_;
@@ -822,8 +897,24 @@ class CudaBackend final : public SearchBackend {
     std::int64_t first = -1, next = -1;  // the ring holds samples [first, next)
   };
   std::unordered_map<std::uint64_t, StreamHistory> histories_;
-  DeviceBuffer<float> upload_;
   DeviceBuffer<SliceUpload> uploads_;
+  // A batch's data on its way to the device: the host plan, the pinned copy
+  // of its new samples and their device buffer. Two alternate, so prepare()
+  // of batch k+1 fills one while search_into() of batch k reads the other.
+  struct StagedUpload {
+    const SearchBatch* batch = nullptr;  // prepared for, not searched yet
+    std::vector<SliceView> slices;
+    std::vector<SliceUpload> uploads;
+    int rows = 0;
+    PinnedBuffer<float> staging;
+    DeviceBuffer<float> device;
+    cudaEvent_t copied = nullptr;  // recorded after the copy to `device`
+  };
+  StagedUpload staged_[2];
+  int staged_next_ = 0;
+  std::mutex stage_mutex_;  // staged_, histories_: prepare() runs beside search_into()
+  cudaStream_t copy_stream_ = nullptr;
+  unsigned long long prepared_batches_ = 0;
   DeviceBuffer<unsigned long long> match_count_, candidate_count_;
   DeviceBuffer<DeviceStats> stats_;
   unsigned long long match_capacity_ = 0;

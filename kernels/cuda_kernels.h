@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -30,23 +31,37 @@ void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cuda
 // batch and every pair of `rows` reading it, every window end from the
 // slice's first_new on: z-normalisation statistics, LB_Kim, then LB_Keogh EQ
 // (query envelope) and EC (data envelope) on the Kim survivors; windows that
-// no enabled bound prunes are appended to `candidates`. `tiles` =
-// window_filter_tiles(largest count of window ends of a slice). Windows whose
-// bounds are all off pass (a pair with every bound off belongs to the
-// unfiltered path, launch_window_dtw_all).
+// no enabled bound prunes are appended to `candidates`. `plan` (from
+// plan_window_filter over the same slices and rows, copied to the device)
+// says which window ends share a block. Windows whose bounds are all off
+// pass (a pair with every bound off belongs to the unfiltered path,
+// launch_window_dtw_all).
 struct FilterOptions {
   bool lb_kim = true;
   bool lb_keogh_eq = true;
   bool lb_keogh_ec = true;
+  // The PAA bound before LB_Keogh EQ (only with lb_keogh_eq; it prunes a
+  // subset of what EQ prunes, cheaper). GW_CUDA_PAA=0 turns it off (A/B).
+  bool lb_paa = true;
 };
-int window_filter_tiles(int window_ends);
-// Dynamic shared memory of the filter for a group; above 48 KiB the launch
-// opts in (up to the device's per-block limit: m + 2 band <= ~50,000).
-std::size_t window_filter_shared_bytes(int max_length, int band);
+struct FilterPlan {
+  std::vector<FilterGroup> groups;
+  std::vector<FilterSegment> segments;
+  int shared_floats = 0;
+};
+// Cuts the window ends of `slices` (host copies of the batch's SliceViews)
+// into segments and groups for the filter of `rows`.
+FilterPlan plan_window_filter(const std::vector<SliceView>& slices, const RowPairsView& rows);
+// Dynamic shared memory of a filter launch whose groups need `shared_floats`;
+// above 48 KiB the launch opts in.
+std::size_t window_filter_shared_bytes(int shared_floats);
+// The most shared memory a plan for patterns up to max_length with this band
+// can need (set_library refuses patterns beyond the device's per-block limit).
+std::size_t window_filter_max_shared_bytes(int max_length, int band);
 void launch_window_filter(const BatchView& batch, const LibraryView& library,
-                          const RowPairsView& rows, int tiles, FilterOptions options,
-                          AppendBuffer<Candidate> candidates, DeviceStats* stats,
-                          cudaStream_t stream);
+                          const RowPairsView& rows, const FilterPlanView& plan,
+                          FilterOptions options, AppendBuffer<Candidate> candidates,
+                          DeviceStats* stats, cudaStream_t stream);
 
 // Window mode, step 2: banded DTW with early abandoning of `count`
 // candidates (survivors of step 1); a

@@ -27,8 +27,14 @@ struct PairView {
   int pattern_dim = 0; // j
 };
 
-// One pair as the fused filter reads it: what LB_Kim needs in one 48-byte
-// record, so a (pair, window end) item costs one load besides the window.
+// Segments of the piecewise (PAA) lower bound the fused filter runs between
+// LB_Kim and LB_Keogh: a window's first kPaaSegments * floor(m / kPaaSegments)
+// samples in kPaaSegments equal runs.
+constexpr int kPaaSegments = 16;
+
+// One pair as the fused filter reads it: what LB_Kim and the PAA bound need
+// in one record, so a (pair, window end) item costs one broadcast load
+// besides the window.
 struct alignas(16) RowPair {
   int pair = 0;           // global pair index
   int query_offset = 0;   // into LibraryView::values / upper / lower
@@ -37,6 +43,9 @@ struct alignas(16) RowPair {
   float prune_sq = 0;     // PatternWork::prune_sq of the pair's pattern
   int run_end = 0;        // end of the run of pairs with this length in RowPairsView::pairs
   float kim_query[6] = {};  // q[0], q[1], q[2], q[m-3], q[m-2], q[m-1] (normalised)
+  // Query envelope per PAA segment: max of upper, min of lower over the run.
+  float paa_upper[kPaaSegments] = {};
+  float paa_lower[kPaaSegments] = {};
 };
 
 // Window mode, fused filter: the pairs of one band group that read each
@@ -50,6 +59,35 @@ struct RowPairsView {
   int min_length = 0;
   int max_length = 0;
   int band = 0;                     // every pair of the group has this band
+};
+
+// Window mode, fused filter: the batch's window ends cut into segments (one
+// slice's consecutive ends, at most a tile) and packed into groups of at most
+// one window per filter thread, all of one profile slot. One block tests one
+// group on one stream dim, so the W1 shape (~10 new ends per slice and tick,
+// ~110 pairs per stream dim) gives every thread a window of its own and every
+// pair is read by a whole block (seed 002: many tasks against one query).
+struct FilterSegment {
+  int slice = 0;
+  int first_end = 0;     // window end (relative to the slice) of the segment's first window
+  int ends = 0;          // consecutive window ends
+  int window_begin = 0;  // thread of the first window within the group
+  int lo = 0;            // first sample loaded (relative to the slice)
+  int span = 0;          // samples loaded: lo .. lo + span - 1
+  int x_offset = 0;      // where sample lo sits in the block's shared sample buffer
+};
+
+struct FilterGroup {
+  int segment_begin = 0;
+  int segment_end = 0;
+  int slot = 0;  // profile slot shared by the group's slices
+};
+
+struct FilterPlanView {
+  const FilterGroup* groups = nullptr;
+  const FilterSegment* segments = nullptr;
+  int group_count = 0;
+  int shared_floats = 0;  // the largest group's sample buffer (segments, padding included)
 };
 
 // A normalised pattern dim with its envelope over +-band.

@@ -149,6 +149,15 @@ class SearchBackend {
   virtual void search_into(const SearchBatch& batch, SearchResult& result) {
     result = search(batch);
   }
+  // Optional pipelining: starts moving `next`'s data toward the device (the
+  // CUDA backend: host staging and the host->device copy on a second stream)
+  // while another thread runs search() / search_into() of the batch before
+  // it, so the copy of batch k+1 overlaps the compute of batch k. The caller
+  // then passes the same `next` object, unchanged, to search_into(). At most
+  // one batch ahead, in batch order; a prepared batch that is never searched
+  // only costs a full upload of the next one. Backends without a device do
+  // nothing.
+  virtual void prepare(const SearchBatch& next) { (void)next; }
 };
 
 // threads <= 0 means std::thread::hardware_concurrency(). The backend keeps a

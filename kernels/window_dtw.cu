@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "kernels/cuda_kernels.h"
@@ -199,11 +201,19 @@ __device__ __forceinline__ int slice_of_element(const BatchView& b, long long e)
   return lo;
 }
 
+// One thread per data element; a block's elements span few slices, so the
+// block finds the slice of its first element once (binary search) and each
+// thread steps forward from there.
 __global__ void assemble_kernel(BatchView b, float* data, const float* staging,
                                 const SliceUpload* uploads) {
-  const long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  __shared__ int first_slice;
+  const long long block_first = blockIdx.x * static_cast<long long>(blockDim.x);
+  if (threadIdx.x == 0) first_slice = slice_of_element(b, block_first);
+  __syncthreads();
+  const long long e = block_first + threadIdx.x;
   if (e >= b.data_size) return;
-  const int slice = slice_of_element(b, e);
+  int slice = first_slice;
+  while (slice + 1 < b.slice_count && b.slices[slice + 1].offset <= e) ++slice;
   const SliceView s = b.slices[slice];
   const SliceUpload up = uploads[slice];
   const long long local = e - s.offset;
@@ -222,34 +232,18 @@ __global__ void assemble_kernel(BatchView b, float* data, const float* staging,
   data[e] = v;
 }
 
-// Fused filter geometry: a block owns one row (slice, stream dim) and a tile
-// of kFilterTile consecutive window ends; it tests (pair, end) items in
-// rounds of kFilterChunk.
-constexpr int kFilterTile = 128;
-constexpr int kFilterItemsPerThread = 16;
-constexpr int kFilterChunk = kThreads * kFilterItemsPerThread;
-
-__device__ __forceinline__ int filter_span(const RowPairsView& rp) {
-  return kFilterTile + rp.max_length - 1 + 2 * rp.band;
-}
-
-// Population mean/std of x[0, m) by one warp (two passes in double, the
-// CPU's constant-window rule); lane 0 writes the result.
-__device__ __forceinline__ void window_stats_warp(const float* x, int m, float* mean_out,
-                                                  float* inv_std_out) {
-  const int lane = threadIdx.x & 31;
-  double sum = 0;
-  for (int k = lane; k < m; k += 32) sum += x[k];
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  const double mean = sum / m;
-  double ss = 0;
-  for (int k = lane; k < m; k += 32) {
-    const double d = x[k] - mean;
-    ss += d * d;
-  }
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if (lane == 0) set_stats(mean, sqrt(ss / m), mean_out, inv_std_out);
-}
+// Fused filter geometry: a block tests one group (FilterGroup: window ends of
+// one or more slices, one window per thread) on one stream dim, in rounds of
+// kRoundPairs pairs; each warp keeps its LB_Kim survivors of a round in its
+// own list (kWarpList entries: pair of the round << 5 | lane of the window).
+constexpr int kFilterTile = kThreads;  // window ends of a segment, at most
+constexpr int kRoundPairs = 16;
+constexpr int kWarps = kThreads / 32;
+constexpr int kWarpList = 32 * kRoundPairs;
+// Sample buffer of a group (floats): several W1 slices' ends share a block.
+constexpr int kFilterGroupFloats = 2048;
+// LB_Keogh EQ positions (UCR order) of the staged filter's first pass.
+constexpr int kEqPrefix = 24;
 
 // Sum of term(position record) over a query's positions in UCR order (see
 // LibraryView::ordered), testing the partial sum against prune_sq every
@@ -267,130 +261,263 @@ __device__ __forceinline__ float ucr_order_bound(const float4* ordered, int m, f
   return lb;
 }
 
-// Window mode filter, fused (seed 002's "load once, test many"): the W1 load
-// has ~100 pairs per stream dim but only ~10 new window ends per tick, so the
-// block loads its row's samples into shared memory once, computes each window
-// end's normalisation once per pattern length (not once per pair) and the
-// data envelope once per row, then runs LB_Kim on every (pair, end) item and
-// LB_Keogh EQ/EC on the Kim survivors, all reading the window from shared
-// memory. Survivors go to `out` for the DTW kernel.
+// Piecewise (PAA) lower bound of LB_Keogh EQ: with a query envelope segment's
+// max upper U and min lower L and the normalised window's segment mean c,
+// run * ((c - U)+^2 + (L - c)+^2) <= the segment's LB_Keogh terms, by
+// monotonicity (U_k <= U, L_k >= L) and Jensen ((.)+^2 is convex). Costs
+// kPaaSegments terms instead of m; positions past kPaaSegments * run add
+// nothing (terms are >= 0, so leaving them out keeps it a lower bound).
+// A rounding slack of 1e-5 relative keeps float error from making it exceed
+// LB_Keogh where the two are equal (run == 1).
+// paa_centred: the window's segment means less its mean.
+__device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* paa_centred, int run,
+                                           float mean, float inv_std) {
+  float lb = 0.f;
+#pragma unroll
+  for (int g = 0; g < kPaaSegments; ++g) {
+    const float c = rpair.znorm ? paa_centred[g] * inv_std : paa_centred[g] + mean;
+    const float over = fmaxf(c - rpair.paa_upper[g], 0.f);
+    const float under = fmaxf(rpair.paa_lower[g] - c, 0.f);
+    lb += over * over + under * under;
+  }
+  return lb * run * (1.f - 1e-5f);
+}
+
+// Window mode filter, fused (seed 002: many tasks of one shape against one
+// query). The W1 load has ~110 pairs per stream dim but only ~10 new window
+// ends per slice and tick, so a block takes the new ends of ~12 slices (one
+// window per thread) on one stream dim: it loads those rows' samples and data
+// envelopes into shared memory once, each thread normalises its window once
+// per pattern length, and then every thread tests its window against each
+// pair in turn, so a pair's record and query are read by the whole block at
+// once. LB_Kim runs on every (pair, window); a warp's Kim survivors of a round
+// go to its list, and the warp runs LB_Keogh EQ, then EC, on the list, where
+// neighbouring entries mostly share a pair (broadcast reads of the query).
+// Survivors go to `out` for the DTW kernel.
+template <bool kStaged>
 __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, LibraryView lib,
-                                                                RowPairsView rp, int tile_offset,
+                                                                RowPairsView rp,
+                                                                FilterPlanView plan,
                                                                 FilterOptions opt,
                                                                 AppendBuffer<Candidate> out,
                                                                 DeviceStats* stats) {
   extern __shared__ __align__(16) unsigned char filter_shared[];
-  // Kim survivors of a round: (pair - p0) << 8 | (end - tile_lo).
-  int* list = reinterpret_cast<int*>(filter_shared);
-  int* list_count = list + kFilterChunk;
-  float* x = reinterpret_cast<float*>(list_count + 4);
-  const int span = filter_span(rp);
-  float* env_upper = x + span;
-  float* env_lower = env_upper + span;
-  float* mean_of_end = env_lower + span;
-  float* inv_std_of_end = mean_of_end + kFilterTile;
+  int* lists = reinterpret_cast<int*>(filter_shared);
+  float* partials = reinterpret_cast<float*>(lists + kWarps * kWarpList);
+  FilterSegment* segs = reinterpret_cast<FilterSegment*>(partials + kWarps * kWarpList);
+  float* x = reinterpret_cast<float*>(segs + kFilterTile);
+  float* env_upper = x + plan.shared_floats;
+  float* env_lower = env_upper + plan.shared_floats;
 
-  const int slice = blockIdx.x;
+  const FilterGroup group = plan.groups[blockIdx.x];
   const int dim = blockIdx.y;
-  const SliceView s = b.slices[slice];
-  if (dim >= s.dims || s.profile_slot < 0 || s.profile_slot >= rp.slots) return;
-  const int key = s.profile_slot * rp.dim_stride + dim;
+  if (group.slot >= rp.slots || dim >= rp.dim_stride) return;
+  const int key = group.slot * rp.dim_stride + dim;
   const int pair_begin = rp.offsets[key], pair_end = rp.offsets[key + 1];
-  const int base = max(s.first_new, rp.min_length - 1);
-  const int tile_lo = base + (tile_offset + blockIdx.z) * kFilterTile;
-  const int tile_hi = min(s.length, tile_lo + kFilterTile);  // exclusive
-  if (pair_begin == pair_end || tile_lo >= tile_hi) return;   // uniform over the block
-
-  const int lo = max(0, tile_lo - rp.max_length + 1 - rp.band);
-  const int hi = min(s.length - 1, tile_hi - 1 + rp.band);
-  const float* row_data = b.data + s.offset + static_cast<long long>(dim) * s.length;
-  for (int k = threadIdx.x; k <= hi - lo; k += kThreads) x[k] = row_data[lo + k];
+  if (pair_begin == pair_end) return;  // uniform over the block
+  const int segment_count = group.segment_end - group.segment_begin;
+  for (int g = threadIdx.x; g < segment_count; g += kThreads)
+    segs[g] = plan.segments[group.segment_begin + g];
   __syncthreads();
-  // Data envelope over +-band clipped to the slice (the CPU's EC envelope);
-  // right for every position a window of this tile covers.
+  for (int g = 0; g < segment_count; ++g) {
+    const FilterSegment seg = segs[g];
+    const SliceView sv = b.slices[seg.slice];
+    if (dim >= sv.dims) continue;
+    const float* row = b.data + sv.offset + static_cast<long long>(dim) * sv.length + seg.lo;
+    for (int k = threadIdx.x; k < seg.span; k += kThreads) x[seg.x_offset + k] = row[k];
+  }
+  __syncthreads();
+  // Data envelope over +-band clipped to the loaded samples (the CPU's EC
+  // envelope); right for every position a window of the segment covers.
   if (opt.lb_keogh_ec) {
-    for (int k = threadIdx.x; k <= hi - lo; k += kThreads) {
-      const int from = max(0, k - rp.band), to = min(hi - lo, k + rp.band);
-      float u = x[from], l = x[from];
-      for (int o = from + 1; o <= to; ++o) {
-        u = fmaxf(u, x[o]);
-        l = fminf(l, x[o]);
+    for (int g = 0; g < segment_count; ++g) {
+      const FilterSegment seg = segs[g];
+      const float* xs = x + seg.x_offset;
+      for (int k = threadIdx.x; k < seg.span; k += kThreads) {
+        const int from = max(0, k - rp.band), to = min(seg.span - 1, k + rp.band);
+        float u = xs[from], l = xs[from];
+        for (int o = from + 1; o <= to; ++o) {
+          u = fmaxf(u, xs[o]);
+          l = fminf(l, xs[o]);
+        }
+        env_upper[seg.x_offset + k] = u;
+        env_lower[seg.x_offset + k] = l;
       }
-      env_upper[k] = u;
-      env_lower[k] = l;
     }
   }
+  // This thread's window: slice, end and where relative sample 0 of its
+  // slice would sit in x.
+  int slice = -1, end = 0, origin = 0;
+  for (int g = 0; g < segment_count; ++g) {
+    const int w = static_cast<int>(threadIdx.x) - segs[g].window_begin;
+    if (w >= 0 && w < segs[g].ends) {
+      slice = segs[g].slice;
+      end = segs[g].first_end + w;
+      origin = segs[g].x_offset - segs[g].lo;
+    }
+  }
+  if (slice >= 0 && dim >= b.slices[slice].dims) slice = -1;
+  __syncthreads();
 
+  const int lane = threadIdx.x & 31;
+  int* list = lists + (threadIdx.x >> 5) * kWarpList;
   unsigned long long considered = 0, kim = 0, eq = 0, ec = 0;
-  const int ends = tile_hi - tile_lo;
-  const int warp = threadIdx.x >> 5;
   for (int p0 = pair_begin; p0 < pair_end;) {
     // The row's pairs are sorted by length: [p0, p1) share m.
     const int m = rp.pairs[p0].length;
     const int p1 = rp.pairs[p0].run_end;
-    __syncthreads();  // the previous length's readers are done with the statistics
-    for (int e = tile_lo + warp; e < tile_hi; e += kThreads / 32)
-      if (e >= m - 1)
-        window_stats_warp(x + (e - m + 1 - lo), m, &mean_of_end[e - tile_lo],
-                          &inv_std_of_end[e - tile_lo]);
-    const int items = (p1 - p0) * ends;
-    for (int chunk = 0; chunk < items; chunk += kFilterChunk) {
-      if (threadIdx.x == 0) *list_count = 0;
-      __syncthreads();
-      // LB_Kim on every item; survivors to the shared list.
-      for (int u = 0; u < kFilterItemsPerThread; ++u) {
-        const int item = chunk + u * kThreads + threadIdx.x;
-        bool keep = false;
-        int entry = 0;
-        if (item < items) {
-          const int k = item / ends;
-          const int e = tile_lo + item % ends;
-          if (e >= m - 1) {
-            considered += 1;
-            keep = true;
-            entry = (k << 8) | (e - tile_lo);
-            if (opt.lb_kim) {
-              const RowPair& rpair = rp.pairs[p0 + k];
-              const float mean = rpair.znorm ? mean_of_end[e - tile_lo] : 0.f;
-              const float inv_std = rpair.znorm ? inv_std_of_end[e - tile_lo] : 1.f;
-              if (lb_kim_hierarchy(rpair.kim_query, x + (e - m + 1 - lo), m, mean, inv_std,
-                                   rpair.prune_sq) > rpair.prune_sq) {
-                keep = false;
-                kim += 1;
-              }
+    const bool valid = slice >= 0 && end >= m - 1;
+    const int first = origin + end - m + 1;  // x index of the window's first sample
+    float mean = 0.f, inv_std = 0.f;
+    if (valid) window_stats_two_pass(x + first, m, &mean, &inv_std);
+    // Means of the window's PAA segments less the window mean (see
+    // paa_bound): centred per sample, as LB_Keogh normalises, so a large
+    // offset does not cancel digits away.
+    const int paa_run = m / kPaaSegments;
+    float paa_centred[kPaaSegments];
+#pragma unroll
+    for (int g = 0; g < kPaaSegments; ++g) {
+      float sum = 0.f;
+      if (valid && opt.lb_paa)
+        for (int k = 0; k < paa_run; ++k) sum += x[first + g * paa_run + k] - mean;
+      paa_centred[g] = paa_run > 0 ? sum / paa_run : 0.f;
+    }
+    for (int k0 = p0; k0 < p1; k0 += kRoundPairs) {
+      const int k1 = min(p1, k0 + kRoundPairs);
+      int n = 0;  // warp-uniform
+      for (int k = k0; k < k1; ++k) {
+        bool keep = valid;
+        if (valid) {
+          considered += 1;
+          if (opt.lb_kim) {
+            const RowPair& rpair = rp.pairs[k];
+            if (lb_kim_hierarchy(rpair.kim_query, x + first, m, rpair.znorm ? mean : 0.f,
+                                 rpair.znorm ? inv_std : 1.f, rpair.prune_sq) > rpair.prune_sq) {
+              keep = false;
+              kim += 1;
+            }
+          }
+          // The PAA bound is below LB_Keogh EQ, so what it prunes EQ would
+          // have pruned: counted as EQ, at an eighth of EQ's cost for W1.
+          if (keep && opt.lb_paa) {
+            const RowPair& rpair = rp.pairs[k];
+            if (paa_bound(rpair, paa_centred, paa_run, mean, inv_std) > rpair.prune_sq) {
+              keep = false;
+              eq += 1;
             }
           }
         }
         const unsigned mask = __ballot_sync(0xffffffffu, keep);
-        if (mask) {
-          const int lane = threadIdx.x & 31;
-          const int leader = __ffs(mask) - 1;
-          int at = 0;
-          if (lane == leader) at = atomicAdd(list_count, __popc(mask));
-          at = __shfl_sync(0xffffffffu, at, leader);
-          if (keep) list[at + __popc(mask & ((1u << lane) - 1))] = entry;
-        }
+        if (keep) list[n + __popc(mask & ((1u << lane) - 1))] = ((k - k0) << 5) | lane;
+        n += __popc(mask);
       }
-      __syncthreads();
-      // LB_Keogh EQ then EC on the Kim survivors.
-      const int n = *list_count;
-      for (int r0 = 0; r0 < n; r0 += kThreads) {
-        const int idx = r0 + threadIdx.x;
+      __syncwarp();
+      if constexpr (kStaged) {
+        // Three passes over the list, compacting it after each, so a pass's
+        // lanes do work of one kind: (a) LB_Keogh EQ over the first
+        // kEqPrefix positions in UCR order (where most windows exceed the
+        // threshold), (b) the rest of EQ, (c) EC.
+        float* partial = partials + (threadIdx.x >> 5) * kWarpList;
+        for (int pass = 0; pass < 3; ++pass) {
+          const bool enabled = pass < 2 ? opt.lb_keogh_eq : opt.lb_keogh_ec;
+          if (!enabled) continue;
+          int kept = 0;
+          for (int r0 = 0; r0 < n; r0 += 32) {
+            const int idx = r0 + lane;
+            const int entry = idx < n ? list[idx] : 0;
+            float lb = idx < n && pass == 1 ? partial[idx] : 0.f;
+            const int owner = entry & 31;
+            const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
+            const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
+            const int w_first = __shfl_sync(0xffffffffu, first, owner);
+            bool keep = false;
+            if (idx < n) {
+              const RowPair& rpair = rp.pairs[k0 + (entry >> 5)];
+              const float prune_sq = rpair.prune_sq;
+              const float mu = rpair.znorm ? w_mean : 0.f;
+              const float is = rpair.znorm ? w_inv_std : 1.f;
+              const float4* ordered = lib.ordered + rpair.query_offset;
+              if (pass == 0) {
+                lb = ucr_order_bound(ordered, min(m, kEqPrefix), prune_sq, [&](const float4& qe) {
+                  const float c = (x[w_first + __float_as_int(qe.w)] - mu) * is;
+                  const float over = fmaxf(c - qe.x, 0.f), under = fmaxf(qe.y - c, 0.f);
+                  return over * over + under * under;
+                });
+              } else if (pass == 1) {
+                if (m > kEqPrefix)
+                  lb += ucr_order_bound(ordered + kEqPrefix, m - kEqPrefix, prune_sq - lb,
+                                        [&](const float4& qe) {
+                    const float c = (x[w_first + __float_as_int(qe.w)] - mu) * is;
+                    const float over = fmaxf(c - qe.x, 0.f), under = fmaxf(qe.y - c, 0.f);
+                    return over * over + under * under;
+                  });
+              } else {
+                lb = ucr_order_bound(ordered, m, prune_sq, [&](const float4& qe) {
+                  const int o = w_first + __float_as_int(qe.w);
+                  const float uc = (env_upper[o] - mu) * is;
+                  const float lc = (env_lower[o] - mu) * is;
+                  const float over = fmaxf(qe.z - uc, 0.f), under = fmaxf(lc - qe.z, 0.f);
+                  return over * over + under * under;
+                });
+              }
+              keep = lb <= prune_sq;
+              if (!keep) {
+                if (pass < 2) eq += 1; else ec += 1;
+              }
+            }
+            // In place: survivors move to [0, kept), kept <= r0, and this
+            // chunk's entries are in registers already.
+            const unsigned mask = __ballot_sync(0xffffffffu, keep);
+            __syncwarp();
+            if (keep) {
+              const int at = kept + __popc(mask & ((1u << lane) - 1));
+              list[at] = entry;
+              partial[at] = lb;
+            }
+            kept += __popc(mask);
+            __syncwarp();
+          }
+          n = kept;
+        }
+        for (int r0 = 0; r0 < n; r0 += 32) {
+          const int idx = r0 + lane;
+          const int entry = idx < n ? list[idx] : 0;
+          const int owner = entry & 31;
+          const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
+          const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
+          const int w_slice = __shfl_sync(0xffffffffu, slice, owner);
+          const int w_end = __shfl_sync(0xffffffffu, end, owner);
+          Candidate cand{};
+          if (idx < n) {
+            const RowPair& rpair = rp.pairs[k0 + (entry >> 5)];
+            cand = Candidate{rpair.pair, w_slice, w_end, rpair.znorm ? w_mean : 0.f,
+                             rpair.znorm ? w_inv_std : 1.f};
+          }
+          append_warp(out, cand, idx < n);
+        }
+      } else {
+      for (int r0 = 0; r0 < n; r0 += 32) {
+        const int idx = r0 + lane;
+        const int entry = idx < n ? list[idx] : 0;
+        // The entry's window belongs to lane `owner` of this warp.
+        const int owner = entry & 31;
+        const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
+        const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
+        const int w_first = __shfl_sync(0xffffffffu, first, owner);
+        const int w_slice = __shfl_sync(0xffffffffu, slice, owner);
+        const int w_end = __shfl_sync(0xffffffffu, end, owner);
         bool keep = false;
         Candidate cand{};
         if (idx < n) {
-          const int entry = list[idx];
-          const RowPair& rpair = rp.pairs[p0 + (entry >> 8)];
-          const int e = tile_lo + (entry & 255);
+          const RowPair& rpair = rp.pairs[k0 + (entry >> 5)];
           const float prune_sq = rpair.prune_sq;
-          const float mean = rpair.znorm ? mean_of_end[e - tile_lo] : 0.f;
-          const float inv_std = rpair.znorm ? inv_std_of_end[e - tile_lo] : 1.f;
-          const int w0 = e - m + 1 - lo;
+          const float mu = rpair.znorm ? w_mean : 0.f;
+          const float is = rpair.znorm ? w_inv_std : 1.f;
           keep = true;
           const float4* ordered = lib.ordered + rpair.query_offset;
           if (opt.lb_keogh_eq &&
               ucr_order_bound(ordered, m, prune_sq, [&](const float4& qe) {
-                const float c = (x[w0 + __float_as_int(qe.w)] - mean) * inv_std;
+                const float c = (x[w_first + __float_as_int(qe.w)] - mu) * is;
                 const float over = fmaxf(c - qe.x, 0.f), under = fmaxf(qe.y - c, 0.f);
                 return over * over + under * under;
               }) > prune_sq) {
@@ -399,20 +526,21 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
           }
           if (keep && opt.lb_keogh_ec &&
               ucr_order_bound(ordered, m, prune_sq, [&](const float4& qe) {
-                const int o = __float_as_int(qe.w);
-                const float uc = (env_upper[w0 + o] - mean) * inv_std;
-                const float lc = (env_lower[w0 + o] - mean) * inv_std;
+                const int o = w_first + __float_as_int(qe.w);
+                const float uc = (env_upper[o] - mu) * is;
+                const float lc = (env_lower[o] - mu) * is;
                 const float over = fmaxf(qe.z - uc, 0.f), under = fmaxf(lc - qe.z, 0.f);
                 return over * over + under * under;
               }) > prune_sq) {
             keep = false;
             ec += 1;
           }
-          cand = Candidate{rpair.pair, slice, e, mean, inv_std};
+          cand = Candidate{rpair.pair, w_slice, w_end, mu, is};
         }
         append_warp(out, cand, keep);
       }
-      __syncthreads();  // the list is read before the next round resets it
+      }
+      __syncwarp();  // the list is read before the next round refills it
     }
     p0 = p1;
   }
@@ -637,28 +765,91 @@ void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cuda
   prefix_kernel<<<(batch.row_count + 127) / 128, 128, 0, stream>>>(batch, sum, sumsq);
 }
 
-std::size_t window_filter_shared_bytes(int max_length, int band) {
-  const std::size_t span = kFilterTile + max_length - 1 + 2 * static_cast<std::size_t>(band);
-  return kFilterChunk * sizeof(int) + 4 * sizeof(int) + (3 * span + 2 * kFilterTile) * sizeof(float);
+namespace {
+// The largest segment's sample buffer, with room for the bank padding.
+int segment_floats(int max_length, int band) { return kFilterTile + max_length - 1 + 2 * band + 31; }
+}  // namespace
+
+std::size_t window_filter_shared_bytes(int shared_floats) {
+  return static_cast<std::size_t>(kWarps) * kWarpList * (sizeof(int) + sizeof(float)) +
+         kFilterTile * sizeof(FilterSegment) + 3 * static_cast<std::size_t>(shared_floats) * sizeof(float);
 }
 
-int window_filter_tiles(int window_ends) { return (window_ends + kFilterTile - 1) / kFilterTile; }
+std::size_t window_filter_max_shared_bytes(int max_length, int band) {
+  return window_filter_shared_bytes(std::max(segment_floats(max_length, band), kFilterGroupFloats));
+}
+
+FilterPlan plan_window_filter(const std::vector<SliceView>& slices, const RowPairsView& rows) {
+  FilterPlan plan;
+  const int budget = std::max(segment_floats(rows.max_length, rows.band), kFilterGroupFloats);
+  FilterGroup group;
+  int windows = 0, cursor = 0;
+  bool open = false;
+  auto close = [&] {
+    if (!open) return;
+    group.segment_end = static_cast<int>(plan.segments.size());
+    plan.groups.push_back(group);
+    plan.shared_floats = std::max(plan.shared_floats, cursor);
+    open = false;
+  };
+  for (std::size_t s = 0; s < slices.size(); ++s) {
+    const SliceView& sv = slices[s];
+    if (sv.profile_slot < 0 || sv.profile_slot >= rows.slots || sv.dims <= 0) continue;
+    for (int first_end = std::max(sv.first_new, rows.min_length - 1); first_end < sv.length;
+         first_end += kFilterTile) {
+      const int ends = std::min(kFilterTile, sv.length - first_end);
+      const int lo = std::max(0, first_end - rows.max_length + 1 - rows.band);
+      const int hi = std::min(sv.length - 1, first_end + ends - 1 + rows.band);
+      const int span = hi - lo + 1;
+      // Padding that puts the first sample of window w (of the longest
+      // length) in shared-memory bank w mod 32: a warp's windows read
+      // different banks at the same position.
+      auto padding = [&](int at, int window) {
+        const int start = at + first_end - rows.max_length + 1 - lo;
+        return ((window - start) % 32 + 32) % 32;
+      };
+      if (open && (group.slot != sv.profile_slot || windows + ends > kFilterTile ||
+                   cursor + padding(cursor, windows) + span > budget))
+        close();
+      if (!open) {
+        group = FilterGroup{static_cast<int>(plan.segments.size()), 0, sv.profile_slot};
+        windows = cursor = 0;
+        open = true;
+      }
+      const int pad = padding(cursor, windows);
+      plan.segments.push_back(
+          FilterSegment{static_cast<int>(s), first_end, ends, windows, lo, span, cursor + pad});
+      cursor += pad + span;
+      windows += ends;
+    }
+  }
+  close();
+  return plan;
+}
 
 void launch_window_filter(const BatchView& batch, const LibraryView& library,
-                          const RowPairsView& rows, int tiles, FilterOptions options,
-                          AppendBuffer<Candidate> candidates, DeviceStats* stats,
-                          cudaStream_t stream) {
-  if (batch.slice_count == 0 || rows.dim_stride == 0 || tiles <= 0) return;
-  const std::size_t shared = window_filter_shared_bytes(rows.max_length, rows.band);
+                          const RowPairsView& rows, const FilterPlanView& plan,
+                          FilterOptions options, AppendBuffer<Candidate> candidates,
+                          DeviceStats* stats, cudaStream_t stream) {
+  if (plan.group_count == 0 || rows.dim_stride == 0) return;
+  const std::size_t shared = window_filter_shared_bytes(plan.shared_floats);
+  // GW_CUDA_FILTER=single: one LB_Keogh pass per list (A/B measurements).
+  static const bool staged = [] {
+    const char* v = std::getenv("GW_CUDA_FILTER");
+    return v == nullptr || std::string(v) != "single";
+  }();
+  static const bool paa = [] {
+    const char* v = std::getenv("GW_CUDA_PAA");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  options.lb_paa = options.lb_paa && options.lb_keogh_eq && paa;
+  auto kernel = staged ? fused_filter_kernel<true> : fused_filter_kernel<false>;
   if (shared > 48 * 1024)
-    cudaFuncSetAttribute(fused_filter_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(shared));
-  for (int offset = 0; offset < tiles; offset += 65535) {
-    const dim3 grid(static_cast<unsigned>(batch.slice_count), static_cast<unsigned>(rows.dim_stride),
-                    static_cast<unsigned>(std::min(65535, tiles - offset)));
-    fused_filter_kernel<<<grid, kThreads, shared, stream>>>(batch, library, rows, offset, options,
-                                                            candidates, stats);
-  }
+  const dim3 grid(static_cast<unsigned>(plan.group_count), static_cast<unsigned>(rows.dim_stride));
+  kernel<<<grid, kThreads, shared, stream>>>(batch, library, rows, plan, options, candidates,
+                                             stats);
 }
 
 void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& library,

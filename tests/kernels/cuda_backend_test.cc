@@ -20,6 +20,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -557,13 +558,20 @@ TEST_CASE("GPU window mode over daemon-shaped ticks with stream keys", "[gpu][wi
   cpu->set_library(library);
   gpu->set_library(library);
 
+  // How batches reach the GPU: searched one by one; each next batch prepared
+  // (uploaded) on a second thread while the current one is searched; or the
+  // same with every fourth preparation made for a copy of the next batch,
+  // which is then not the object searched (the backend must notice).
+  const int feeding = GENERATE(0, 1, 2);
+  INFO("feeding " << (feeding == 0 ? "plain" : feeding == 1 ? "prepared" : "prepared, some stale"));
   std::vector<int> next(6, 0);
   const std::vector<int> tick_samples = {10, 10, 37, 10, 1, 300, 10, 10, 64, 10, 10, 129, 10, 10};
+  std::vector<SearchBatch> batches(tick_samples.size());
   for (std::size_t t = 0; t < tick_samples.size(); ++t) {
     std::vector<int> order = {0, 1, 2, 3, 4, 5};
     std::rotate(order.begin(), order.begin() + (t % 6), order.end());
     if (t % 2 == 1) std::reverse(order.begin(), order.end());
-    SearchBatch batch;
+    SearchBatch& batch = batches[t];
     for (int k : order) {
       // A gap on stream 2: 50 samples never arrive; like the daemon, the
       // slice then starts at the first sample after the gap.
@@ -578,9 +586,20 @@ TEST_CASE("GPU window mode over daemon-shaped ticks with stream keys", "[gpu][wi
       add_range(&batch, 1, dims, 0, begin, next[k] + count, next[k], keys[k]);
       next[k] += count;
     }
+  }
+  for (std::size_t t = 0; t < batches.size(); ++t) {
+    const SearchBatch& batch = batches[t];
     INFO("tick " << t);
     const SearchResult c = cpu->search(batch);
-    const SearchResult g = gpu->search(batch);
+    SearchResult g;
+    SearchBatch decoy;
+    if (feeding == 2 && t % 4 == 1 && t + 1 < batches.size()) decoy = batches[t + 1];
+    std::thread preparer;
+    if (feeding > 0 && t + 1 < batches.size())
+      preparer = std::thread(
+          [&] { gpu->prepare(decoy.streams.empty() ? batches[t + 1] : decoy); });
+    gpu->search_into(batch, g);
+    if (preparer.joinable()) preparer.join();
     REQUIRE(!c.matches.empty());
     require_none(structural_problems(g, batch, *library), "GPU structure");
     require_none(window_differences(c, g, *library, false), "window patterns");
