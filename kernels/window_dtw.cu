@@ -726,6 +726,102 @@ __global__ void __launch_bounds__(kThreads) dtw_all_kernel(BatchView b, LibraryV
   flush_block_counter(cells, &stats->cells);
 }
 
+// Below this many candidates a band wider than the register kernels' uses
+// one warp per alignment (measured crossover, docs/gpu.md).
+constexpr unsigned long long kWarpDtwMaxCandidates = 4096;
+
+// One alignment per warp (cuDTW++'s other shape): the warp computes each band
+// row together, lane l holding cells l, l+32, ... The row's left-to-right
+// dependency D[k] = min(t[k], c[k] + D[k-1]), with t[k] = c[k] + min(diag, up),
+// is a min-plus scan: with P the inclusive prefix sum of c over the row's valid
+// cells, D[k] = P[k] + min over k' <= k of (t[k'] - P[k']), so two warp scans
+// (in double: P is a difference of sums) replace the sequential walk. The row
+// lives in shared memory (one per warp). Cells outside the series are +inf
+// (the thread kernels' kOutside: never on a path that reaches the end).
+__global__ void __launch_bounds__(kThreads) dtw_candidates_warp_kernel(
+    BatchView b, LibraryView lib, const Candidate* candidates, unsigned long long n, int band,
+    bool early_abandon, AppendBuffer<RawMatch> out, DeviceStats* stats) {
+  extern __shared__ float warp_rows[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int w = 2 * band + 1;
+  float* prev = warp_rows + warp * (w + 1);
+  const unsigned long long idx = blockIdx.x * static_cast<unsigned long long>(kWarps) + warp;
+  unsigned long long full = 0, abandoned = 0, cells = 0;
+  if (idx < n) {  // uniform over the warp
+    const Candidate cand = candidates[idx];
+    const PairView pair = lib.pairs[cand.pair];
+    const PatternWork pw = b.patterns[pair.pattern];
+    const SliceView s = b.slices[cand.slice];
+    const int m = pw.length;
+    const float* x = b.data + s.offset + static_cast<long long>(pair.stream_dim) * s.length +
+                     cand.end - m + 1;
+    const float* q = lib.values + lib.queries[pair.query].offset;
+    const float abandon_sq = early_abandon ? pw.prune_sq : kInf;
+    for (int k = lane; k <= w; k += 32) prev[k] = k == band ? 0.f : kInf;
+    __syncwarp();
+    int rows = m;
+    bool gave_up = false;
+    for (int i = 0; i < m; ++i) {
+      const float qi = q[i];
+      const int k_lo = max(0, band - i), k_hi = min(w - 1, m - 1 - i + band);
+      double p_carry = 0.0, u_carry = INFINITY;
+      float row_min = kInf;
+      for (int c0 = 0; c0 < w; c0 += 32) {
+        const int k = c0 + lane;
+        const bool valid = k >= k_lo && k <= k_hi;
+        double cost = 0.0, t = INFINITY;
+        if (valid) {
+          const float d = qi - (x[i - band + k] - cand.mean) * cand.inv_std;
+          cost = static_cast<double>(d) * d;
+          t = cost + fminf(prev[k], prev[k + 1]);
+        }
+        double sum = cost;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const double v = __shfl_up_sync(0xffffffffu, sum, o);
+          if (lane >= o) sum += v;
+        }
+        sum += p_carry;
+        double best = valid ? t - sum : INFINITY;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const double v = __shfl_up_sync(0xffffffffu, best, o);
+          if (lane >= o) best = fmin(best, v);
+        }
+        best = fmin(best, u_carry);
+        const float value = valid ? static_cast<float>(sum + best) : kInf;
+        __syncwarp();  // every lane has read prev[k], prev[k + 1] of this chunk
+        if (k < w) prev[k] = value;
+        __syncwarp();
+        p_carry = __shfl_sync(0xffffffffu, sum, 31);
+        u_carry = __shfl_sync(0xffffffffu, best, 31);
+        row_min = fminf(row_min, value);
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1)
+        row_min = fminf(row_min, __shfl_xor_sync(0xffffffffu, row_min, o));
+      if (row_min > abandon_sq) {
+        rows = i + 1;
+        gave_up = true;
+        break;
+      }
+    }
+    const float d2 = gave_up ? kInf : prev[band];
+    if (lane == 0) {
+      cells = static_cast<unsigned long long>(rows) * w;
+      if (gave_up && rows < m) {
+        abandoned = 1;
+      } else {
+        full = 1;
+        if (d2 <= pw.cutoff_sq) append(out, RawMatch{cand.pair, cand.slice, cand.end, d2, 0});
+      }
+    }
+  }
+  flush_block_counter(full, &stats->dtw_full);
+  flush_block_counter(abandoned, &stats->dtw_abandoned);
+  flush_block_counter(cells, &stats->cells);
+}
+
 // Calls f(std::integral_constant<int, W>) with W = 2*band+1 for register
 // bands, or W = 0 for the general kernel.
 template <int Band = 0, typename F>
@@ -857,6 +953,25 @@ void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& lib
                                   bool early_abandon, AppendBuffer<RawMatch> matches,
                                   DeviceStats* stats, cudaStream_t stream) {
   if (count == 0) return;
+  // One alignment per thread, or per warp: GW_CUDA_DTW=thread|warp forces one
+  // (measurements), otherwise the crossover below picks (docs/gpu.md).
+  static const int forced = [] {
+    const char* v = std::getenv("GW_CUDA_DTW");
+    if (v == nullptr) return 0;
+    return std::string(v) == "warp" ? 2 : std::string(v) == "thread" ? 1 : 0;
+  }();
+  const bool per_warp = forced == 2 || (forced == 0 && band > kMaxRegisterBand &&
+                                        count < kWarpDtwMaxCandidates);
+  if (per_warp) {
+    const unsigned blocks = static_cast<unsigned>((count + kWarps - 1) / kWarps);
+    const std::size_t shared = static_cast<std::size_t>(kWarps) * (2 * band + 2) * sizeof(float);
+    if (shared > 48 * 1024)
+      cudaFuncSetAttribute(dtw_candidates_warp_kernel,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+    dtw_candidates_warp_kernel<<<blocks, kThreads, shared, stream>>>(
+        batch, library, candidates, count, band, early_abandon, matches, stats);
+    return;
+  }
   const unsigned blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
   dispatch_band(band, [&](auto w) {
     dtw_candidates_kernel<decltype(w)::value><<<blocks, kThreads, 0, stream>>>(

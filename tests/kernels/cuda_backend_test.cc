@@ -222,7 +222,10 @@ std::vector<std::string> window_differences(const SearchResult& cpu, const Searc
 }
 
 // Matches and every field equal, bit for bit.
-std::vector<std::string> exact_differences(const SearchResult& cpu, const SearchResult& gpu) {
+// Same matches in the same order; distances equal, or within `relative`
+// (float results of one backend computed by kernels that sum differently).
+std::vector<std::string> exact_differences(const SearchResult& cpu, const SearchResult& gpu,
+                                           double relative = 0) {
   std::vector<std::string> diffs;
   if (cpu.matches.size() != gpu.matches.size()) {
     diffs.push_back("match count cpu " + std::to_string(cpu.matches.size()) + " gpu " +
@@ -234,7 +237,7 @@ std::vector<std::string> exact_differences(const SearchResult& cpu, const Search
     const Match& b = gpu.matches[k];
     if (a.slice != b.slice || a.pattern != b.pattern || a.pattern_dim != b.pattern_dim ||
         a.stream_dim != b.stream_dim || a.end != b.end || a.start != b.start ||
-        !(a.distance == b.distance)) {
+        !(std::fabs(a.distance - b.distance) <= relative * std::fabs(a.distance))) {
       std::ostringstream out;
       out << "match " << k << ": cpu (slice " << a.slice << " pattern " << a.pattern << " pair ("
           << a.pattern_dim << ", " << a.stream_dim << ") end " << a.end << " start " << a.start
@@ -390,7 +393,11 @@ TEST_CASE("GPU pruning options never change the matches", "[gpu][window][pruning
   CHECK(unpruned.stats.dtw_abandoned == 0);
   CHECK(unpruned.stats.dtw_full == unpruned.stats.windows);
 
-  // Every subset: the GPU's own float distances, so bit-identical matches.
+  // Every subset: the GPU's own float distances, so the same matches with the
+  // same distances; bit-identical where one kernel shape computes both, within
+  // 1e-5 relative where the pruned path takes the one-alignment-per-warp
+  // kernel (bands above kMaxRegisterBand with few candidates: its min-plus
+  // scan adds the costs in another order).
   for (int mask = 0; mask < 16; ++mask) {
     PruningOptions pruning;
     pruning.lb_kim = (mask & 1) != 0;
@@ -402,7 +409,7 @@ TEST_CASE("GPU pruning options never change the matches", "[gpu][window][pruning
     gpu->set_library(library);
     const SearchResult result = gpu->search(data.batch);
     INFO("pruning mask " << mask);
-    require_none(exact_differences(unpruned, result), "GPU pruning subset vs all off");
+    require_none(exact_differences(unpruned, result, 1e-5), "GPU pruning subset vs all off");
     CHECK(result.stats.windows == unpruned.stats.windows);
     if (mask == 15) {
       CHECK(result.stats.pruned_kim + result.stats.pruned_keogh_eq + result.stats.pruned_keogh_ec >
