@@ -648,13 +648,9 @@ json run_once(const Options& options, int wearers, double duration_s, const gw::
     line["error"] = "daemon did not start: " + daemon.err().substr(0, 2000);
     return line;
   }
-  {
-    std::istringstream log(daemon.err() + daemon.out());
-    std::string l;
-    while (std::getline(log, l))
-      if (const auto at = l.find("search backend: "); at != std::string::npos)
-        line["backend_note"] = l.substr(at + 16);
-  }
+  // No check of which backend runs: search.backend "cuda" makes the daemon
+  // refuse to start without a usable GPU, and a later fall-back to the CPU
+  // counts backend_failovers, one of kDropCounters.
 
   Subscriber subscriber(ports.publish);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the SUB connects
@@ -784,7 +780,10 @@ json run_once(const Options& options, int wearers, double duration_s, const gw::
   line["window_s"] = window_s;
   line["frames_accepted"] = accepted;
   line["frames_lost"] = static_cast<double>(frames_sent) - accepted;
-  line["frames_per_s_accepted_window"] = delta("gaitwatch_engine_frames_accepted") / window_s;
+  // Over the sending part of the window: the drain after it adds frames
+  // but would dilute the rate.
+  line["frames_per_s_accepted_window"] =
+      delta("gaitwatch_engine_frames_accepted") / std::max(1e-9, send_end_unix - a.time);
   line["alerts"] = {{"engine_window", delta("gaitwatch_engine_alerts")},
                     {"committed_window", delta("gaitwatch_sink_committed")},
                     {"published_total", b.get("gaitwatch_sink_published")},
