@@ -36,12 +36,12 @@
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/w1_workload.h"
 #include "kernels/search.h"
 #if defined(GW_HAVE_CUDA_BACKEND)
 #include <cuda_runtime.h>
@@ -51,6 +51,14 @@
 
 namespace {
 
+using gw::bench::kSampleRateHz;
+using gw::bench::kW1Band;
+using gw::bench::kW1Dims;
+using gw::bench::kW1Length;
+using gw::bench::kW1Patterns;
+using gw::bench::random_walk_pattern;
+using gw::bench::random_walks;
+using gw::bench::w1_pairs;
 using gw::kernels::DimPair;
 using gw::kernels::Pattern;
 using gw::kernels::PatternLibrary;
@@ -62,15 +70,9 @@ using gw::kernels::SearchResult;
 using gw::kernels::SearchStats;
 using gw::kernels::StreamSlice;
 
-constexpr int kSampleRateHz = 100;
 // One daemon tick: 10 new samples per wearer, 100 ms at 100 Hz.
 constexpr int kTickSamples = 10;
 constexpr double kTickSeconds = static_cast<double>(kTickSamples) / kSampleRateHz;
-// W1's shape, for "w1_wearers_realtime" and "w1_wearers_sustained".
-constexpr int kW1Dims = 201;
-constexpr int kW1Patterns = 16;
-constexpr int kW1Length = 128;
-constexpr int kW1Band = 12;
 // The default threshold: on this generator about 0.1 % of the windows of a
 // pattern dim lie within it (measured with the brute-force reference; the
 // JSON reports the hit rate actually seen).
@@ -107,52 +109,6 @@ struct Options {
   bool overlap = false;
 };
 
-// A group of adjacent stream dims whose channels may be swapped by up to
-// `neighbour_range` positions (one insole, or the accelerometer).
-struct DimGroup {
-  int begin = 0;
-  int end = 0;  // exclusive
-  int neighbour_range = 0;
-};
-
-// W1's layout generalised to other dim counts: the last 3 dims are the
-// accelerometer, the rest split into a left and a right insole.
-std::vector<DimGroup> layout(int dims) {
-  if (dims < 9) return {{0, dims, 2}};
-  const int insoles = dims - 3;
-  const int left = insoles / 2;
-  return {{0, left, 3}, {left, insoles, 3}, {insoles, dims, 2}};
-}
-
-std::vector<DimPair> make_pairs(int dims) {
-  std::vector<DimPair> pairs;
-  for (const DimGroup& group : layout(dims)) {
-    for (int j = group.begin; j < group.end; ++j) {
-      for (int i = std::max(group.begin, j - group.neighbour_range);
-           i <= std::min(group.end - 1, j + group.neighbour_range); ++i) {
-        pairs.push_back({static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(i)});
-      }
-    }
-  }
-  return pairs;
-}
-
-// `dims` independent random walks (unit Gaussian steps) plus white noise
-// (std 0.5), sample-major: out[s * dims + d].
-std::vector<float> random_walks(int dims, int length, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> gauss(0.0, 1.0);
-  std::vector<double> level(dims, 0.0);
-  std::vector<float> out(static_cast<std::size_t>(dims) * length);
-  for (int s = 0; s < length; ++s) {
-    for (int d = 0; d < dims; ++d) {
-      level[d] += gauss(rng);
-      out[static_cast<std::size_t>(s) * dims + d] = static_cast<float>(level[d] + 0.5 * gauss(rng));
-    }
-  }
-  return out;
-}
-
 SearchMode search_mode(const Options& options) {
   return options.mode == "streaming" ? SearchMode::kStreaming : SearchMode::kWindow;
 }
@@ -160,7 +116,7 @@ SearchMode search_mode(const Options& options) {
 std::shared_ptr<PatternLibrary> make_library(const Options& options, int band, float threshold,
                                              SearchMode mode) {
   auto library = std::make_shared<PatternLibrary>();
-  const std::vector<DimPair> pairs = make_pairs(options.dims);
+  const std::vector<DimPair> pairs = w1_pairs(options.dims);
   const int m = options.length;
   for (int p = 0; p < options.patterns; ++p) {
     Pattern pattern;
@@ -174,17 +130,7 @@ std::shared_ptr<PatternLibrary> make_library(const Options& options, int band, f
     pattern.max_matches_per_pair = options.max_matches;
     pattern.dim_count = options.dims;
     pattern.pairs = pairs;
-    // Cut from a longer walk so the pattern does not start at level 0.
-    const int source_length = 3 * m;
-    const std::vector<float> source =
-        random_walks(options.dims, source_length, options.seed * 7919 + 100000 + p);
-    pattern.dims.resize(static_cast<std::size_t>(options.dims) * m);
-    for (int d = 0; d < options.dims; ++d) {
-      for (int s = 0; s < m; ++s) {
-        pattern.dims[static_cast<std::size_t>(d) * m + s] =
-            source[static_cast<std::size_t>(m + s) * options.dims + d];
-      }
-    }
+    pattern.dims = random_walk_pattern(options.dims, m, options.seed, p);
     library->patterns.push_back(std::move(pattern));
   }
   return library;
@@ -227,18 +173,7 @@ double median(std::vector<double> values) {
 }
 
 std::vector<int> parse_counts(const std::string& text) {
-  std::vector<int> counts;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) continue;
-    std::size_t used = 0;
-    const int count = std::stoi(item, &used);
-    if (used != item.size() || count < 1)
-      throw std::invalid_argument("--sweep-wearers: \"" + item + "\" is not a count >= 1");
-    counts.push_back(count);
-  }
-  if (counts.empty()) throw std::invalid_argument("--sweep-wearers: no counts given");
+  std::vector<int> counts = gw::bench::parse_counts(text, "--sweep-wearers");
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   return counts;
@@ -319,7 +254,7 @@ GpuClock query_gpu_clock() {
 nlohmann::ordered_json base_line(const char* bench, const Options& options,
                                  const OpenBackend& backend, const std::string& pruning, int band,
                                  double threshold) {
-  const std::size_t pairs_per_pattern = make_pairs(options.dims).size();
+  const std::size_t pairs_per_pattern = w1_pairs(options.dims).size();
   const bool window = search_mode(options) == SearchMode::kWindow;
   nlohmann::ordered_json line;
   line["bench"] = bench;
@@ -371,7 +306,7 @@ void run_throughput(const Options& options, int band, const std::vector<double>&
         random_walks(options.dims, new_samples + options.length - 1, options.seed * 1000003 + w));
   }
   const std::vector<SearchBatch> batches = make_batches(options, wearer_data, new_samples);
-  const std::uint64_t pairs_per_wearer = make_pairs(options.dims).size() * options.patterns;
+  const std::uint64_t pairs_per_wearer = w1_pairs(options.dims).size() * options.patterns;
   // Windows (window mode) or new samples x pairs (streaming) one wearer adds
   // per second at 100 Hz: one per pair per sample.
   const double wearer_windows_per_s = static_cast<double>(pairs_per_wearer) * kSampleRateHz;
@@ -555,7 +490,7 @@ void run_sweep(const Options& options, int band, double threshold, int threads) 
   const int ticks = 1 + options.sweep_repeats;  // one warm-up tick
   const SweepPool pool = make_sweep_pool(options, counts.back(), ticks);
   const auto library = make_library(options, band, static_cast<float>(threshold), mode);
-  const std::uint64_t pairs_per_wearer = make_pairs(options.dims).size() * options.patterns;
+  const std::uint64_t pairs_per_wearer = w1_pairs(options.dims).size() * options.patterns;
 
   std::vector<int> swept;
   std::vector<bool> fits;

@@ -2,7 +2,9 @@
 # Runs on the GPU machine (the `device` tool): unpacks the carried Debian
 # packages (.offline-deps/, see docs/gpu.md), builds for sm_90 and runs what
 # is asked: `tests-search`, `tests-hash`, `tests-all`, `bench-search`,
-# `stages` (per-stage times of W1 batches), `bench-hash`. Results go to $OUT (or ./gpu-out when unset).
+# `stages` (per-stage times of W1 batches), `bench-hash`, `bench-e2e` (W1 wearers
+# through the whole daemon on the CUDA backend; E2E_ARGS, default --quick, since one
+# device command may run 10 minutes). Results go to $OUT (or ./gpu-out when unset).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -57,6 +59,13 @@ for step in "$@"; do
         --sweep-wearers ${STAGE_WEARERS:-4000,10000} --sweep-repeats 3 \
         > "$OUT/stages.jsonl" 2> "$OUT/stages.err"
       echo "stages rc=$?"; cut -c1-400 "$OUT/stages.jsonl"; tail -4 "$OUT/stages.err"
+      ;;
+    bench-e2e)
+      build e2e_bench gaitwatchd || continue
+      bash scripts/bench-e2e.sh $BUILD --backend cuda ${E2E_ARGS:---quick} \
+        > "$OUT/e2e_bench.jsonl" 2> "$OUT/e2e_bench.err"
+      echo "e2e bench rc=$?"; grep -E "ingest_decode|sqlite_writer|e2e_summary" "$OUT/e2e_bench.jsonl" | cut -c1-700
+      tail -4 "$OUT/e2e_bench.err"
       ;;
     bench-hash)
       build hashtable_bench || continue

@@ -1,0 +1,1156 @@
+// e2e_bench: W1 wearers through the whole daemon (issue 6, "Soft deadlines").
+//
+// Each run starts the real gaitwatchd on a W1 configuration written to a
+// temporary directory (a real SQLite file, real ZeroMQ, its Prometheus
+// endpoint), sends N synthetic W1 wearers' frames to it at real time over TCP
+// or UDP, subscribes to its alerts, and reads its metrics after a warm-up and
+// at the end. One JSON line per run on stdout ("e2e_run"), then a summary
+// ("e2e_summary") with the largest N that was sustained: after the warm-up,
+// no deadline miss, nothing deferred, shed or dropped, every frame sent
+// accepted, the sender on schedule, and the ingest -> alert latency p99 within
+// the deadline (250 ms) both as the daemon measures it (alert ready) and as
+// the subscriber sees it (alert committed and published). Progress goes to
+// stderr.
+//
+// The W1 wearer is one generic device of 201 channels (left insole 0..98,
+// right insole 99..197, accelerometer 198..200; three channel groups), so
+// that the 16 patterns span all 201 dims as W1 says (a pattern reads one
+// device). Data: sensors/synthetic.h (synthetic from gaitpdb). Patterns: the
+// same random-walk library as search_bench (bench/w1_workload.h), or windows
+// cut from the synthetic source (--patterns synthetic).
+//
+// --micro prints two micro benchmarks instead: frames/s one ingest thread
+// decodes (the real decoder and profile check on W1 frames), and hits/s the
+// SQLite writer commits (pipeline/sink.h with the daemon's batch and commit
+// policy, real file, WAL).
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <zmq.hpp>
+
+#include "bench/w1_workload.h"
+#include "common/error.h"
+#include "config/config.h"
+#include "pipeline/alert.h"
+#include "pipeline/sink.h"
+#include "pipeline/store.h"
+#include "sensors/frame.h"
+#include "sensors/recording.h"
+#include "sensors/synthetic.h"
+#include "tests/daemon/process.h"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::ordered_json;
+using gw::bench::kSampleRateHz;
+using gw::bench::kW1Dims;
+using gw::bench::kW1Length;
+using gw::bench::kW1Patterns;
+using gw::sensors::kW1Channels;
+using gw::sensors::kW1InsoleChannels;
+
+constexpr int kTickMs = 100;
+constexpr int kFrameSamples = kSampleRateHz * kTickMs / 1000;  // one frame per wearer per tick
+constexpr int kDeviceId = 1;
+constexpr double kDeadlineMs = 250;
+static_assert(kW1Dims == kW1Channels);
+
+struct Options {
+  std::string daemon;
+  std::string backend = "cpu";
+  int threads = 0;
+  std::string wearers;  // explicit list; empty: search
+  int start = 0;  // 0: 1 for the CPU backend, 1000 otherwise
+  int max_wearers = 100000;
+  double duration_s = 600;
+  double sweep_duration_s = 30;
+  double warmup_s = 10;
+  double resolution = 0.05;
+  bool quick = false;
+  bool micro = false;
+  bool no_confirm = false;
+  std::string transport = "tcp";
+  std::string format = "int16";
+  int sender_threads = 0;
+  std::string patterns = "random-walk";
+  double threshold = 0;  // 0: the default of the pattern source
+  int min_dims = 0;      // 0: the default of the pattern source
+  std::string data;
+  std::string workdir;
+  bool keep = false;
+  std::uint64_t seed = 1;
+  double pool_s = 30;
+  // micro benchmarks
+  double micro_seconds = 3;
+  int micro_hits = 200000;
+};
+
+void progress(const std::string& text) { std::cerr << "e2e_bench: " << text << std::endl; }
+
+std::string self_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+std::string channel_name(int c) {
+  if (c < kW1InsoleChannels) return "l" + std::to_string(c);
+  if (c < 2 * kW1InsoleChannels) return "r" + std::to_string(c - kW1InsoleChannels);
+  static const char* axes[] = {"ax", "ay", "az"};
+  return axes[c - 2 * kW1InsoleChannels];
+}
+
+std::string name_list(int first, int end) {
+  std::string out = "[";
+  for (int c = first; c < end; ++c) out += (c > first ? ", " : "") + channel_name(c);
+  return out + "]";
+}
+
+// ---------------------------------------------------------------- workload
+
+// Per-wearer sample streams, generated once before a run so that the sender
+// threads only encode and send: `distinct` synthetic W1 wearers of `length`
+// samples each (sample-major); wearer w plays stream w % distinct from an
+// offset of 37 * (w / distinct) samples, looping.
+struct WearerPool {
+  int distinct = 0;
+  int length = 0;
+  std::vector<std::vector<float>> streams;
+  const float* sample(int wearer, std::int64_t index) const {
+    const auto& s = streams[static_cast<std::size_t>(wearer % distinct)];
+    const std::int64_t at = (index + 37LL * (wearer / distinct)) % length;
+    return s.data() + static_cast<std::size_t>(at) * kW1Channels;
+  }
+};
+
+WearerPool make_pool(const gw::sensors::Recording& base, int wearers, const Options& options) {
+  WearerPool pool;
+  pool.distinct = std::min(wearers, 32);
+  pool.length = static_cast<int>(options.pool_s * kSampleRateHz);
+  gw::sensors::SyntheticW1Source source(base, pool.distinct, options.seed);
+  pool.streams.resize(pool.distinct);
+  for (int w = 0; w < pool.distinct; ++w) source.next(w, pool.length, pool.streams[w]);
+  return pool;
+}
+
+// The 16 W1 patterns, dim-major [d * m + s], and the default threshold and
+// min_dims of their source.
+struct PatternSet {
+  std::vector<std::vector<float>> values;
+  double threshold = 0;
+  int min_dims = 1;
+};
+
+PatternSet make_patterns(const gw::sensors::Recording& base, const Options& options) {
+  PatternSet set;
+  if (options.patterns == "random-walk") {
+    for (int p = 0; p < kW1Patterns; ++p)
+      set.values.push_back(gw::bench::random_walk_pattern(kW1Dims, kW1Length, options.seed, p));
+    set.threshold = 2.0;  // search_bench's default
+    set.min_dims = 1;
+    return set;
+  }
+  // "synthetic": windows of other synthetic wearers (another seed).
+  gw::sensors::SyntheticW1Source source(base, kW1Patterns, options.seed + 1000);
+  for (int p = 0; p < kW1Patterns; ++p) {
+    std::vector<float> rows;
+    source.next(p, kW1Length, rows);
+    std::vector<float> dim_major(rows.size());
+    for (int s = 0; s < kW1Length; ++s)
+      for (int d = 0; d < kW1Dims; ++d)
+        dim_major[static_cast<std::size_t>(d) * kW1Length + s] =
+            rows[static_cast<std::size_t>(s) * kW1Dims + d];
+    set.values.push_back(std::move(dim_major));
+  }
+  set.threshold = 4.0;
+  set.min_dims = 1;
+  return set;
+}
+
+void write_templates(const PatternSet& set, const fs::path& dir) {
+  fs::create_directories(dir);
+  for (std::size_t p = 0; p < set.values.size(); ++p) {
+    std::ofstream out(dir / fmt::format("w1_p{:02}.csv", p));
+    for (int d = 0; d < kW1Dims; ++d) out << (d ? "," : "") << channel_name(d);
+    out << "\n";
+    for (int s = 0; s < kW1Length; ++s) {
+      for (int d = 0; d < kW1Dims; ++d)
+        out << (d ? "," : "") << set.values[p][static_cast<std::size_t>(d) * kW1Length + s];
+      out << "\n";
+    }
+    if (!out) throw gw::Error("cannot write pattern templates in " + dir.string());
+  }
+}
+
+struct Ports {
+  int udp = 0, tcp = 0, publish = 0, control = 0, metrics = 0;
+};
+
+// The W1 daemon configuration of one run.
+std::string w1_config(const Options& options, int wearers, const PatternSet& set,
+                      const fs::path& templates, const fs::path& run_dir, const Ports& ports) {
+  const std::string hashtable = options.backend == "cpu" ? "cpu" : "auto";
+  // A few ticks of every wearer's frames fit the queue; a ring holds the
+  // pattern, the frames of a deferred tick or two and the transforms' nothing.
+  const int queue = std::max(8192, 8 * wearers);
+  std::string yaml = fmt::format(R"(daemon:
+  log_level: warn
+ingest:
+  udp: {{bind: 127.0.0.1, port: {udp}}}
+  tcp: {{bind: 127.0.0.1, port: {tcp}}}
+  queue_capacity: {queue}
+  queue_overflow: drop_newest
+  ring_capacity_samples: 1024
+devices:
+  - id: {device}
+    name: w1
+    kind: generic
+    sample_rate_hz: {rate}
+    channels: {channels}
+    groups:
+      - {{name: left_insole, first: 0, last: {left_last}}}
+      - {{name: right_insole, first: {right_first}, last: {right_last}}}
+      - {{name: accelerometer, first: {acc_first}, last: {acc_last}}}
+    status:
+      accel: [ax, ay, az]
+      vertical: ay
+      gravity: 1
+      left_load: {left}
+      right_load: {right}
+search:
+  backend: {backend}
+  threads: {threads}
+  tick_ms: {tick}
+  deadline_ms: {deadline}
+  overload_policy: defer
+patterns:
+)",
+                                 fmt::arg("udp", ports.udp), fmt::arg("tcp", ports.tcp),
+                                 fmt::arg("queue", queue), fmt::arg("device", kDeviceId),
+                                 fmt::arg("rate", kSampleRateHz),
+                                 fmt::arg("channels", name_list(0, kW1Channels)),
+                                 fmt::arg("left_last", kW1InsoleChannels - 1),
+                                 fmt::arg("right_first", kW1InsoleChannels),
+                                 fmt::arg("right_last", 2 * kW1InsoleChannels - 1),
+                                 fmt::arg("acc_first", 2 * kW1InsoleChannels),
+                                 fmt::arg("acc_last", kW1Channels - 1),
+                                 fmt::arg("left", name_list(0, kW1InsoleChannels)),
+                                 fmt::arg("right", name_list(kW1InsoleChannels, 2 * kW1InsoleChannels)),
+                                 fmt::arg("backend", options.backend),
+                                 fmt::arg("threads", options.threads), fmt::arg("tick", kTickMs),
+                                 fmt::arg("deadline", static_cast<int>(kDeadlineMs)));
+  const double threshold = options.threshold > 0 ? options.threshold : set.threshold;
+  const int min_dims = options.min_dims > 0 ? options.min_dims : set.min_dims;
+  for (std::size_t p = 0; p < set.values.size(); ++p) {
+    // nr 3 covers the 3-channel accelerometer group whole, which is W1's
+    // nr 2 there (bench/w1_workload.h's pairs).
+    yaml += fmt::format(R"(  - name: w1_p{p:02}
+    device: w1
+    channels: all_channels
+    length: {m}
+    band: 0.1
+    znorm: true
+    mode: window
+    nr: 3
+    threshold: {threshold}
+    min_dims: {min_dims}
+    template: {dir}/w1_p{p:02}.csv
+)",
+                        fmt::arg("p", p), fmt::arg("m", kW1Length), fmt::arg("threshold", threshold),
+                        fmt::arg("min_dims", min_dims), fmt::arg("dir", templates.string()));
+  }
+  // One channel list for every pattern: a YAML anchor keeps the file small.
+  const std::string all = name_list(0, kW1Channels);
+  const std::string first_use = "channels: all_channels";
+  const auto at = yaml.find(first_use);
+  yaml.replace(at, first_use.size(), "channels: &all " + all);
+  for (auto next = yaml.find(first_use); next != std::string::npos; next = yaml.find(first_use))
+    yaml.replace(next, first_use.size(), "channels: *all");
+  yaml += fmt::format(R"(storage:
+  path: {db}
+metrics:
+  bind: 127.0.0.1
+  port: {metrics}
+publish:
+  endpoint: tcp://127.0.0.1:{publish}
+  stats_interval_s: 5
+control:
+  endpoint: tcp://127.0.0.1:{control}
+hashtable:
+  backend: {hashtable}
+zones:
+  - name: loopback
+    sources: [127.0.0.1]
+)",
+                      fmt::arg("db", (run_dir / "hits.db").string()),
+                      fmt::arg("metrics", ports.metrics), fmt::arg("publish", ports.publish),
+                      fmt::arg("control", ports.control), fmt::arg("hashtable", hashtable));
+  return yaml;
+}
+
+// ---------------------------------------------------------------- metrics
+
+std::string http_get(int port, const std::string& target) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+  http::request<http::empty_body> request{http::verb::get, target, 11};
+  request.set(http::field::host, "127.0.0.1");
+  http::write(socket, request);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(socket, buffer, response);
+  if (response.result() != http::status::ok)
+    throw gw::Error("GET " + target + ": HTTP " + std::to_string(response.result_int()));
+  return response.body();
+}
+
+// One scrape of the Prometheus text: "name{labels}" -> value.
+struct Scrape {
+  double time = 0;  // unix s
+  std::map<std::string, double> values;
+  double get(const std::string& name) const {
+    const auto it = values.find(name);
+    return it == values.end() ? 0.0 : it->second;
+  }
+};
+
+Scrape scrape(int port) {
+  Scrape s;
+  s.time = unix_now();
+  std::istringstream in(http_get(port, "/metrics"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    try {
+      s.values[line.substr(0, space)] = std::stod(line.substr(space + 1));
+    } catch (const std::exception&) {
+    }
+  }
+  return s;
+}
+
+// Quantiles of a Prometheus histogram between two scrapes (cumulative
+// buckets, seconds), in ms; interpolated inside the bucket as the daemon's
+// LatencyHistogram does, so exact to the bucket's width.
+struct HistogramWindow {
+  std::uint64_t count = 0;
+  double p50_ms = 0, p99_ms = 0;
+  double mean_ms = 0;
+};
+
+HistogramWindow histogram_window(const Scrape& a, const Scrape& b, const std::string& name) {
+  std::vector<std::pair<double, double>> buckets;  // (le ms, count in window, cumulative)
+  const std::string prefix = name + "_bucket{le=\"";
+  for (const auto& [key, value] : b.values) {
+    if (key.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string le = key.substr(prefix.size(), key.size() - prefix.size() - 2);
+    const double bound = le == "+Inf" ? INFINITY : std::stod(le) * 1000.0;
+    buckets.push_back({bound, value - a.get(key)});
+  }
+  std::sort(buckets.begin(), buckets.end());
+  HistogramWindow h;
+  h.count = static_cast<std::uint64_t>(b.get(name + "_count") - a.get(name + "_count"));
+  if (h.count == 0) return h;
+  h.mean_ms = (b.get(name + "_sum") - a.get(name + "_sum")) * 1000.0 / h.count;
+  const auto quantile = [&](double q) {
+    const double rank = q * h.count;
+    double below = 0, lower = 0;
+    for (const auto& [bound, cumulative] : buckets) {
+      if (cumulative >= rank && cumulative > below) {
+        if (std::isinf(bound)) return lower;  // beyond the last bound: its lower edge
+        return lower + (bound - lower) * (rank - below) / (cumulative - below);
+      }
+      below = cumulative;
+      lower = bound;
+    }
+    return lower;
+  };
+  h.p50_ms = quantile(0.5);
+  h.p99_ms = quantile(0.99);
+  return h;
+}
+
+// Exact quantile of observed values (nearest rank).
+double quantile_of(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(q * v.size()));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+// ---------------------------------------------------------------- subscriber
+
+struct SeenAlert {
+  double detected_at = 0;
+  double daemon_ms = 0;      // ingest -> alert ready (the daemon's latency_ms)
+  double subscriber_ms = 0;  // ingest -> received here (commit and publish included)
+  double sample_ms = 0;      // device time of the completing sample -> received here
+};
+
+class Subscriber {
+ public:
+  explicit Subscriber(int port) : socket_(context_, zmq::socket_type::sub) {
+    socket_.set(zmq::sockopt::subscribe, "alert.");
+    socket_.set(zmq::sockopt::rcvtimeo, 100);
+    socket_.set(zmq::sockopt::rcvhwm, 0);
+    socket_.connect("tcp://127.0.0.1:" + std::to_string(port));
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~Subscriber() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::vector<SeenAlert> alerts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return alerts_;
+  }
+  std::uint64_t bad_messages() const { return bad_; }
+
+ private:
+  void loop() {
+    while (!stop_) {
+      zmq::message_t topic, body;
+      if (!socket_.recv(topic, zmq::recv_flags::none)) continue;
+      if (!socket_.get(zmq::sockopt::rcvmore) || !socket_.recv(body, zmq::recv_flags::none)) {
+        ++bad_;
+        continue;
+      }
+      const double now = unix_now();
+      try {
+        const auto alert = nlohmann::json::parse(body.to_string_view());
+        SeenAlert seen;
+        seen.detected_at = alert.at("detected_at").get<double>();
+        seen.daemon_ms = alert.at("latency_ms").get<double>();
+        seen.subscriber_ms = (now - seen.detected_at) * 1000.0 + seen.daemon_ms;
+        seen.sample_ms = (now - alert.at("t_end").get<double>()) * 1000.0;
+        std::lock_guard<std::mutex> lock(mu_);
+        alerts_.push_back(seen);
+      } catch (const std::exception&) {
+        ++bad_;
+      }
+    }
+  }
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> bad_{0};
+  std::mutex mu_;
+  std::vector<SeenAlert> alerts_;
+};
+
+// ---------------------------------------------------------------- sender
+
+struct SenderStats {
+  std::uint64_t frames = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t late_frames = 0;  // sent more than one tick after their due time
+  double max_lag_ms = 0;          // latest send after its due time
+  double cpu_s = 0;
+  double wall_s = 0;
+  std::string error;
+};
+
+gw::sensors::Frame frame_of(const WearerPool& pool, int wearer, std::uint32_t sequence,
+                            std::uint64_t device_time_us, bool int16) {
+  gw::sensors::Frame frame;
+  frame.kind = gw::sensors::DeviceKind::kGeneric;
+  frame.format = int16 ? gw::sensors::SampleFormat::kInt16Scaled : gw::sensors::SampleFormat::kFloat32;
+  frame.wearer_id = static_cast<std::uint32_t>(wearer + 1);
+  frame.device_id = kDeviceId;
+  frame.channels = kW1Channels;
+  frame.samples = kFrameSamples;
+  frame.sample_rate_hz = kSampleRateHz;
+  frame.sequence = sequence;
+  frame.device_time_us = device_time_us;
+  frame.values.resize(static_cast<std::size_t>(kFrameSamples) * kW1Channels);
+  for (int s = 0; s < kFrameSamples; ++s) {
+    const float* from = pool.sample(wearer, static_cast<std::int64_t>(sequence) * kFrameSamples + s);
+    std::copy_n(from, kW1Channels, frame.values.data() + static_cast<std::size_t>(s) * kW1Channels);
+  }
+  if (int16) frame.scales = gw::sensors::fit_int16_scales(frame.values, kW1Channels);
+  return frame;
+}
+
+// Sends the frames of wearers t, t + T, t + 2T, ... from `start` to `end`:
+// wearer w's frame k is due at start + k ticks + w's phase (phases spread
+// the wearers evenly over a tick, as unsynchronised devices would), and
+// carries the 10 samples taken up to its due time.
+SenderStats send_frames(const Options& options, const WearerPool& pool, int wearers, int index,
+                        int threads, Clock::time_point start, Clock::time_point end,
+                        double start_unix, int port) {
+  SenderStats stats;
+  const double cpu_start = thread_cpu_s();
+  const auto wall_start = Clock::now();
+  try {
+    asio::io_context io;
+    asio::ip::tcp::socket tcp(io);
+    asio::ip::udp::socket udp(io);
+    const auto address = asio::ip::make_address("127.0.0.1");
+    if (options.transport == "tcp") {
+      tcp.connect({address, static_cast<unsigned short>(port)});
+      tcp.set_option(asio::ip::tcp::no_delay(true));
+    } else {
+      udp.open(asio::ip::udp::v4());
+      udp.set_option(asio::socket_base::send_buffer_size(8 << 20));
+      udp.connect({address, static_cast<unsigned short>(port)});
+    }
+    const bool int16 = options.format == "int16";
+    const auto tick = std::chrono::milliseconds(kTickMs);
+    std::vector<int> mine;
+    for (int w = index; w < wearers; w += threads) mine.push_back(w);
+    for (std::uint32_t k = 0;; ++k) {
+      const auto tick_start = start + k * tick;
+      if (tick_start >= end) break;
+      for (int w : mine) {
+        const auto phase = std::chrono::microseconds(static_cast<std::int64_t>(kTickMs) * 1000 * w / wearers);
+        const auto due = tick_start + phase;
+        if (Clock::now() < due) std::this_thread::sleep_until(due);
+        const double due_unix =
+            start_unix + std::chrono::duration<double>(due - start).count();
+        const auto first_sample_us =
+            static_cast<std::uint64_t>(std::llround(due_unix * 1e6)) -
+            static_cast<std::uint64_t>((kFrameSamples - 1) * 1000000 / kSampleRateHz);
+        const std::vector<std::uint8_t> bytes =
+            gw::sensors::encode_frame(frame_of(pool, w, k, first_sample_us, int16));
+        if (options.transport == "tcp") {
+          const auto n = static_cast<std::uint32_t>(bytes.size());
+          const std::uint8_t length[4] = {static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8),
+                                          static_cast<std::uint8_t>(n >> 16),
+                                          static_cast<std::uint8_t>(n >> 24)};
+          const std::array<asio::const_buffer, 2> buffers{asio::buffer(length), asio::buffer(bytes)};
+          asio::write(tcp, buffers);
+        } else {
+          udp.send(asio::buffer(bytes));
+        }
+        ++stats.frames;
+        stats.bytes += bytes.size();
+        const double lag = std::chrono::duration<double, std::milli>(Clock::now() - due).count();
+        stats.max_lag_ms = std::max(stats.max_lag_ms, lag);
+        if (lag > kTickMs) ++stats.late_frames;
+      }
+    }
+  } catch (const std::exception& e) {
+    stats.error = e.what();
+  }
+  stats.cpu_s = thread_cpu_s() - cpu_start;
+  stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+  return stats;
+}
+
+int default_sender_threads(int wearers) {
+  // One thread keeps up with a few thousand frames/s (it mostly encodes:
+  // int16 conversion and CRC of ~5 KB); more threads only for large N.
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::clamp(wearers / 1500 + 1, 1, std::max(1, hw / 4));
+}
+
+// ---------------------------------------------------------------- one run
+
+// Counters whose increase loses data or work: any of them > 0 after a run
+// means it was not sustained.
+const std::vector<std::string> kDropCounters = {
+    "gaitwatch_ingest_queue_dropped",        "gaitwatch_ingest_oversized",
+    "gaitwatch_ingest_tcp_bad_length",       "gaitwatch_ingest_unknown_device",
+    "gaitwatch_ingest_profile_mismatch",     "gaitwatch_engine_frames_out_of_order",
+    "gaitwatch_engine_missing_frames",       "gaitwatch_engine_gaps",
+    "gaitwatch_engine_restarts",             "gaitwatch_engine_overrun_samples",
+    "gaitwatch_engine_shed_streams",         "gaitwatch_engine_shed_windows",
+    "gaitwatch_engine_dropped_windows",      "gaitwatch_engine_backend_failovers",
+    "gaitwatch_sink_store_errors",           "gaitwatch_slots_late_samples"};
+
+json run_once(const Options& options, int wearers, double duration_s, const gw::sensors::Recording& base,
+              const PatternSet& patterns, const fs::path& workdir, int run_number) {
+  const fs::path run_dir = workdir / fmt::format("run{:03}-{}", run_number, wearers);
+  fs::create_directories(run_dir);
+  Ports ports;
+  ports.udp = gw::test::free_port(true);
+  ports.tcp = gw::test::free_port(false);
+  ports.publish = gw::test::free_port(false);
+  ports.control = gw::test::free_port(false);
+  ports.metrics = gw::test::free_port(false);
+  const fs::path config = run_dir / "w1.yaml";
+  {
+    std::ofstream out(config);
+    out << w1_config(options, wearers, patterns, workdir / "patterns", run_dir, ports);
+  }
+  const int threads = options.sender_threads > 0 ? options.sender_threads : default_sender_threads(wearers);
+  json line;
+  line["bench"] = "e2e_run";
+  line["wearers"] = wearers;
+  line["duration_s"] = duration_s;
+  line["warmup_s"] = options.warmup_s;
+  line["backend"] = options.backend;
+
+  progress(fmt::format("run {}: {} wearers, {} s (+{} s warm-up), {} sender thread(s), {}", run_number,
+                       wearers, duration_s, options.warmup_s, threads, options.transport));
+  const WearerPool pool = make_pool(base, wearers, options);
+
+  gw::test::Process daemon({options.daemon, "--config", config.string()}, run_dir / "daemon.out",
+                           run_dir / "daemon.err");
+  const auto ready_by = Clock::now() + std::chrono::seconds(180);
+  bool ready = false;
+  while (Clock::now() < ready_by && daemon.running()) {
+    try {
+      scrape(ports.metrics);
+      ready = true;
+      break;
+    } catch (const std::exception&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  if (!ready) {
+    line["error"] = "daemon did not start: " + daemon.err().substr(0, 2000);
+    return line;
+  }
+  // No check of which backend runs: search.backend "cuda" makes the daemon
+  // refuse to start without a usable GPU, and a later fall-back to the CPU
+  // counts backend_failovers, one of kDropCounters.
+
+  Subscriber subscriber(ports.publish);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the SUB connects
+
+  const auto start = Clock::now() + std::chrono::milliseconds(200);
+  const double start_unix = unix_now() + 0.2;
+  const auto measure_from = start + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(options.warmup_s));
+  const auto end = measure_from + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(duration_s));
+  const int port = options.transport == "tcp" ? ports.tcp : ports.udp;
+  std::vector<SenderStats> sender_stats(threads);
+  std::vector<std::thread> senders;
+  for (int t = 0; t < threads; ++t)
+    senders.emplace_back([&, t] {
+      sender_stats[t] = send_frames(options, pool, wearers, t, threads, start, end, start_unix, port);
+    });
+
+  // Scrape once a second: queue depths over time, and the window's start.
+  std::optional<Scrape> first;
+  double max_queue_depth = 0;
+  double max_batch_predicted = 0;
+  auto next_report = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    try {
+      const Scrape s = scrape(ports.metrics);
+      if (Clock::now() >= measure_from) {
+        if (!first) first = s;
+        max_queue_depth = std::max(max_queue_depth, s.get("gaitwatch_ingest_queue_depth"));
+        max_batch_predicted =
+            std::max(max_batch_predicted, s.get("gaitwatch_engine_cost_model_last_predicted_ms"));
+      }
+      if (Clock::now() >= next_report) {
+        progress(fmt::format("  {} wearers: {:.0f} s, {:.0f} frames accepted, {:.0f} deadline misses, "
+                             "{:.0f} deferred, queue {:.0f}, last batch {:.1f} ms",
+                             wearers,
+                             std::chrono::duration<double>(Clock::now() - start).count(),
+                             s.get("gaitwatch_engine_frames_accepted"),
+                             s.get("gaitwatch_engine_deadline_misses"),
+                             s.get("gaitwatch_engine_deferred_streams"),
+                             s.get("gaitwatch_ingest_queue_depth"),
+                             s.get("gaitwatch_engine_last_batch_ms")));
+        next_report += std::chrono::seconds(30);
+      }
+    } catch (const std::exception& e) {
+      progress(std::string("  metrics scrape failed: ") + e.what());
+    }
+    if (!daemon.running()) break;
+  }
+  for (auto& t : senders) t.join();
+  const double send_end_unix = unix_now();
+
+  // Drain: every frame sent is searched and its alerts published.
+  std::uint64_t frames_sent = 0, bytes_sent = 0, late_frames = 0;
+  double max_lag = 0, sender_cpu = 0, sender_wall = 0;
+  std::string sender_error;
+  for (const auto& s : sender_stats) {
+    frames_sent += s.frames;
+    bytes_sent += s.bytes;
+    late_frames += s.late_frames;
+    max_lag = std::max(max_lag, s.max_lag_ms);
+    sender_cpu = std::max(sender_cpu, s.cpu_s / std::max(1e-9, s.wall_s));
+    sender_wall = std::max(sender_wall, s.wall_s);
+    if (!s.error.empty()) sender_error = s.error;
+  }
+  Scrape last;
+  const auto drain_by = Clock::now() + std::chrono::seconds(20);
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    try {
+      last = scrape(ports.metrics);
+    } catch (const std::exception&) {
+    }
+  } while (Clock::now() < drain_by && daemon.running() &&
+           last.get("gaitwatch_engine_frames_accepted") +
+                   last.get("gaitwatch_ingest_queue_dropped") <
+               static_cast<double>(frames_sent));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2 * kTickMs + 500));  // the last commit
+  try {
+    last = scrape(ports.metrics);
+  } catch (const std::exception&) {
+  }
+  if (!first) first = last;
+
+  // Stop the daemon (SIGTERM drains, commits and publishes the rest) and
+  // count what it stored; the subscriber listens until it has exited.
+  daemon.signal(SIGTERM);
+  const auto exit_code = daemon.wait(std::chrono::seconds(60));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  subscriber.stop();
+  std::uint64_t stored = 0;
+  try {
+    gw::pipeline::HitStore store((run_dir / "hits.db").string(), true);
+    stored = store.count();
+  } catch (const std::exception& e) {
+    line["store_error"] = e.what();
+  }
+
+  const Scrape& a = *first;
+  const Scrape& b = last;
+  const double window_s = std::max(1e-9, b.time - a.time);
+  const auto delta = [&](const std::string& name) { return b.get(name) - a.get(name); };
+  const double accepted = b.get("gaitwatch_engine_frames_accepted");
+
+  // Alerts of the window, as the subscriber saw them.
+  std::vector<double> daemon_ms, subscriber_ms, sample_ms;
+  const auto seen = subscriber.alerts();
+  for (const SeenAlert& s : seen) {
+    if (s.detected_at < a.time) continue;
+    daemon_ms.push_back(s.daemon_ms);
+    subscriber_ms.push_back(s.subscriber_ms);
+    sample_ms.push_back(s.sample_ms);
+  }
+  const HistogramWindow latency = histogram_window(a, b, "gaitwatch_alert_latency_seconds");
+  const HistogramWindow batch = histogram_window(a, b, "gaitwatch_batch_seconds");
+
+  line["sender"] = {{"threads", threads},
+                    {"transport", options.transport},
+                    {"format", options.format},
+                    {"frames_sent", frames_sent},
+                    {"frames_per_s_target", wearers * 1000.0 / kTickMs},
+                    {"frames_per_s_sent", frames_sent / std::max(1e-9, sender_wall)},
+                    {"mb_per_s_sent", bytes_sent / std::max(1e-9, sender_wall) / 1e6},
+                    {"max_lag_ms", max_lag},
+                    {"late_frames", late_frames},
+                    {"max_thread_cpu_fraction", sender_cpu},
+                    {"error", sender_error}};
+  line["window_s"] = window_s;
+  line["frames_accepted"] = accepted;
+  line["frames_lost"] = static_cast<double>(frames_sent) - accepted;
+  // Over the sending part of the window: the drain after it adds frames
+  // but would dilute the rate.
+  line["frames_per_s_accepted_window"] =
+      delta("gaitwatch_engine_frames_accepted") / std::max(1e-9, send_end_unix - a.time);
+  line["alerts"] = {{"engine_window", delta("gaitwatch_engine_alerts")},
+                    {"committed_window", delta("gaitwatch_sink_committed")},
+                    {"published_total", b.get("gaitwatch_sink_published")},
+                    {"received_total", seen.size()},
+                    {"received_window", daemon_ms.size()},
+                    {"stored_total", stored},
+                    {"dedup_duplicates_total", b.get("gaitwatch_dedup_duplicates")},
+                    {"bad_messages", subscriber.bad_messages()}};
+  line["latency_ms"] = {
+      {"daemon_histogram", {{"count", latency.count}, {"p50", latency.p50_ms}, {"p99", latency.p99_ms},
+                            {"mean", latency.mean_ms}}},
+      {"ingest_to_alert_ready",
+       {{"p50", quantile_of(daemon_ms, 0.5)}, {"p99", quantile_of(daemon_ms, 0.99)},
+        {"max", daemon_ms.empty() ? 0.0 : *std::max_element(daemon_ms.begin(), daemon_ms.end())}}},
+      {"ingest_to_subscriber",
+       {{"p50", quantile_of(subscriber_ms, 0.5)}, {"p99", quantile_of(subscriber_ms, 0.99)},
+        {"max", subscriber_ms.empty() ? 0.0
+                                      : *std::max_element(subscriber_ms.begin(), subscriber_ms.end())}}},
+      {"sample_to_subscriber",
+       {{"p50", quantile_of(sample_ms, 0.5)}, {"p99", quantile_of(sample_ms, 0.99)}}},
+      {"daemon_max_since_start", b.get("gaitwatch_engine_max_latency_ms")}};
+  line["batch_ms"] = {{"count", batch.count},
+                      {"p50", batch.p50_ms},
+                      {"p99", batch.p99_ms},
+                      {"mean", batch.mean_ms},
+                      {"max_since_start", b.get("gaitwatch_engine_max_batch_ms")},
+                      {"max_predicted_window", max_batch_predicted}};
+  line["deadline_misses_window"] = delta("gaitwatch_engine_deadline_misses");
+  line["deadline_misses_total"] = b.get("gaitwatch_engine_deadline_misses");
+  line["deferred_streams_window"] = delta("gaitwatch_engine_deferred_streams");
+  line["deferred_streams_total"] = b.get("gaitwatch_engine_deferred_streams");
+  json drops = json::object();
+  double dropped = 0;
+  for (const auto& [key, value] : b.values) {
+    const bool counted = std::find(kDropCounters.begin(), kDropCounters.end(), key) != kDropCounters.end() ||
+                         key.rfind("gaitwatch_ingest_decode_errors_", 0) == 0;
+    if (!counted) continue;
+    drops[key.substr(std::string("gaitwatch_").size())] = value;
+    dropped += value;
+  }
+  line["drops_total"] = drops;
+  line["queue"] = {{"ingest_depth_max_sampled", max_queue_depth},
+                   {"ingest_high_water", b.get("gaitwatch_ingest_queue_high_water")},
+                   {"ingest_capacity", std::max(8192, 8 * wearers)}};
+  line["daemon_exit_code"] = exit_code ? *exit_code : -1;
+
+  // The verdict.
+  std::vector<std::string> reasons;
+  if (!sender_error.empty()) reasons.push_back("sender error");
+  if (late_frames > 0) reasons.push_back("sender fell behind (the daemon did not read fast enough)");
+  if (line["deadline_misses_window"].get<double>() > 0) reasons.push_back("deadline misses");
+  if (line["deferred_streams_window"].get<double>() > 0) reasons.push_back("deferred streams");
+  if (dropped > 0) reasons.push_back("drops");
+  if (line["frames_lost"].get<double>() != 0) reasons.push_back("frames sent but not accepted");
+  if (quantile_of(daemon_ms, 0.99) > kDeadlineMs || latency.p99_ms > kDeadlineMs)
+    reasons.push_back("daemon p99 latency > 250 ms");
+  if (quantile_of(subscriber_ms, 0.99) > kDeadlineMs) reasons.push_back("subscriber p99 latency > 250 ms");
+  if (!exit_code || *exit_code != 0) reasons.push_back("daemon did not exit cleanly");
+  // Every committed alert is published after its commit, so the subscriber
+  // must have seen as many as the store holds.
+  if (seen.size() != stored)
+    reasons.push_back("subscriber missed published alerts");
+  line["sustained"] = reasons.empty();
+  line["reasons"] = reasons;
+  line["end_unix"] = send_end_unix;
+  if (!options.keep) fs::remove_all(run_dir);
+  progress(fmt::format("  -> {} wearers: {} (p99 {:.0f} ms daemon / {:.0f} ms subscriber, {} alerts, "
+                       "batch p99 {:.0f} ms, {:.0f} deadline misses){}",
+                       wearers, reasons.empty() ? "sustained" : "NOT sustained",
+                       quantile_of(daemon_ms, 0.99), quantile_of(subscriber_ms, 0.99), daemon_ms.size(),
+                       batch.p99_ms, line["deadline_misses_window"].get<double>(),
+                       reasons.empty() ? "" : " [" + fmt::format("{}", fmt::join(reasons, "; ")) + "]"));
+  return line;
+}
+
+// ---------------------------------------------------------------- micro benchmarks
+
+// Frames/s one thread decodes and checks against the W1 profile, as the
+// daemon's ingest thread does per datagram (decode_frame + profile check).
+void micro_decode(const Options& options, const gw::sensors::Recording& base, const std::string& format) {
+  const int distinct = 32;
+  WearerPool pool = make_pool(base, distinct, options);
+  std::vector<std::vector<std::uint8_t>> frames;
+  for (int w = 0; w < distinct; ++w)
+    for (std::uint32_t k = 0; k < 8; ++k)
+      frames.push_back(gw::sensors::encode_frame(frame_of(pool, w, k, 1000000ull * k, format == "int16")));
+  gw::sensors::Frame out;
+  std::uint64_t decoded = 0, bytes = 0, bad = 0;
+  const auto start = Clock::now();
+  double elapsed = 0;
+  while (elapsed < options.micro_seconds) {
+    for (const auto& f : frames) {
+      if (gw::sensors::decode_frame(f.data(), f.size(), out) != gw::sensors::DecodeStatus::kOk ||
+          out.channels != kW1Channels || out.device_id != kDeviceId)
+        ++bad;
+      ++decoded;
+      bytes += f.size();
+    }
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  json line;
+  line["bench"] = "ingest_decode";
+  line["format"] = format;
+  line["frame_bytes"] = frames.front().size();
+  line["samples_per_frame"] = kFrameSamples;
+  line["channels"] = kW1Channels;
+  line["threads"] = 1;
+  line["frames"] = decoded;
+  line["bad_frames"] = bad;
+  line["seconds"] = elapsed;
+  line["frames_per_s"] = decoded / elapsed;
+  line["mb_per_s"] = bytes / elapsed / 1e6;
+  line["w1_wearers_per_ingest_thread"] = decoded / elapsed / (1000.0 / kTickMs);
+  line["note"] = "one thread: decode_frame (header, counts, CRC, int16 scaling / float checks) on "
+                 "W1 frames of 10 samples x 201 channels; W1 wearers = frames/s / 10";
+  std::cout << line.dump() << std::endl;
+}
+
+// Hits/s the daemon's SQLite writer commits: AlertSink (its writer thread,
+// batched transactions, publish after commit) with the daemon's defaults
+// (commit_interval_ms 50, max_batch 256) on a real file in WAL mode, and the
+// store alone (HitStore::insert of max_batch alerts per transaction).
+void micro_store(const Options& options, const fs::path& workdir) {
+  const gw::config::StorageConfig defaults;
+  gw::pipeline::Alert alert;
+  alert.device = kDeviceId;
+  alert.pattern = "w1_p00";
+  alert.kind = "other";
+  alert.severity = "warning";
+  alert.distance = 1.5;
+  alert.matched_dims = 3;
+  alert.pattern_dims = kW1Dims;
+  for (int d = 0; d < 3; ++d) alert.dims.push_back({d, d, 0.5, 1000});
+  const auto make = [&](int i) {
+    gw::pipeline::Alert a = alert;
+    a.wearer = static_cast<std::uint32_t>(i % 10000 + 1);
+    a.t_end = 1.7e9 + i * 0.01;
+    a.t_start = a.t_end - 1.28;
+    a.end_index = i;
+    a.detected_at = unix_now();
+    return a;
+  };
+  for (const bool publish : {false, true}) {
+    const fs::path db = workdir / fmt::format("micro-sink-{}.db", publish ? "pub" : "nopub");
+    gw::pipeline::SinkOptions sink_options;
+    sink_options.db_path = db.string();
+    sink_options.commit_interval_ms = defaults.commit_interval_ms;
+    sink_options.max_batch = defaults.max_batch;
+    sink_options.retention_days = 0;
+    if (publish) sink_options.publish_endpoint = "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));
+    const auto start = Clock::now();
+    gw::pipeline::SinkCounters counters;
+    {
+      gw::pipeline::AlertSink sink(sink_options);
+      for (int i = 0; i < options.micro_hits; ++i) sink.submit(make(i));
+      sink.stop();
+      counters = sink.counters();
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    json line;
+    line["bench"] = "sqlite_writer";
+    line["writer"] = "AlertSink";
+    line["publish"] = publish;
+    line["commit_interval_ms"] = sink_options.commit_interval_ms;
+    line["max_batch"] = sink_options.max_batch;
+    line["hits"] = options.micro_hits;
+    line["committed"] = counters.committed;
+    line["transactions"] = counters.transactions;
+    line["seconds"] = seconds;
+    line["hits_per_s"] = counters.committed / seconds;
+    line["db_bytes"] = fs::file_size(db);
+    std::cout << line.dump() << std::endl;
+  }
+  {
+    const fs::path db = workdir / "micro-store.db";
+    gw::pipeline::HitStore store(db.string());
+    const auto start = Clock::now();
+    int done = 0;
+    std::uint64_t transactions = 0;
+    while (done < options.micro_hits) {
+      std::vector<gw::pipeline::Alert> batch;
+      for (int i = 0; i < defaults.max_batch && done < options.micro_hits; ++i) batch.push_back(make(done++));
+      store.insert(batch);
+      ++transactions;
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    json line;
+    line["bench"] = "sqlite_writer";
+    line["writer"] = "HitStore::insert";
+    line["max_batch"] = defaults.max_batch;
+    line["hits"] = options.micro_hits;
+    line["committed"] = store.count();
+    line["transactions"] = transactions;
+    line["seconds"] = seconds;
+    line["hits_per_s"] = options.micro_hits / seconds;
+    line["db_bytes"] = fs::file_size(db);
+    std::cout << line.dump() << std::endl;
+  }
+}
+
+// ---------------------------------------------------------------- search
+
+int run(Options options) {
+  if (options.quick) {
+    options.sweep_duration_s = 20;
+    options.duration_s = 120;
+    options.warmup_s = std::min(options.warmup_s, 5.0);
+    options.resolution = std::max(options.resolution, 0.1);
+  }
+  if (options.start == 0) options.start = options.backend == "cpu" ? 1 : 1000;
+  const std::string data = options.data.empty() ? std::string(GW_DATA_DIR) + "/gaitpdb/GaCo01_01.txt" : options.data;
+  const gw::sensors::Recording base = gw::sensors::read_gaitpdb(data);
+  fs::path workdir = options.workdir;
+  if (workdir.empty()) {
+    std::string pattern = (fs::temp_directory_path() / "gw-e2e-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw gw::Error("cannot create a temporary directory");
+    workdir = pattern;
+  }
+  fs::create_directories(workdir);
+  progress("work directory " + workdir.string());
+
+  if (options.micro) {
+    micro_decode(options, base, "int16");
+    micro_decode(options, base, "float32");
+    micro_store(options, workdir);
+    if (!options.keep) fs::remove_all(workdir);
+    return 0;
+  }
+  if (options.daemon.empty()) options.daemon = self_dir() + "/../daemon/gaitwatchd";
+  if (!fs::exists(options.daemon)) throw gw::Error("no daemon at " + options.daemon + " (--daemon)");
+
+  const PatternSet patterns = make_patterns(base, options);
+  write_templates(patterns, workdir / "patterns");
+
+  json summary;
+  summary["bench"] = "e2e_summary";
+  summary["backend"] = options.backend;
+  summary["data"] = "synthetic from gaitpdb (sensors/synthetic.h, " + fs::path(data).filename().string() + ")";
+  summary["patterns"] = options.patterns;
+  summary["threshold"] = options.threshold > 0 ? options.threshold : patterns.threshold;
+  summary["min_dims"] = options.min_dims > 0 ? options.min_dims : patterns.min_dims;
+  summary["deadline_ms"] = kDeadlineMs;
+  summary["host_cpus"] = std::thread::hardware_concurrency();
+  {
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) == 3) summary["loadavg_at_start"] = {load[0], load[1], load[2]};
+  }
+  int run_number = 0;
+  std::vector<json> runs;
+  const auto attempt = [&](int wearers, double duration) {
+    json line = run_once(options, wearers, duration, base, patterns, workdir, ++run_number);
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) == 3) line["loadavg_after"] = {load[0], load[1], load[2]};
+    std::cout << line.dump() << std::endl;
+    runs.push_back(line);
+    return line.value("sustained", false);
+  };
+
+  int sustained = 0;
+  int confirmed = 0;
+  if (!options.wearers.empty()) {
+    for (int n : gw::bench::parse_counts(options.wearers, "--wearers"))
+      if (attempt(n, options.duration_s)) sustained = std::max(sustained, n);
+    confirmed = sustained;
+    summary["mode"] = "list";
+  } else {
+    // Doubling from --start, then bisection between the last sustained and
+    // the first failed count, with short runs; then one run at --duration.
+    summary["mode"] = "search";
+    int good = 0, bad = 0;
+    for (int n = options.start; n <= options.max_wearers; n *= 2) {
+      if (attempt(n, options.sweep_duration_s)) {
+        good = n;
+      } else {
+        bad = n;
+        break;
+      }
+    }
+    if (bad == 0 && good > 0) bad = good;  // hit --max
+    while (bad > good + std::max(1, static_cast<int>(good * options.resolution))) {
+      const int mid = good + (bad - good) / 2;
+      if (attempt(mid, options.sweep_duration_s)) {
+        good = mid;
+      } else {
+        bad = mid;
+      }
+    }
+    sustained = good;
+    summary["sweep_sustained"] = good;
+    summary["sweep_first_failed"] = bad > good ? json(bad) : json(nullptr);
+    if (!options.no_confirm && good > 0) {
+      // A failed confirmation steps down 10 % once.
+      int n = good;
+      bool ok = attempt(n, options.duration_s);
+      if (!ok) {
+        n = std::max(1, static_cast<int>(n * 0.9));
+        if (n < good) ok = attempt(n, options.duration_s);
+      }
+      confirmed = ok ? n : 0;
+    }
+  }
+  summary["sweep_duration_s"] = options.sweep_duration_s;
+  summary["confirm_duration_s"] = options.duration_s;
+  summary["runs"] = run_number;
+  summary["w1_wearers_sustained"] = options.no_confirm ? sustained : confirmed;
+  summary["confirmed"] = !options.no_confirm;
+  std::vector<json> tried;
+  for (const auto& r : runs)
+    tried.push_back({{"wearers", r["wearers"]}, {"duration_s", r["duration_s"]},
+                     {"sustained", r.value("sustained", false)}});
+  summary["tried"] = tried;
+  summary["criterion"] =
+      "after the warm-up: ingest->alert p99 <= 250 ms (daemon and subscriber), zero deadline misses, "
+      "nothing deferred/shed/dropped, every frame sent accepted, sender on schedule";
+  {
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) == 3) summary["loadavg_at_end"] = {load[0], load[1], load[2]};
+  }
+  std::cout << summary.dump() << std::endl;
+  if (!options.keep) fs::remove_all(workdir);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  CLI::App app{"W1 wearers through the whole daemon (or --micro: decode and store rates); JSON lines"};
+  app.add_option("--daemon", options.daemon, "gaitwatchd binary (default: ../daemon/gaitwatchd next to this)");
+  app.add_option("--backend", options.backend, "search.backend: cpu | cuda | auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  app.add_option("--threads", options.threads, "search.threads (CPU backend; 0 = all cores)");
+  app.add_option("--wearers", options.wearers, "comma-separated wearer counts, each run for --duration; "
+                                                "without it: a search (doubling, bisection, confirmation)");
+  app.add_option("--start", options.start, "search: first wearer count (default 1 on cpu, 1000 otherwise)")->check(CLI::PositiveNumber);
+  app.add_option("--max", options.max_wearers, "search: largest wearer count tried")->check(CLI::PositiveNumber);
+  app.add_option("--duration", options.duration_s, "seconds measured per listed run and for the confirmation (default 600)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--sweep-duration", options.sweep_duration_s, "seconds measured per search run (default 30)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", options.warmup_s, "seconds of load before measuring (default 10)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--resolution", options.resolution, "search: stop bisecting within this fraction (default 0.05)");
+  app.add_flag("--quick", options.quick, "20-s search runs, a 120-s confirmation, warm-up <= 5 s, resolution >= 0.1");
+  app.add_flag("--no-confirm", options.no_confirm, "search: skip the confirmation run");
+  app.add_flag("--micro", options.micro, "only the micro benchmarks: ingest decode frames/s, SQLite hits/s");
+  app.add_option("--transport", options.transport, "tcp | udp (default tcp)")->check(CLI::IsMember({"tcp", "udp"}));
+  app.add_option("--format", options.format, "frame samples: int16 | float32 (default int16)")
+      ->check(CLI::IsMember({"int16", "float32"}));
+  app.add_option("--sender-threads", options.sender_threads, "load generator threads (0: by wearer count)");
+  app.add_option("--patterns", options.patterns, "random-walk (search_bench's library) | synthetic")
+      ->check(CLI::IsMember({"random-walk", "synthetic"}));
+  app.add_option("--threshold", options.threshold, "per-dim DTW threshold (default: the pattern source's)");
+  app.add_option("--min-dims", options.min_dims, "matched dims an alert needs (default: the pattern source's)");
+  app.add_option("--data", options.data, "gaitpdb recording the synthetic wearers are made from");
+  app.add_option("--workdir", options.workdir, "directory for configs and databases (default: a new temp dir)");
+  app.add_flag("--keep", options.keep, "keep the work directory (configs, logs, databases)");
+  app.add_option("--seed", options.seed, "generator seed");
+  app.add_option("--micro-seconds", options.micro_seconds, "--micro: seconds per decode measurement");
+  app.add_option("--micro-hits", options.micro_hits, "--micro: hits per writer measurement");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(options);
+  } catch (const std::exception& e) {
+    std::cerr << "e2e_bench: " << e.what() << "\n";
+    return 1;
+  }
+}
