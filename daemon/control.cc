@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <future>
@@ -168,6 +169,7 @@ struct ControlServer::Impl {
     Clock::time_point started;
     std::atomic<bool> cancel{false};
     std::atomic<bool> done{false};
+    std::string peer;  // the client's routing id: its job stops when it is gone
     std::thread thread;
   };
 
@@ -267,6 +269,7 @@ struct ControlServer::Impl {
   void start_job(const Envelope& envelope, const json& id, const ControlCommand& command,
                  json args);
   void flush_outbox();
+  void cancel_jobs_of(const std::string& peer);
   void reap_jobs();
   std::size_t running_jobs();
 
@@ -295,6 +298,7 @@ struct ControlServer::Impl {
   std::atomic<std::uint64_t> dropped_messages{0};
   std::atomic<std::uint64_t> jobs_started{0};
   std::atomic<std::uint64_t> jobs_finished{0};
+  std::atomic<std::uint64_t> jobs_client_gone{0};  // cancelled because their client went away
 };
 
 void ControlServer::Impl::add_builtins() {
@@ -355,6 +359,7 @@ void ControlServer::Impl::start_job(const Envelope& envelope, const json& id,
   auto job = std::make_shared<Job>();
   job->command = command.name;
   job->started = Clock::now();
+  job->peer = envelope.empty() ? std::string() : envelope.front();
   std::lock_guard<std::mutex> lock(jobs_mu);
   job->id = next_job++;
   jobs.emplace(job->id, job);
@@ -439,13 +444,29 @@ void ControlServer::Impl::flush_outbox() {
   for (const auto& [envelope, body] : messages) {
     bool sent = true;
     // ROUTER never blocks: at the high-water mark or for a client that is
-    // gone the message is dropped; count it.
-    for (const std::string& frame : envelope)
-      sent = sent && router.send(zmq::buffer(frame), zmq::send_flags::sndmore | zmq::send_flags::dontwait)
-                         .has_value();
-    sent = sent && router.send(zmq::buffer(body), zmq::send_flags::dontwait).has_value();
+    // gone the message is dropped; count it. A client that is gone (its
+    // connection closed: ROUTER_MANDATORY reports it) needs no more
+    // messages, so its running jobs are cancelled.
+    try {
+      for (const std::string& frame : envelope)
+        sent = sent &&
+               router.send(zmq::buffer(frame), zmq::send_flags::sndmore | zmq::send_flags::dontwait)
+                   .has_value();
+      sent = sent && router.send(zmq::buffer(body), zmq::send_flags::dontwait).has_value();
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EHOSTUNREACH) throw;
+      sent = false;
+      if (!envelope.empty()) cancel_jobs_of(envelope.front());
+    }
     if (!sent) ++dropped_messages;
   }
+}
+
+void ControlServer::Impl::cancel_jobs_of(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(jobs_mu);
+  for (auto& [id, job] : jobs)
+    if (job->peer == peer && !job->done.load() && !job->cancel.exchange(true))
+      ++jobs_client_gone;
 }
 
 void ControlServer::Impl::reap_jobs() {
@@ -512,6 +533,7 @@ ControlServer::ControlServer(const ControlOptions& options, ControlRegistry regi
   s.add_builtins();
   s.router.set(zmq::sockopt::linger, 200);  // final replies get a moment to leave
   s.router.set(zmq::sockopt::sndhwm, options.send_hwm);
+  s.router.set(zmq::sockopt::router_mandatory, true);  // a gone client is an error, not silence
   try {
     s.router.bind(options.endpoint);
   } catch (const zmq::error_t& e) {
@@ -552,6 +574,7 @@ json ControlServer::counters_json() const {
           {"jobs_started", started},
           {"jobs_finished", finished},
           {"jobs_running", started - finished},
+          {"jobs_cancelled_client_gone", s.jobs_client_gone.load()},
           {"dropped_messages", s.dropped_messages.load()},
           {"pipeline_queue_depth", s.pipeline.depth()},
           {"pipeline_queue_refused", s.pipeline.refused()}};
