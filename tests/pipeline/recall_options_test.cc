@@ -2,42 +2,26 @@
 // synthetic 3-dim series through the engine and the CPU backend: each finds a
 // planted match the plain search misses, both are off by default and change
 // nothing then, and alerts do not depend on how samples are batched.
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <random>
 
 #include "config/config.h"
 #include "kernels/search.h"
 #include "pipeline/detector.h"
 #include "pipeline/engine.h"
+#include "tests/pipeline/synthetic_query.h"
 
-namespace fs = std::filesystem;
 using gw::pipeline::Alert;
 using gw::pipeline::DimCandidate;
+using gw::test::query_shape;
 
 namespace {
 
 constexpr int kDims = 3;
-constexpr int kLength = 64;
+constexpr int kLength = gw::test::kQueryLength;
 constexpr int kSamples = 1400;
-constexpr double kRate = 100;
 constexpr double kThreshold = 3.0;
-
-double shape(int dim, int s) {
-  const double x = static_cast<double>(s) / kLength;
-  switch (dim) {
-    case 0:
-      return std::sin(2 * M_PI * 2 * x);
-    case 1:
-      return std::exp(-std::pow((x - 0.3) / 0.08, 2)) - std::exp(-std::pow((x - 0.75) / 0.12, 2));
-    default:
-      return std::tanh(12 * (x - 0.5));
-  }
-}
 
 // Where the planted copies start.
 constexpr int kHalfAt = 300;   // only the second half of the query, on every dim
@@ -52,63 +36,21 @@ std::vector<float> series() {
   for (int d = 0; d < kDims; ++d)
     for (int s = 0; s < kLength; ++s) {
       if (s >= kLength / 2)
-        v[static_cast<std::size_t>(kHalfAt + s) * kDims + d] = static_cast<float>(shape(d, s));
+        v[static_cast<std::size_t>(kHalfAt + s) * kDims + d] = static_cast<float>(query_shape(d, s));
       v[static_cast<std::size_t>(kNoisyAt + s) * kDims + d] =
-          static_cast<float>(shape(d, s) + (d == 2 ? kNoisySd * noise(rng) : 0.0));
+          static_cast<float>(query_shape(d, s) + (d == 2 ? kNoisySd * noise(rng) : 0.0));
     }
   return v;
 }
 
-struct Fixture {
-  fs::path dir;
-  Fixture() {
-    dir = fs::temp_directory_path() / ("gw_recall_options_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    std::ofstream csv(dir / "query.csv");
-    csv << "a,b,c\n";
-    for (int s = 0; s < kLength; ++s)
-      csv << shape(0, s) << "," << shape(1, s) << "," << shape(2, s) << "\n";
-  }
-  ~Fixture() { fs::remove_all(dir); }
-  gw::config::Config config(const std::string& extra_keys) const {
-    const std::string yaml =
-        "devices:\n"
-        "  - {id: 1, name: three, kind: generic, sample_rate_hz: 100, channels: [a, b, c]}\n"
-        "search: {backend: cpu, threads: 2}\n"
-        "patterns:\n"
-        "  - name: query\n"
-        "    device: three\n"
-        "    channels: [a, b, c]\n"
-        "    template: query.csv\n"
-        "    threshold: 3.0\n"
-        "    band: 0.1\n"
-        "    min_dims: 3\n"
-        "    cooldown_s: 2\n" +
-        extra_keys;
-    return gw::config::parse_config(yaml, "recall_options_test.yaml", dir.string());
-  }
-};
+// The pattern keys of these tests (all dims must match) and `extra`.
+gw::config::Config query_config(const gw::test::SyntheticQuery& query, const std::string& extra) {
+  return query.config("    band: 0.1\n    min_dims: 3\n" + extra);
+}
 
 std::vector<Alert> detect(const gw::config::Config& config, const std::vector<float>& v,
                           int frame = 10) {
-  gw::pipeline::Engine engine(config, gw::kernels::make_cpu_backend(2));
-  std::vector<Alert> alerts;
-  const auto now = [] { return 0.0; };
-  for (int first = 0; first + frame <= kSamples; first += frame) {
-    gw::sensors::Frame f;
-    f.kind = gw::sensors::DeviceKind::kGeneric;
-    f.wearer_id = 1;
-    f.device_id = 1;
-    f.channels = kDims;
-    f.samples = static_cast<std::uint16_t>(frame);
-    f.sample_rate_hz = static_cast<float>(kRate);
-    f.sequence = static_cast<std::uint32_t>(first / frame);
-    f.device_time_us = static_cast<std::uint64_t>(first) * 10000;
-    f.values.assign(v.begin() + first * kDims, v.begin() + (first + frame) * kDims);
-    engine.on_frame(f, 0);
-    for (auto& a : engine.run_batch(now)) alerts.push_back(a);
-  }
-  return alerts;
+  return gw::test::detect_in_frames(config, v, kDims, frame);
 }
 
 // Alerts whose completing sample lies near the copy planted at `at`.
@@ -136,7 +78,7 @@ double best_distance(const std::vector<float>& v, int dim, int from, int to) {
   p.length = kLength;
   p.band = static_cast<int>(0.1 * kLength);
   p.dim_count = 1;
-  for (int s = 0; s < kLength; ++s) p.dims.push_back(static_cast<float>(shape(dim, s)));
+  for (int s = 0; s < kLength; ++s) p.dims.push_back(static_cast<float>(query_shape(dim, s)));
   p.pairs = {{0, static_cast<std::uint16_t>(dim)}};
   auto library = std::make_shared<gw::kernels::PatternLibrary>();
   library->patterns.push_back(p);
@@ -165,13 +107,13 @@ TEST_CASE("the planted copies are what the tests below assume", "[recall]") {
 }
 
 TEST_CASE("both options are off by default and change nothing when off", "[recall]") {
-  Fixture fx;
+  const gw::test::SyntheticQuery fx("gw_recall_options_test", kDims);
   const auto v = series();
-  const auto plain_config = fx.config("");
+  const auto plain_config = query_config(fx, "");
   CHECK(plain_config.patterns[0].segments == 0);
   CHECK(plain_config.patterns[0].exhaust_factor == 0);
   const auto plain = detect(plain_config, v);
-  const auto off = detect(fx.config("    segments: 0\n    exhaust_factor: 0\n"), v);
+  const auto off = detect(query_config(fx, "    segments: 0\n    exhaust_factor: 0\n"), v);
   CHECK(same_alerts(plain, off));
   // Without them, neither planted copy alerts (and nothing else does).
   CHECK(plain.empty());
@@ -183,9 +125,9 @@ TEST_CASE("both options are off by default and change nothing when off", "[recal
 }
 
 TEST_CASE("query segmentation finds a copy of only part of the query", "[recall]") {
-  Fixture fx;
+  const gw::test::SyntheticQuery fx("gw_recall_options_test", kDims);
   const auto v = series();
-  const auto config = fx.config("    segments: 2\n");
+  const auto config = query_config(fx, "    segments: 2\n");
   const auto library = gw::pipeline::compile_library(config);
   REQUIRE(library.patterns[0].examples[0].segments.size() == 2);
   const auto& kernels = library.kernel_library->patterns;
@@ -214,9 +156,9 @@ TEST_CASE("query segmentation finds a copy of only part of the query", "[recall]
 }
 
 TEST_CASE("search exhausting recovers a dim missed at the threshold", "[recall]") {
-  Fixture fx;
+  const gw::test::SyntheticQuery fx("gw_recall_options_test", kDims);
   const auto v = series();
-  const auto config = fx.config("    exhaust_factor: 2\n");
+  const auto config = query_config(fx, "    exhaust_factor: 2\n");
   const auto library = gw::pipeline::compile_library(config);
   const auto exhaust = library.patterns[0].examples[0].exhaust_kernel;
   REQUIRE(exhaust != gw::pipeline::CompiledExample::kNone);
@@ -237,7 +179,7 @@ TEST_CASE("search exhausting recovers a dim missed at the threshold", "[recall]"
 
   // A wider band alone (factor 1) is a looser search too.
   const auto library_band = gw::pipeline::compile_library(
-      fx.config("    exhaust_factor: 1\n    exhaust_band: 0.3\n"));
+      query_config(fx, "    exhaust_factor: 1\n    exhaust_band: 0.3\n"));
   const auto& band_kernel =
       library_band.kernel_library->patterns[library_band.patterns[0].examples[0].exhaust_kernel];
   CHECK(band_kernel.band == static_cast<int>(0.3 * kLength));
