@@ -4,10 +4,15 @@
 // returns the same top-k as the offline `gaitwatch search --history` on the
 // same file, for a configured pattern, an example and a time range; a
 // cancel request ends the job with "cancelled", and a client that goes away
-// has its job cancelled too.
+// has its job cancelled too. A REQ client runs the job detached: it polls
+// job.status for the progress and fetches job.result (the same matches), and
+// cancels a detached job.
 #include <catch2/catch.hpp>
 
 #include <optional>
+#include <thread>
+
+#include <zmq.hpp>
 
 #include "daemon/control_client.h"
 #include "tests/daemon/daemon_fixture.h"
@@ -95,6 +100,55 @@ std::uint64_t start_long_search(ControlClient& client) {
   return *job;
 }
 
+// A plain REQ/REP client: one request, one reply.
+class ReqClient {
+ public:
+  explicit ReqClient(const std::string& endpoint) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.set(zmq::sockopt::rcvtimeo, 10000);
+    socket_.connect(endpoint);
+  }
+  json request(const json& body) {
+    socket_.send(zmq::buffer(body.dump()), zmq::send_flags::none);
+    zmq::message_t reply;
+    REQUIRE(socket_.recv(reply, zmq::recv_flags::none).has_value());
+    return json::parse(reply.to_string());
+  }
+  json call(const std::string& cmd, const json& args) {
+    return request({{"id", ++id_}, {"cmd", cmd}, {"args", args}});
+  }
+
+ private:
+  zmq::context_t context_;
+  zmq::socket_t socket_{context_, zmq::socket_type::req};
+  int id_ = 0;
+};
+
+// Starts `args` as a detached history.search; returns the job id.
+std::uint64_t start_detached(ReqClient& req, const json& args) {
+  const json accepted = req.request({{"id", 0}, {"cmd", "history.search"}, {"args", args},
+                                     {"detach", true}});
+  INFO(accepted.dump());
+  REQUIRE(accepted["type"] == "accepted");
+  CHECK(accepted["detached"] == true);
+  return accepted["job"].get<std::uint64_t>();
+}
+
+// Polls job.status until the job left `running`; returns the statuses seen.
+std::vector<json> poll_until_finished(ReqClient& req, std::uint64_t job) {
+  std::vector<json> seen;
+  for (int i = 0; i < 3000; ++i) {
+    const json reply = req.call("job.status", {{"job", job}});
+    INFO(reply.dump());
+    REQUIRE(reply["type"] == "result");
+    seen.push_back(reply["result"]);
+    const std::string state = reply["result"]["state"];
+    if (state != "running" && state != "cancelling") break;
+    std::this_thread::sleep_for(10ms);
+  }
+  return seen;
+}
+
 }  // namespace
 
 TEST_CASE("history.search: the daemon's top-k equals the offline search of its history file",
@@ -162,6 +216,61 @@ TEST_CASE("history.search: the daemon's top-k equals the offline search of its h
     });
     CHECK(after["control"]["jobs_running"] == 0);
     CHECK(after["control"]["jobs_cancelled_client_gone"] == 1);
+  }
+
+  // Polling: a REQ client starts a detached job, watches its progress
+  // through job.status and fetches the same matches through job.result.
+  {
+    const json args = {{"pattern", "fog_freeze_index"}, {"k", 5}, {"slice_samples", 64}};
+    ControlClient streaming(fx.control_endpoint(), 10s);
+    const json streamed = streaming.call("history.search", args);
+    INFO(streamed.dump());
+    REQUIRE(streamed["type"] == "result");
+
+    ReqClient req(fx.control_endpoint());
+    const std::uint64_t job = start_detached(req, args);
+    const std::vector<json> seen = poll_until_finished(req, job);
+    REQUIRE_FALSE(seen.empty());
+    double last = 0;
+    for (const json& s : seen) {
+      CHECK(s["job"] == job);
+      CHECK(s["detached"] == true);
+      if (s["progress"].is_null()) continue;
+      const double fraction = s["progress"]["fraction"].get<double>();
+      CHECK(fraction >= last);
+      last = fraction;
+    }
+    CHECK(seen.back()["state"] == "done");
+    CHECK(seen.back()["progress"]["fraction"] == 1.0);
+    const json result = req.call("job.result", {{"job", job}});
+    INFO(result.dump());
+    REQUIRE(result["type"] == "result");
+    CHECK(result["result"]["matches"] == streamed["result"]["matches"]);
+    CHECK(result["result"]["count"] == 5);
+
+    // The long search (one slice per 1-s chunk, as in the cancel test
+    // above) polled while it runs: progress part-way, no result yet; then
+    // cancelled: job.status says so, and job.result answers with its error.
+    const std::uint64_t long_job =
+        start_detached(req, {{"pattern", "fog_freeze_index"}, {"k", 100000}, {"slice_samples", 1}});
+    json running;
+    for (int i = 0; i < 1000; ++i) {
+      running = req.call("job.status", {{"job", long_job}})["result"];
+      if (!running["progress"].is_null()) break;
+      std::this_thread::sleep_for(1ms);
+    }
+    INFO(running.dump());
+    REQUIRE(running["state"] == "running");
+    CHECK(running["progress"]["fraction"].get<double>() < 1.0);
+    CHECK(req.call("job.result", {{"job", long_job}})["error"]["code"] == "not_finished");
+    CHECK(req.call("cancel", {{"job", long_job}})["type"] == "result");
+    const std::vector<json> after = poll_until_finished(req, long_job);
+    CHECK(after.back()["state"] == "cancelled");
+    CHECK(after.back()["error"]["code"] == "cancelled");
+    CHECK(req.call("job.result", {{"job", long_job}})["error"]["code"] == "cancelled");
+    CHECK(req.call("job.status", {{"job", 999999}})["error"]["code"] == "unknown_job");
+    CHECK(req.request({{"id", 1}, {"cmd", "status"}, {"detach", true}})["error"]["code"] ==
+          "bad_request");
   }
 
   // Bad requests are clear errors.
