@@ -1488,6 +1488,37 @@ void read_transforms(const MapReader& pattern_map, PatternConfig& pattern, bool&
       });
 }
 
+// Query segmentation and search exhausting (docs/detection.md): read after
+// the examples, which may give the length.
+void read_recall_options(const MapReader& map, PatternConfig& pattern) {
+  constexpr int kMinSegmentLength = 8;
+  if (read_int(map, "segments", 0, 64, pattern.segments) && pattern.segments == 1)
+    map.add_issue("segments", "must be 0 (off) or >= 2 parts, got 1");
+  if (pattern.segments >= 2 && pattern.length > 0 &&
+      pattern.length / pattern.segments < kMinSegmentLength) {
+    map.add_issue("segments", std::to_string(pattern.segments) + " parts of " +
+                                  std::to_string(pattern.length) + " samples are shorter than " +
+                                  std::to_string(kMinSegmentLength) + " samples");
+    pattern.segments = 0;
+  }
+  if (read_number(map, "exhaust_factor", at_least(0), pattern.exhaust_factor) &&
+      pattern.exhaust_factor > 0 && pattern.exhaust_factor < 1)
+    map.add_issue("exhaust_factor", "must be 0 (off) or >= 1 (the looser threshold's factor), got " +
+                                        map.value("exhaust_factor").Scalar());
+  if (read_number(map, "exhaust_band", between(0, 1), pattern.exhaust_band)) {
+    if (pattern.exhaust_factor <= 0)
+      map.add_issue("exhaust_band", "needs exhaust_factor (search exhausting is off)");
+    else if (pattern.mode != "window" || pattern.measure != "dtw")
+      map.add_issue("exhaust_band", "applies to mode window with measure dtw only");
+    else if (pattern.exhaust_band < pattern.band)
+      map.add_issue("exhaust_band", "must be >= band (" + format_number(pattern.band) + ")");
+  }
+  if (pattern.exhaust_factor == 1 &&
+      (pattern.exhaust_band < 0 || pattern.exhaust_band == pattern.band))
+    map.add_issue("exhaust_factor",
+                  "1 with exhaust_band equal to band searches nothing looser; raise either");
+}
+
 void read_pattern(const YAML::Node& node, const std::string& path, const std::string& base_dir,
                   const std::vector<DeviceProfile>& devices,
                   const std::vector<bool>& device_channels_ok, RecordingCache& cache,
@@ -1496,7 +1527,8 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
       node, path, {"name",       "kind",     "severity", "device",   "channels",   "transforms",
                    "length",     "measure",  "band",     "znorm",    "mode",       "nr",
                    "threshold",  "min_dims", "alpha",    "margin",   "hysteresis", "min_duration_s",
-                   "cooldown_s", "example",  "template", "examples", "negatives"},
+                   "cooldown_s", "example",  "template", "examples", "negatives",
+                   "segments",   "exhaust_factor", "exhaust_band"},
       issues);
   if (!map.valid()) return;
   pattern.kind = "other";
@@ -1664,6 +1696,7 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
                "missing 'example' or 'template' or 'examples' (the pattern's shape)");
   }
   read_example_list("negatives", true, ctx, pattern);
+  read_recall_options(map, pattern);
 }
 
 void read_patterns(const MapReader& root, const std::string& base_dir,

@@ -160,6 +160,15 @@ struct PatternConfig {
   double hysteresis = 0;         // extra margin needed to start a detection episode
   double min_duration_s = 0;     // the decision must hold this long before an alert
   double cooldown_s = 5;         // no second alert of this pattern for this stream within this time
+  // Query segmentation (seed 000 §7.4.4): 0 = off; N >= 2 also searches each
+  // of N equal parts of every example, a part's match counting as a partial
+  // match of the whole (docs/detection.md).
+  int segments = 0;
+  // Search exhausting (seed §7.4.5): 0 = off; F >= 1 also searches every
+  // example at threshold * F with band exhaust_band, and fills pattern dims a
+  // feasible match misses from those looser matches (docs/detection.md).
+  double exhaust_factor = 0;
+  double exhaust_band = -1;  // R of the exhausting search; < 0 = the pattern's band
   // Positive examples first (example, template, examples), then negatives.
   std::vector<PatternExample> examples;
   bool has_negatives() const;

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/search.h"
+#include "pipeline/history_search.h"
+#include "pipeline/history_store.h"
 #include "pipeline/store.h"
 
 namespace gw::daemon {
@@ -147,6 +150,109 @@ json slots_job(const json& args, JobContext& job,
           {"slots", std::move(slots)}};
 }
 
+// The example of a history.search request: {channels, values (rows of
+// samples), device?, band?, znorm?, nr?, alpha?, source?} on raw channels of
+// a device profile.
+pipeline::HistoryPattern example_pattern(const json& example, const config::Config& config) {
+  if (!example.is_object())
+    throw ControlError(err::kBadRequest, "argument 'example' must be an object");
+  const config::DeviceProfile* device =
+      config.devices.empty() ? nullptr : &config.devices.front();
+  if (const auto name = optional_string_arg(example, "device")) device = config.device_by_name(*name);
+  if (!device) throw ControlError(err::kBadRequest, "argument 'example': no such device");
+  sensors::Recording rec;
+  rec.source = optional_string_arg(example, "source").value_or("request");
+  rec.sample_rate_hz = device->sample_rate_hz;
+  rec.channel_names = example.at("channels").get<std::vector<std::string>>();
+  for (const json& row : example.at("values")) {
+    if (!row.is_array() || row.size() != rec.channel_names.size())
+      throw ControlError(err::kBadRequest, "argument 'example': every row of values needs " +
+                                               std::to_string(rec.channel_names.size()) +
+                                               " numbers (one per channel)");
+    for (const json& v : row) rec.values.push_back(v.get<float>());
+  }
+  pipeline::ExampleOptions options;
+  options.band = number_arg(example, "band", options.band);
+  options.znorm = example.value("znorm", options.znorm);
+  options.nr = static_cast<int>(int_arg(example, "nr", 0, 65535, options.nr));
+  options.alpha = number_arg(example, "alpha", options.alpha);
+  try {
+    return pipeline::history_pattern_from_example(config, device->name, rec, options);
+  } catch (const Error& e) {
+    throw ControlError(err::kBadRequest, std::string("argument 'example': ") + e.what());
+  }
+}
+
+json history_search_job(const json& args, JobContext& job,
+                        const std::shared_ptr<const DaemonCommandDeps>& shared) {
+  const DaemonCommandDeps& deps = *shared;
+  if (!deps.config.history.enabled)
+    throw ControlError(err::kUnavailable,
+                       "the raw-stream history is disabled (history.enabled: false)");
+  const std::optional<std::string> pattern_name = optional_string_arg(args, "pattern");
+  const bool has_example = args.contains("example") && !args["example"].is_null();
+  if (pattern_name.has_value() == has_example)
+    throw ControlError(err::kBadRequest, "give exactly one of 'pattern' (a configured pattern's "
+                                         "name) and 'example' (channels and values)");
+  pipeline::HistorySearchRequest request;
+  request.k = static_cast<int>(int_arg(args, "k", 1, 100000, 10));
+  request.from = number_arg(args, "from", request.from);
+  request.to = number_arg(args, "to", request.to);
+  request.slice_samples = static_cast<std::size_t>(
+      int_arg(args, "slice_samples", 1, std::int64_t{1} << 30,
+              static_cast<std::int64_t>(request.slice_samples)));
+  if (args.contains("wearers") && !args["wearers"].is_null())
+    request.wearers = args["wearers"].get<std::vector<std::uint32_t>>();
+
+  // The patterns as the engine runs them now (reloads included).
+  auto live = std::make_shared<config::Config>(deps.config);
+  if (deps.live_config)
+    job.on_pipeline([shared, live]() -> json {
+      *live = shared->live_config();
+      return json();
+    });
+  pipeline::HistoryPattern pattern;
+  if (pattern_name) {
+    try {
+      pattern = pipeline::history_pattern_from_config(*live, *pattern_name);
+    } catch (const Error& e) {
+      throw ControlError(err::kBadRequest, std::string("argument 'pattern': ") + e.what());
+    }
+  } else {
+    pattern = example_pattern(args["example"], *live);
+  }
+
+  // Its own read-only connection and its own backend of the live kind: the
+  // search replaces the backend's library, so it cannot share the engine's.
+  const pipeline::HistoryStore store(deps.config.history.path, /*read_only=*/true);
+  std::string note;
+  auto backend = kernels::make_backend(deps.config.search.backend, deps.config.search.threads, &note);
+  const pipeline::HistorySearchResult result = pipeline::search_history(
+      store, pattern, *backend, request,
+      [&job](const pipeline::HistoryProgress& p) {
+        job.progress({{"fraction", p.fraction},
+                      {"windows", p.windows},
+                      {"samples", p.samples},
+                      {"samples_total", p.samples_total}});
+      },
+      [&job] { return job.cancelled(); });
+  job.throw_if_cancelled();
+  json matches = json::array();
+  for (std::size_t i = 0; i < result.matches.size(); ++i)
+    matches.push_back(pipeline::history_match_json(result.matches[i], i + 1));
+  return {{"pattern", pattern.pattern().config.name},
+          {"backend", backend->name()},
+          {"k", request.k},
+          {"count", result.matches.size()},
+          {"matches", std::move(matches)},
+          {"windows", result.progress.windows},
+          {"samples", result.progress.samples},
+          {"slices", result.slices},
+          {"chunks", result.chunks},
+          {"exclusion_samples", result.exclusion_samples},
+          {"warnings", result.warnings}};
+}
+
 }  // namespace
 
 json slot_hit_json(const pipeline::SlotHit& hit, const config::Config& config) {
@@ -173,6 +279,14 @@ void add_daemon_commands(ControlRegistry& registry, DaemonCommandDeps deps) {
       "seconds of a wearer with a status in a zone: {wearer, since, until?, activity?, "
       "posture?, loading?, zone?, limit?}",
       [shared](const json& args, JobContext& job) { return slots_job(args, job, shared); });
+
+  registry.add_job("history.search",
+                   "the k windows of the raw-stream history most like a pattern: {pattern | "
+                   "example {channels, values, device?, band?, znorm?, nr?, alpha?}, wearers?, "
+                   "from?, to?, k?, slice_samples?}",
+                   [shared](const json& args, JobContext& job) {
+                     return history_search_job(args, job, shared);
+                   });
 
   // One read-only connection, opened on first use and used by the control
   // thread only.

@@ -10,6 +10,12 @@
 //                                  own read-only connection, WAL), so a
 //                                  subscriber fetches what it missed
 //   zones         control thread   the configured receiving zones
+//   history.search job             the k windows of the raw-stream history
+//                                  most like a configured pattern or an
+//                                  example (pipeline/history_search.h), on
+//                                  the job's thread with its own read-only
+//                                  store and a backend of the live kind;
+//                                  progress per slice; cancellable
 #pragma once
 
 #include <functional>
@@ -29,6 +35,9 @@ struct DaemonCommandDeps {
   // slots.enabled is false. Must outlive the pipeline thread's last
   // PipelineTasks::run_pending().
   pipeline::SlotIndex* slots = nullptr;
+  // Called on the pipeline thread: the config the engine runs now (its
+  // patterns follow reloads). Empty = `config`.
+  std::function<config::Config()> live_config;
 };
 
 void add_daemon_commands(ControlRegistry& registry, DaemonCommandDeps deps);

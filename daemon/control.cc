@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <future>
@@ -168,7 +169,15 @@ struct ControlServer::Impl {
     Clock::time_point started;
     std::atomic<bool> cancel{false};
     std::atomic<bool> done{false};
+    std::string peer;  // the client's routing id: its job stops when it is gone
+    bool detached = false;  // the client polls (job.status, job.result): nothing is sent to it
     std::thread thread;
+    // Guarded by mu: the last progress (null before the first) and, once
+    // done, the final message and when it was made.
+    std::mutex mu;
+    json last_progress;
+    json final;
+    Clock::time_point finished;
   };
 
   class Context final : public JobContext {
@@ -179,6 +188,11 @@ struct ControlServer::Impl {
     std::uint64_t id() const override { return job_->id; }
     bool cancelled() const override { return job_->cancel.load(); }
     void progress(json progress) override {
+      {
+        std::lock_guard<std::mutex> lock(job_->mu);
+        job_->last_progress = progress;
+      }
+      if (job_->detached) return;
       server_.send(envelope_, {{"id", request_id_},
                                {"type", "progress"},
                                {"job", job_->id},
@@ -228,14 +242,9 @@ struct ControlServer::Impl {
     const std::uint64_t one = 1;
     [[maybe_unused]] const ssize_t n = ::write(wake_fd, &one, sizeof one);
   }
-  void send_result(const Envelope& envelope, const json& id, json result,
-                   std::optional<std::uint64_t> job = std::nullopt) {
-    json message = {{"id", id}, {"type", "result"}, {"ok", true}, {"result", std::move(result)}};
-    if (job) message["job"] = *job;
-    send(envelope, message);
-  }
-  void send_error(const Envelope& envelope, const json& id, const std::string& code,
-                  const std::string& text, std::optional<std::uint64_t> job = std::nullopt) {
+  // An error message (counted by code).
+  json error_message(const json& id, const std::string& code, const std::string& text,
+                     std::optional<std::uint64_t> job = std::nullopt) {
     {
       std::lock_guard<std::mutex> lock(counters_mu);
       ++errors[code];
@@ -245,28 +254,42 @@ struct ControlServer::Impl {
                     {"ok", false},
                     {"error", {{"code", code}, {"message", text}}}};
     if (job) message["job"] = *job;
-    send(envelope, message);
+    return message;
+  }
+  void send_error(const Envelope& envelope, const json& id, const std::string& code,
+                  const std::string& text, std::optional<std::uint64_t> job = std::nullopt) {
+    send(envelope, error_message(id, code, text, job));
   }
   // Runs a handler and turns its outcome into one final message.
   template <typename Fn>
-  void answer(const Envelope& envelope, const json& id, std::optional<std::uint64_t> job, Fn&& run) {
+  json outcome(const json& id, std::optional<std::uint64_t> job, Fn&& run) {
     try {
-      send_result(envelope, id, run(), job);
+      json message = {{"id", id}, {"type", "result"}, {"ok", true}, {"result", run()}};
+      if (job) message["job"] = *job;
+      return message;
     } catch (const ControlError& e) {
-      send_error(envelope, id, e.code(), e.what(), job);
+      return error_message(id, e.code(), e.what(), job);
     } catch (const json::exception& e) {
-      send_error(envelope, id, err::kBadRequest, std::string("bad arguments: ") + e.what(), job);
+      return error_message(id, err::kBadRequest, std::string("bad arguments: ") + e.what(), job);
     } catch (const std::exception& e) {
-      send_error(envelope, id, err::kFailed, e.what(), job);
+      return error_message(id, err::kFailed, e.what(), job);
     }
+  }
+  template <typename Fn>
+  void answer(const Envelope& envelope, const json& id, std::optional<std::uint64_t> job, Fn&& run) {
+    send(envelope, outcome(id, job, std::forward<Fn>(run)));
   }
 
   void add_builtins();
   void serve();
   void handle(std::vector<zmq::message_t>& frames);
   void start_job(const Envelope& envelope, const json& id, const ControlCommand& command,
-                 json args);
+                 json args, bool detach);
+  // A running or kept job (jobs_mu held), or ControlError(unknown_job).
+  std::shared_ptr<Job> find_job(std::uint64_t id, bool running_only);
+  json job_status(Job& job);
   void flush_outbox();
+  void cancel_jobs_of(const std::string& peer);
   void reap_jobs();
   std::size_t running_jobs();
 
@@ -287,6 +310,7 @@ struct ControlServer::Impl {
 
   std::mutex jobs_mu;
   std::map<std::uint64_t, std::shared_ptr<Job>> jobs;
+  std::map<std::uint64_t, std::shared_ptr<Job>> kept;  // finished, newest options.kept_outcomes
   std::uint64_t next_job = 1;
 
   mutable std::mutex counters_mu;
@@ -295,21 +319,51 @@ struct ControlServer::Impl {
   std::atomic<std::uint64_t> dropped_messages{0};
   std::atomic<std::uint64_t> jobs_started{0};
   std::atomic<std::uint64_t> jobs_finished{0};
+  std::atomic<std::uint64_t> jobs_client_gone{0};  // cancelled because their client went away
 };
+
+namespace {
+// The `job` argument of cancel, job.status and job.result.
+std::uint64_t job_arg(const json& args) {
+  return static_cast<std::uint64_t>(
+      int_arg(args, "job", 1, std::numeric_limits<std::int64_t>::max()));
+}
+}  // namespace
 
 void ControlServer::Impl::add_builtins() {
   registry.add("cancel", "cancel a running job: {job}", RunsOn::kControlThread,
                [this](const json& args) -> json {
-                 const auto job_id = static_cast<std::uint64_t>(
-                     int_arg(args, "job", 1, std::numeric_limits<std::int64_t>::max()));
+                 const std::uint64_t job_id = job_arg(args);
                  std::lock_guard<std::mutex> lock(jobs_mu);
-                 const auto it = jobs.find(job_id);
-                 if (it == jobs.end() || it->second->done.load())
-                   throw ControlError(err::kUnknownJob,
-                                      "no running job " + std::to_string(job_id) +
-                                          " (it finished, or never existed)");
-                 it->second->cancel.store(true);
+                 find_job(job_id, true)->cancel.store(true);
                  return {{"job", job_id}, {"cancelling", true}};
+               });
+  registry.add("job.status",
+               "a job's state (running, cancelling, done, failed, cancelled) and last progress: "
+               "{job}",
+               RunsOn::kControlThread, [this](const json& args) -> json {
+                 const std::uint64_t job_id = job_arg(args);
+                 std::lock_guard<std::mutex> lock(jobs_mu);
+                 return job_status(*find_job(job_id, false));
+               });
+  registry.add("job.result",
+               "a finished job's result (or its error, e.g. cancelled); not_finished while it "
+               "runs: {job}",
+               RunsOn::kControlThread, [this](const json& args) -> json {
+                 const std::uint64_t job_id = job_arg(args);
+                 json final;
+                 {
+                   std::lock_guard<std::mutex> lock(jobs_mu);
+                   const std::shared_ptr<Job> job = find_job(job_id, false);
+                   std::lock_guard<std::mutex> job_lock(job->mu);
+                   final = job->final;
+                 }
+                 if (final.is_null())
+                   throw ControlError(err::kNotFinished,
+                                      "job " + std::to_string(job_id) + " is still running");
+                 if (final.value("type", "") == "result") return final["result"];
+                 throw ControlError(final["error"].value("code", err::kFailed),
+                                    final["error"].value("message", ""));
                });
   registry.add("commands", "list the commands with their help", RunsOn::kControlThread,
                [this](const json&) -> json {
@@ -332,10 +386,45 @@ void ControlServer::Impl::add_builtins() {
       list.push_back({{"job", id},
                       {"command", job->command},
                       {"running_s", std::chrono::duration<double>(now - job->started).count()},
-                      {"cancelling", job->cancel.load()}});
+                      {"cancelling", job->cancel.load()},
+                      {"detached", job->detached}});
     }
     return {{"jobs", list}};
   });
+}
+
+std::shared_ptr<ControlServer::Impl::Job> ControlServer::Impl::find_job(std::uint64_t id,
+                                                                       bool running_only) {
+  auto it = jobs.find(id);
+  if (it != jobs.end() && !(running_only && it->second->done.load())) return it->second;
+  if (!running_only) {
+    it = kept.find(id);
+    if (it != kept.end()) return it->second;
+  }
+  throw ControlError(err::kUnknownJob,
+                     running_only ? "no running job " + std::to_string(id) +
+                                        " (it finished, or never existed)"
+                                  : "no job " + std::to_string(id) +
+                                        " (never existed, or older than the last " +
+                                        std::to_string(options.kept_outcomes) + " finished)");
+}
+
+json ControlServer::Impl::job_status(Job& job) {
+  std::lock_guard<std::mutex> lock(job.mu);
+  const bool done = !job.final.is_null();
+  std::string state = job.cancel.load() ? "cancelling" : "running";
+  if (done && job.final.value("type", "") == "result") state = "done";
+  else if (done) state = job.final["error"].value("code", "") == err::kCancelled ? "cancelled" : "failed";
+  json status = {
+      {"job", job.id},
+      {"command", job.command},
+      {"state", state},
+      {"detached", job.detached},
+      {"running_s",
+       std::chrono::duration<double>((done ? job.finished : Clock::now()) - job.started).count()},
+      {"progress", job.last_progress}};
+  if (done && state != "done") status["error"] = job.final["error"];
+  return status;
 }
 
 std::size_t ControlServer::Impl::running_jobs() {
@@ -346,7 +435,7 @@ std::size_t ControlServer::Impl::running_jobs() {
 }
 
 void ControlServer::Impl::start_job(const Envelope& envelope, const json& id,
-                                    const ControlCommand& command, json args) {
+                                    const ControlCommand& command, json args, bool detach) {
   if (running_jobs() >= static_cast<std::size_t>(options.max_jobs)) {
     send_error(envelope, id, err::kBusy,
                std::to_string(options.max_jobs) + " jobs are running (control.max_jobs); retry later");
@@ -355,16 +444,27 @@ void ControlServer::Impl::start_job(const Envelope& envelope, const json& id,
   auto job = std::make_shared<Job>();
   job->command = command.name;
   job->started = Clock::now();
+  job->detached = detach;
+  // A detached job's client may come and go: it polls.
+  job->peer = envelope.empty() || detach ? std::string() : envelope.front();
   std::lock_guard<std::mutex> lock(jobs_mu);
   job->id = next_job++;
   jobs.emplace(job->id, job);
   ++jobs_started;
-  send(envelope, {{"id", id}, {"type", "accepted"}, {"job", job->id}});
+  json accepted = {{"id", id}, {"type", "accepted"}, {"job", job->id}};
+  if (detach) accepted["detached"] = true;
+  send(envelope, accepted);
   // The thread only starts its work once it is stored in `job` (the lock is
   // held until then, and reap_jobs() takes it before joining).
   job->thread = std::thread([this, job, envelope, id, &command, args = std::move(args)] {
     Context context(*this, job, envelope, id);
-    answer(envelope, id, job->id, [&] { return command.job(args, context); });
+    json final = outcome(id, job->id, [&] { return command.job(args, context); });
+    {
+      std::lock_guard<std::mutex> job_lock(job->mu);
+      job->final = final;
+      job->finished = Clock::now();
+    }
+    if (!job->detached) send(envelope, final);
     ++jobs_finished;
     job->done.store(true);
     wake();
@@ -412,8 +512,18 @@ void ControlServer::Impl::handle(std::vector<zmq::message_t>& frames) {
                "unknown command '" + name + "'; commands: " + join(registry.names()));
     return;
   }
+  if (request.contains("detach") && !request["detach"].is_boolean()) {
+    send_error(envelope, id, err::kBadRequest, "\"detach\" must be true or false");
+    return;
+  }
+  const bool detach = request.value("detach", false);
+  if (detach && !command->is_job) {
+    send_error(envelope, id, err::kBadRequest,
+               "'" + name + "' answers at once; only jobs can be detached");
+    return;
+  }
   if (command->is_job) {
-    start_job(envelope, id, *command, std::move(args));
+    start_job(envelope, id, *command, std::move(args), detach);
   } else if (command->runs_on == RunsOn::kControlThread) {
     answer(envelope, id, std::nullopt, [&] { return command->handler(args); });
   } else {
@@ -439,13 +549,29 @@ void ControlServer::Impl::flush_outbox() {
   for (const auto& [envelope, body] : messages) {
     bool sent = true;
     // ROUTER never blocks: at the high-water mark or for a client that is
-    // gone the message is dropped; count it.
-    for (const std::string& frame : envelope)
-      sent = sent && router.send(zmq::buffer(frame), zmq::send_flags::sndmore | zmq::send_flags::dontwait)
-                         .has_value();
-    sent = sent && router.send(zmq::buffer(body), zmq::send_flags::dontwait).has_value();
+    // gone the message is dropped; count it. A client that is gone (its
+    // connection closed: ROUTER_MANDATORY reports it) needs no more
+    // messages, so its running jobs are cancelled.
+    try {
+      for (const std::string& frame : envelope)
+        sent = sent &&
+               router.send(zmq::buffer(frame), zmq::send_flags::sndmore | zmq::send_flags::dontwait)
+                   .has_value();
+      sent = sent && router.send(zmq::buffer(body), zmq::send_flags::dontwait).has_value();
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EHOSTUNREACH) throw;
+      sent = false;
+      if (!envelope.empty()) cancel_jobs_of(envelope.front());
+    }
     if (!sent) ++dropped_messages;
   }
+}
+
+void ControlServer::Impl::cancel_jobs_of(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(jobs_mu);
+  for (auto& [id, job] : jobs)
+    if (job->peer == peer && !job->done.load() && !job->cancel.exchange(true))
+      ++jobs_client_gone;
 }
 
 void ControlServer::Impl::reap_jobs() {
@@ -463,6 +589,10 @@ void ControlServer::Impl::reap_jobs() {
   }
   for (auto& job : finished)
     if (job->thread.joinable()) job->thread.join();
+  if (finished.empty()) return;
+  std::lock_guard<std::mutex> lock(jobs_mu);
+  for (auto& job : finished) kept.emplace(job->id, std::move(job));
+  while (kept.size() > options.kept_outcomes) kept.erase(kept.begin());  // ids grow: oldest first
 }
 
 void ControlServer::Impl::serve() {
@@ -512,6 +642,7 @@ ControlServer::ControlServer(const ControlOptions& options, ControlRegistry regi
   s.add_builtins();
   s.router.set(zmq::sockopt::linger, 200);  // final replies get a moment to leave
   s.router.set(zmq::sockopt::sndhwm, options.send_hwm);
+  s.router.set(zmq::sockopt::router_mandatory, true);  // a gone client is an error, not silence
   try {
     s.router.bind(options.endpoint);
   } catch (const zmq::error_t& e) {
@@ -552,6 +683,7 @@ json ControlServer::counters_json() const {
           {"jobs_started", started},
           {"jobs_finished", finished},
           {"jobs_running", started - finished},
+          {"jobs_cancelled_client_gone", s.jobs_client_gone.load()},
           {"dropped_messages", s.dropped_messages.load()},
           {"pipeline_queue_depth", s.pipeline.depth()},
           {"pipeline_queue_refused", s.pipeline.refused()}};

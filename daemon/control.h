@@ -22,8 +22,13 @@
 //     JobContext::on_pipeline(), so the pipeline interleaves the steps with
 //     its ticks. At most ControlOptions::max_jobs run at once; more are
 //     refused with "busy".
-// Built in: `cancel` (args {job}), `commands` (the registry with help) and
-// `jobs` (running jobs).
+//     A job request with "detach": true is answered with "accepted" only
+//     (one reply: REQ/REP clients can use it); the client then polls
+//     `job.status` (state, last progress) and fetches `job.result`. The
+//     outcome of the last ControlOptions::kept_outcomes finished jobs is kept
+//     for that.
+// Built in: `cancel` (args {job}), `commands` (the registry with help),
+// `jobs` (running jobs), `job.status` and `job.result` (args {job}).
 //
 // Threads: ControlServer's constructor binds and starts its thread; stop()
 // (and the destructor) cancel running jobs, wait for them, send their final
@@ -58,6 +63,7 @@ inline constexpr const char* kUnknownCommand = "unknown_command";
 inline constexpr const char* kUnknownJob = "unknown_job";
 inline constexpr const char* kBusy = "busy";
 inline constexpr const char* kCancelled = "cancelled";
+inline constexpr const char* kNotFinished = "not_finished";
 inline constexpr const char* kUnavailable = "unavailable";
 inline constexpr const char* kShuttingDown = "shutting_down";
 inline constexpr const char* kFailed = "failed";
@@ -157,6 +163,7 @@ class ControlRegistry {
 struct ControlOptions {
   std::string endpoint = "tcp://127.0.0.1:7711";
   int max_jobs = 4;
+  std::size_t kept_outcomes = 64;  // finished jobs job.status/job.result still know
   std::size_t max_request_bytes = 65536;
   // Messages queued per client before ZeroMQ drops (counted) instead of
   // growing memory for a client that stopped reading.

@@ -295,6 +295,7 @@ class Daemon {
         return status;
       };
       deps.slots = jobs.slot_index();
+      deps.live_config = [&engine] { return engine.config(); };
       add_daemon_commands(registry, std::move(deps));
       ControlOptions options;
       options.endpoint = config_.control.endpoint;

@@ -179,13 +179,43 @@ CompiledLibrary compile_library(const config::Config& config) {
         if (groups[static_cast<std::size_t>(i)] == groups[static_cast<std::size_t>(home)])
           kp.pairs.push_back({static_cast<std::uint16_t>(j), static_cast<std::uint16_t>(i)});
     }
+    // The kernel pattern equal to `k`, added when there is none yet.
+    auto intern = [&library](const kernels::Pattern& k) {
+      for (std::size_t i = 0; i < library->patterns.size(); ++i)
+        if (same_kernel_pattern(library->patterns[i], k)) return i;
+      library->patterns.push_back(k);
+      return library->patterns.size() - 1;
+    };
+    auto band_samples = [](double ratio, int length) {
+      return std::min(static_cast<int>(std::floor(ratio * length)), length - 1);
+    };
     for (const auto& example : pc.examples) {
       kp.dims = example_shape(example, pc, view);
-      std::size_t kernel = library->patterns.size();
-      for (std::size_t k = 0; k < library->patterns.size(); ++k)
-        if (same_kernel_pattern(library->patterns[k], kp)) kernel = k;
-      if (kernel == library->patterns.size()) library->patterns.push_back(kp);
-      cp.examples.push_back({kernel, example.negative});
+      CompiledExample ce;
+      ce.kernel = intern(kp);
+      ce.negative = example.negative;
+      for (int s = 0; pc.segments >= 2 && s < pc.segments; ++s) {
+        const int begin = s * pc.length / pc.segments;
+        const int end = (s + 1) * pc.length / pc.segments;
+        kernels::Pattern part = kp;
+        part.length = end - begin;
+        part.band = band_samples(pc.band, part.length);
+        part.threshold =
+            static_cast<float>(pc.threshold * std::sqrt(static_cast<double>(part.length) / pc.length));
+        part.dims.clear();
+        for (int j = 0; j < kp.dim_count; ++j) {
+          const auto row = kp.dims.begin() + static_cast<std::ptrdiff_t>(j) * pc.length;
+          part.dims.insert(part.dims.end(), row + begin, row + end);
+        }
+        ce.segments.push_back({intern(part), begin, part.length});
+      }
+      if (pc.exhaust_factor > 0) {
+        kernels::Pattern loose = kp;
+        loose.threshold = static_cast<float>(pc.threshold * pc.exhaust_factor);
+        if (pc.exhaust_band >= 0) loose.band = band_samples(pc.exhaust_band, pc.length);
+        ce.exhaust_kernel = intern(loose);
+      }
+      cp.examples.push_back(std::move(ce));
     }
     cp.config = pc;
     for (auto& example : cp.config.examples) example.raw.clear();
@@ -304,6 +334,58 @@ Combination combine_matches(const std::vector<DimCandidate>& candidates,
   return out;
 }
 
+void example_candidates(const CompiledPattern& pattern, const CompiledExample& example,
+                        const std::vector<std::vector<DimCandidate>>& by_kernel,
+                        std::int64_t first_end, std::vector<DimCandidate>& out) {
+  for (const DimCandidate& c : by_kernel[example.kernel])
+    if (c.end >= first_end) out.push_back(c);
+  const double threshold = pattern.config.threshold;
+  const double m = pattern.config.length;
+  for (const CompiledExample::Segment& segment : example.segments) {
+    const double rest = threshold * threshold * (m - segment.length) / m;
+    for (DimCandidate c : by_kernel[segment.kernel]) {
+      if (c.end < first_end) continue;
+      // The part passed threshold * sqrt(length / m): only rounding can put
+      // the partial distance above the threshold.
+      c.distance = std::min(threshold, std::sqrt(c.distance * c.distance + rest));
+      out.push_back(c);
+    }
+  }
+  if (example.exhaust_kernel == CompiledExample::kNone) return;
+  for (DimCandidate c : by_kernel[example.exhaust_kernel]) {
+    if (c.end < first_end) continue;
+    c.loose = true;
+    out.push_back(c);
+  }
+}
+
+Combination combine_with_exhausting(const std::vector<DimCandidate>& candidates,
+                                    const std::vector<int>& home_channel, double alpha) {
+  const bool any_loose = std::any_of(candidates.begin(), candidates.end(),
+                                     [](const DimCandidate& c) { return c.loose; });
+  if (!any_loose) return combine_matches(candidates, home_channel, alpha);
+  std::vector<DimCandidate> own, loose;
+  for (const DimCandidate& c : candidates) (c.loose ? loose : own).push_back(c);
+  Combination out = combine_matches(own, home_channel, alpha);
+  if (out.edges.empty() || out.edges.size() >= home_channel.size()) return out;
+  // Only pattern dims the match misses, on stream dims it leaves free.
+  auto used = [&out](const DimCandidate& c) {
+    return std::any_of(out.edges.begin(), out.edges.end(), [&c](const DimCandidate& e) {
+      return e.pattern_dim == c.pattern_dim || e.stream_dim == c.stream_dim;
+    });
+  };
+  loose.erase(std::remove_if(loose.begin(), loose.end(), used), loose.end());
+  if (loose.empty()) return out;
+  const Combination extra = combine_matches(loose, home_channel, alpha);
+  out.edges.insert(out.edges.end(), extra.edges.begin(), extra.edges.end());
+  std::sort(out.edges.begin(), out.edges.end(), [](const DimCandidate& a, const DimCandidate& b) {
+    return a.pattern_dim < b.pattern_dim;
+  });
+  out.distance += extra.distance;
+  out.recovered = static_cast<int>(extra.edges.size());
+  return out;
+}
+
 Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>& per_example) {
   const config::PatternConfig& pc = pattern.config;
   const int dims = static_cast<int>(pattern.home_channel.size());
@@ -376,7 +458,10 @@ std::vector<PatternTracker::Detection> PatternTracker::update(
             c.stream_dim != pattern.home_channel[static_cast<std::size_t>(c.pattern_dim)])
           continue;
         auto& queue = by_pair[{c.pattern_dim, c.stream_dim}];
-        while (!queue.empty() && queue.back().distance > c.distance) queue.pop_back();
+        // Loose (exhausting) candidates rank after the pattern's own ones.
+        while (!queue.empty() && std::make_pair(queue.back().loose, queue.back().distance) >
+                                     std::make_pair(c.loose, c.distance))
+          queue.pop_back();
         queue.push_back(c);
         example_changed = true;
       }
@@ -396,10 +481,19 @@ std::vector<PatternTracker::Detection> PatternTracker::update(
       match = ExampleMatch{};
       if (best_per_pair.empty()) continue;
       match.example = static_cast<int>(e);
-      match.combination = combine_matches(best_per_pair, pattern.home_channel, pc.alpha);
-      const auto missing = pattern.home_channel.size() - match.combination.edges.size();
-      match.completed = match.combination.distance +
-                        static_cast<double>(missing) * (euclidean ? 1.0 : pc.alpha) * pc.threshold;
+      match.combination = combine_with_exhausting(best_per_pair, pattern.home_channel, pc.alpha);
+      const Combination& combination = match.combination;
+      const double unmatched = (euclidean ? 1.0 : pc.alpha) * pc.threshold;
+      const auto missing = pattern.home_channel.size() - combination.edges.size();
+      match.completed = combination.distance + static_cast<double>(missing) * unmatched;
+      // A recovered edge adds at most an unmatched dim's cost.
+      if (combination.recovered > 0)
+        for (const DimCandidate& e : combination.edges) {
+          if (!e.loose) continue;
+          const bool home = e.stream_dim == pattern.home_channel[static_cast<std::size_t>(e.pattern_dim)];
+          const double weighted = e.distance * (home ? 1.0 : pc.alpha);
+          match.completed -= weighted - std::min(weighted, unmatched);
+        }
     }
     if (changed) {
       decision = decide(pattern, per_example);

@@ -40,6 +40,20 @@ struct ChannelView {
 struct CompiledExample {
   std::size_t kernel = 0;  // index into kernel_library->patterns
   bool negative = false;
+  // Query segmentation (config `segments`): one kernel pattern per part of
+  // the example, samples [begin, begin + length) of it, searched at
+  // threshold * sqrt(length / m) so that its partial distance (below) stays
+  // within the threshold.
+  struct Segment {
+    std::size_t kernel = 0;
+    int begin = 0;
+    int length = 0;
+  };
+  std::vector<Segment> segments;
+  // Search exhausting (config `exhaust_factor`): the kernel pattern of the
+  // looser search of the same shape; kNone when off.
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t exhaust_kernel = kNone;
 };
 
 struct CompiledPattern {
@@ -79,7 +93,23 @@ struct DimCandidate {
   int stream_dim = 0;
   double distance = 0;
   std::int64_t start = 0;  // first sample of the match (window mode: end - m + 1)
+  // Found by the exhausting search only (beyond what the pattern's own
+  // threshold and band accept): fills a dim a feasible match misses, never
+  // competes with the pattern's own matches.
+  bool loose = false;
 };
+
+// The single-dim candidates of one example among the matches of one search
+// (`by_kernel[k]`: the matches of kernel pattern k of the compiled library),
+// ending at or after `first_end`: the example's own matches; with
+// segmentation, each part's match as a partial match of the whole, at
+// distance sqrt(d² + threshold² (m - length) / m) (the rest of the query
+// counted at the threshold's rate per sample), so a part within its own
+// threshold stays within the pattern's; with exhausting, the looser search's
+// matches flagged `loose`. Appended to `out`.
+void example_candidates(const CompiledPattern& pattern, const CompiledExample& example,
+                        const std::vector<std::vector<DimCandidate>>& by_kernel,
+                        std::int64_t first_end, std::vector<DimCandidate>& out);
 
 // A feasible multi-dimensional match (seed §7.4.2): independent edges, no
 // pattern dim and no stream dim used twice. distance = sum of f * d with f = 1
@@ -87,6 +117,7 @@ struct DimCandidate {
 struct Combination {
   std::vector<DimCandidate> edges;  // sorted by pattern dim
   double distance = 0;
+  int recovered = 0;  // edges filled in by search exhausting (loose candidates)
 };
 
 // The best-ranked feasible match among `candidates` (seed §7.4.6: more matched
@@ -99,11 +130,23 @@ struct Combination {
 Combination combine_matches(const std::vector<DimCandidate>& candidates,
                             const std::vector<int>& home_channel, double alpha);
 
+// The best-ranked feasible match of the pattern's own candidates (those not
+// `loose`), and then, when it matches some dims but not all, search
+// exhausting (seed §7.4.5): the missing pattern dims are matched among the
+// loose candidates on stream dims the match leaves free (again a
+// maximum-cardinality matching of minimum weight); those edges are added and
+// counted in `recovered`. Without loose candidates this is combine_matches().
+Combination combine_with_exhausting(const std::vector<DimCandidate>& candidates,
+                                    const std::vector<int>& home_channel, double alpha);
+
 // The best combination of one pattern example at a window end, and its
 // completed distance: the distance plus alpha * threshold for every unmatched
 // pattern dim (an unmatched dim is at least that far: the search found no
 // window within the threshold), so examples matching different numbers of
-// dims compare on one scale.
+// dims compare on one scale. A dim recovered by search exhausting lies beyond
+// the threshold too: it counts as matched (min_dims, the ranking) but adds
+// min(f * d, alpha * threshold) to the completed distance, so exhausting
+// changes which dims count, not how near an example looks.
 struct ExampleMatch {
   int example = -1;  // index into CompiledPattern::examples; -1 = none matched
   Combination combination;

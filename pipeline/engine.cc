@@ -272,12 +272,15 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
     for (std::size_t p = 0; p < library_.patterns.size(); ++p) {
       const CompiledPattern& pattern = library_.patterns[p];
       if (pattern.view != owners[s].view) continue;
-      std::vector<std::vector<DimCandidate>> fresh;
-      for (const auto& example : pattern.examples) fresh.push_back(by_kernel[example.kernel]);
       // The first window end searched for this pattern (shorter patterns
-      // than the view's longest start later after a gap).
+      // than the view's longest start later after a gap). Query segments
+      // are shorter still: their matches before it are left out, so that
+      // alerts do not depend on where batches split.
       const std::int64_t first_end =
           std::max(slice.first_new, slice.first_index + pattern.config.length - 1);
+      std::vector<std::vector<DimCandidate>> fresh(pattern.examples.size());
+      for (std::size_t e = 0; e < pattern.examples.size(); ++e)
+        example_candidates(pattern, pattern.examples[e], by_kernel, first_end, fresh[e]);
       auto detections = stream.trackers[p].update(std::move(fresh), first_end, searched_until,
                                                   pattern, stream.sample_rate_hz);
       for (auto& detection : detections) {

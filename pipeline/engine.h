@@ -85,6 +85,8 @@ class Engine {
   std::vector<StreamClock> stream_clocks() const;
 
   const EngineCounters& counters() const { return counters_; }
+  // The config in effect (the last reconfigure()'s).
+  const config::Config& config() const { return config_; }
   nlohmann::json stats_json() const;
   const std::string& backend_name() const { return backend_name_; }
   const BatchCostModel& cost_model() const { return cost_model_; }

@@ -113,7 +113,19 @@ void add_plot(CLI::App& app, int& exit_code);
 void add_control_commands(CLI::App& app, int& exit_code);
 void add_history(CLI::App& app, int& exit_code);
 
+// One request to a running daemon's control interface (daemon/control_client.h,
+// docs/interfaces.md): returns the final message; `on_message` sees the
+// others (accepted, progress). Ctrl-C while a job runs cancels the job.
+// Throws gw::Error when nothing arrives within timeout_s.
+nlohmann::json control_request(const std::string& endpoint, double timeout_s,
+                               const std::string& cmd, const nlohmann::json& args,
+                               const std::function<void(const nlohmann::json&)>& on_message = {});
+// The result of a final message, or gw::Error with the daemon's error message and code.
+nlohmann::json control_result(const nlohmann::json& final);
+
 // `gaitwatch search --history FILE ...`: the history search (daemon/cli/history.cc).
+// With `daemon` set, the running daemon's control interface searches its own
+// history instead (history.search), with the same flags.
 struct HistorySearchOptions {
   std::string history;   // the history store file
   std::string config;    // empty = the config_path the daemon recorded in the file
@@ -123,6 +135,9 @@ struct HistorySearchOptions {
   std::string wearers;   // comma-separated; empty = all
   std::string from, to;  // seconds of device time or ISO 8601 UTC; empty = open
   std::size_t slice_samples = std::size_t{1} << 18;
+  bool daemon = false;
+  std::string endpoint = "tcp://127.0.0.1:7711";  // with daemon: control.endpoint
+  double timeout_s = 60;                          // with daemon: per message
 };
 // The flags `search` shares between its two modes.
 struct SearchFlags {

@@ -31,22 +31,12 @@ struct ControlTarget {
   }
 };
 
-// Sends one request and returns its final message; `on_message` sees the
-// others. Ctrl-C while a job runs cancels the job.
 json request(const ControlTarget& target, const std::string& cmd, const json& args,
              const std::function<void(const json&)>& on_message = {}) {
-  daemon::ControlClient client(target.endpoint,
-                               std::chrono::milliseconds(static_cast<long>(target.timeout_s * 1000)));
-  const InterruptScope ctrl_c;
-  return client.call(cmd, args, on_message, [] { return InterruptScope::interrupted(); });
+  return control_request(target.endpoint, target.timeout_s, cmd, args, on_message);
 }
 
-// The result of a final message, or gw::Error with the daemon's error.
-json result_of(const json& final) {
-  if (final.value("type", "") == "result") return final["result"];
-  const json& error = final["error"];
-  throw Error(error.value("message", "error") + " [" + error.value("code", "?") + "]");
-}
+json result_of(const json& final) { return control_result(final); }
 
 std::string local_time(std::int64_t unix_s) {
   const std::time_t t = static_cast<std::time_t>(unix_s);
@@ -238,6 +228,20 @@ void add_control(CLI::App& app, int& exit_code) {
 }
 
 }  // namespace
+
+json control_request(const std::string& endpoint, double timeout_s, const std::string& cmd,
+                     const json& args, const std::function<void(const json&)>& on_message) {
+  daemon::ControlClient client(endpoint,
+                               std::chrono::milliseconds(static_cast<long>(timeout_s * 1000)));
+  const InterruptScope ctrl_c;
+  return client.call(cmd, args, on_message, [] { return InterruptScope::interrupted(); });
+}
+
+json control_result(const json& final) {
+  if (final.value("type", "") == "result") return final["result"];
+  const json& error = final["error"];
+  throw Error(error.value("message", "error") + " [" + error.value("code", "?") + "]");
+}
 
 void add_control_commands(CLI::App& app, int& exit_code) {
   add_status(app, exit_code);

@@ -263,24 +263,106 @@ int run_export(const ExportOptions& o) {
   return 0;
 }
 
+// --example F:START:END read with the recording flags.
+sensors::Recording read_example(const HistorySearchOptions& h, const SearchFlags& f) {
+  RecordingSource source = f.source;
+  std::size_t start = 0, end = 0;
+  parse_example_spec(h.example, source.file, start, end);
+  sensors::Recording rec = source.read();
+  if (start >= end || end > rec.samples())
+    throw Error("--example range " + std::to_string(start) + ":" + std::to_string(end) +
+                " is outside " + source.file + " (" + std::to_string(rec.samples()) + " samples)");
+  return rec.slice(start, end);
+}
+
+void print_progress(double fraction, std::uint64_t windows, std::uint64_t samples,
+                    std::uint64_t total) {
+  std::fprintf(stderr, "progress %.3f windows %llu samples %llu/%llu\n", fraction,
+               static_cast<unsigned long long>(windows), static_cast<unsigned long long>(samples),
+               static_cast<unsigned long long>(total));
+}
+
+// The matches in history_match_json form, as JSON lines or a table.
+void print_matches(const nlohmann::json& matches, bool json) {
+  for (const nlohmann::json& m : matches) {
+    if (json) {
+      std::cout << m.dump() << "\n";
+      continue;
+    }
+    std::string dims;
+    for (const nlohmann::json& d : m["dims"]) {
+      char part[96];
+      std::snprintf(part, sizeof part, "%s%s %.4f", dims.empty() ? "" : ", ",
+                    d["channel"].get<std::string>().c_str(), d["distance"].get<double>());
+      dims += part;
+    }
+    std::printf("%3zu  wearer %u device %u  t %.3f .. %.3f s  distance %.5f  example %d  (%s)\n",
+                m["rank"].get<std::size_t>(), m["wearer"].get<unsigned>(),
+                m["device"].get<unsigned>(), m["t_start"].get<double>(), m["t_end"].get<double>(),
+                m["distance"].get<double>(), m["example"].get<int>(), dims.c_str());
+  }
+}
+
+// `search --daemon`: the running daemon's history.search job.
+int run_daemon_history_search(const HistorySearchOptions& h, const SearchFlags& f) {
+  nlohmann::json args = {{"k", f.top}, {"slice_samples", h.slice_samples}};
+  if (!h.pattern.empty()) {
+    args["pattern"] = h.pattern;
+  } else {
+    const sensors::Recording rec = read_example(h, f);
+    nlohmann::json values = nlohmann::json::array();
+    for (std::size_t s = 0; s < rec.samples(); ++s) {
+      nlohmann::json row = nlohmann::json::array();
+      for (std::size_t c = 0; c < rec.channels(); ++c) row.push_back(rec.at(s, c));
+      values.push_back(std::move(row));
+    }
+    args["example"] = {{"channels", rec.channel_names}, {"values", std::move(values)},
+                       {"band", f.band},      {"znorm", f.znorm},
+                       {"nr", f.nr},          {"alpha", f.alpha},
+                       {"source", rec.source}};
+    if (!h.device.empty()) args["example"]["device"] = h.device;
+  }
+  const auto wearers = parse_wearers(h.wearers);
+  if (!wearers.empty()) args["wearers"] = wearers;
+  const double from = parse_time(h.from, "--from", -kInf);
+  const double to = parse_time(h.to, "--to", kInf);
+  if (std::isfinite(from)) args["from"] = from;  // JSON has no infinity: absent = open
+  if (std::isfinite(to)) args["to"] = to;
+  if (f.top < 1) throw Error("-k must be >= 1");
+  const nlohmann::json final = control_request(
+      h.endpoint, h.timeout_s, "history.search", args, [](const nlohmann::json& message) {
+        if (message.value("type", "") != "progress") return;
+        const nlohmann::json& p = message["progress"];
+        print_progress(p["fraction"].get<double>(), p["windows"].get<std::uint64_t>(),
+                       p["samples"].get<std::uint64_t>(), p["samples_total"].get<std::uint64_t>());
+      });
+  if (final.value("type", "") == "error" && final["error"].value("code", "") == "cancelled") {
+    std::fprintf(stderr, "cancelled: %s\n", final["error"].value("message", "").c_str());
+    return 130;
+  }
+  const nlohmann::json result = control_result(final);
+  std::cerr << "backend: " << result["backend"].get<std::string>() << " (in the daemon)\n";
+  for (const auto& w : result["warnings"]) std::cerr << "warning: " << w.get<std::string>() << "\n";
+  print_matches(result["matches"], f.json);
+  std::fprintf(stderr, "searched %llu windows of %llu samples in %llu slices; exclusion zone %d samples\n",
+               static_cast<unsigned long long>(result["windows"].get<std::uint64_t>()),
+               static_cast<unsigned long long>(result["samples"].get<std::uint64_t>()),
+               static_cast<unsigned long long>(result["slices"].get<std::uint64_t>()),
+               result["exclusion_samples"].get<int>());
+  return 0;
+}
+
 }  // namespace
 
 int run_history_search(const HistorySearchOptions& h, const SearchFlags& f) {
+  if (h.daemon) return run_daemon_history_search(h, f);
   const pipeline::HistoryStore store(h.history, true);
   const config::Config cfg = history_config(h.config, store);
   pipeline::HistoryPattern pattern;
   if (!h.pattern.empty()) {
     pattern = pipeline::history_pattern_from_config(cfg, h.pattern);
   } else {
-    RecordingSource source = f.source;
-    std::size_t start = 0, end = 0;
-    parse_example_spec(h.example, source.file, start, end);
-    sensors::Recording rec = source.read();
-    if (start >= end || end > rec.samples())
-      throw Error("--example range " + std::to_string(start) + ":" + std::to_string(end) +
-                  " is outside " + source.file + " (" + std::to_string(rec.samples()) +
-                  " samples)");
-    rec = rec.slice(start, end);
+    const sensors::Recording rec = read_example(h, f);
     if (cfg.devices.empty()) throw Error(cfg.source_file + " has no devices");
     const std::string device = h.device.empty() ? cfg.devices.front().name : h.device;
     pattern =
@@ -303,31 +385,16 @@ int run_history_search(const HistorySearchOptions& h, const SearchFlags& f) {
     result = pipeline::search_history(
         store, pattern, *backend, request,
         [](const pipeline::HistoryProgress& p) {
-          std::fprintf(stderr, "progress %.3f windows %llu samples %llu/%llu\n", p.fraction,
-                       static_cast<unsigned long long>(p.windows),
-                       static_cast<unsigned long long>(p.samples),
-                       static_cast<unsigned long long>(p.samples_total));
+          print_progress(p.fraction, p.windows, p.samples, p.samples_total);
         },
         [] { return InterruptScope::interrupted(); });
   }
   for (const auto& w : result.warnings) std::cerr << "warning: " << w << "\n";
 
-  for (std::size_t i = 0; i < result.matches.size(); ++i) {
-    const auto& m = result.matches[i];
-    if (f.json) {
-      std::cout << pipeline::history_match_json(m, i + 1).dump() << "\n";
-      continue;
-    }
-    std::string dims;
-    for (const auto& d : m.dims) {
-      char part[96];
-      std::snprintf(part, sizeof part, "%s%s %.4f", dims.empty() ? "" : ", ", d.channel.c_str(),
-                    d.distance);
-      dims += part;
-    }
-    std::printf("%3zu  wearer %u device %u  t %.3f .. %.3f s  distance %.5f  example %d  (%s)\n",
-                i + 1, m.wearer, m.device, m.t_start, m.t_end, m.distance, m.example, dims.c_str());
-  }
+  nlohmann::json matches = nlohmann::json::array();
+  for (std::size_t i = 0; i < result.matches.size(); ++i)
+    matches.push_back(pipeline::history_match_json(result.matches[i], i + 1));
+  print_matches(matches, f.json);
   std::fprintf(stderr,
                "%s %llu windows of %llu samples in %llu slices; exclusion zone %d samples\n",
                result.cancelled ? "cancelled after" : "searched",

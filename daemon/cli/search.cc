@@ -9,7 +9,8 @@
 //
 // With --history FILE it searches the daemon's raw-stream history instead
 // (daemon/cli/history.cc, docs/interfaces.md): --pattern then names a pattern
-// of the config.
+// of the config. With --daemon [--endpoint E] the running daemon searches its
+// own history (control command history.search) with the same flags.
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -232,14 +233,24 @@ void add_search(CLI::App& app, int& exit_code) {
   cmd->add_option("--to", h.to, "with --history: end of the time range (exclusive)");
   cmd->add_option("--slice-samples", h.slice_samples,
                   "with --history: samples per backend batch (memory bound; default 262144)");
+  cmd->add_flag("--daemon", h.daemon,
+                "search the running daemon's own history through its control interface "
+                "(history.search; same flags as --history, without --history and --config)");
+  cmd->add_option("--endpoint", h.endpoint,
+                  "with --daemon: the daemon's control.endpoint (default tcp://127.0.0.1:7711)");
+  cmd->add_option("--timeout", h.timeout_s,
+                  "with --daemon: seconds to wait for each message from the daemon (default 60)");
   cmd->callback([options, band, &exit_code] {
     try {
       const SearchOptions& o = *options;
+      const bool history = !o.history.history.empty() || o.history.daemon;
       if (o.pattern_file.empty() && o.example.empty())
-        throw Error(o.history.history.empty()
-                        ? "one of --pattern FILE or --example F:START:END is required"
-                        : "one of --pattern NAME or --example F:START:END is required");
-      if (!o.history.history.empty()) {
+        throw Error(history ? "one of --pattern NAME or --example F:START:END is required"
+                            : "one of --pattern FILE or --example F:START:END is required");
+      if (o.history.daemon && (!o.history.history.empty() || !o.history.config.empty()))
+        throw Error("--daemon searches the daemon's own history with its own config: drop "
+                    "--history and --config");
+      if (history) {
         HistorySearchOptions history = o.history;
         history.pattern = o.pattern_file;
         history.example = o.example;

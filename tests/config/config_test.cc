@@ -1130,3 +1130,53 @@ TEST_CASE("a device's status inputs: defaults by kind, names resolved, mistakes 
                       "    status: {vertical: w}"})),
       "devices[0].status.vertical", 5, "not one of the accel channels");
 }
+
+TEST_CASE("query segmentation and search exhausting are validated with their key paths",
+          "[config]") {
+  SECTION("off by default") {
+    const Config config = parse_config(
+        with_devices({GW_PATTERN_HEAD, "    template: patterns/fog_ankle_S02R01_ep1.csv"}),
+        "test.yaml", kConfigDir);
+    CHECK(config.patterns.at(0).segments == 0);
+    CHECK(config.patterns.at(0).exhaust_factor == 0);
+  }
+  SECTION("one segment is not segmentation") {
+    require_single_issue(
+        issues_of(with_devices({GW_PATTERN_HEAD, "    segments: 1",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+        "patterns[0].segments", 16, "0 (off) or >= 2");
+  }
+  SECTION("parts shorter than 8 samples") {
+    require_single_issue(
+        issues_of(with_devices({GW_PATTERN_HEAD, "    segments: 20",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+        "patterns[0].segments", 16, "20 parts of 128 samples are shorter than 8 samples");
+  }
+  SECTION("a factor below 1 is not looser") {
+    require_single_issue(
+        issues_of(with_devices({GW_PATTERN_HEAD, "    exhaust_factor: 0.5",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+        "patterns[0].exhaust_factor", 16, "0 (off) or >= 1");
+  }
+  SECTION("exhaust_band needs exhausting, and must not be narrower than band") {
+    require_single_issue(
+        issues_of(with_devices({GW_PATTERN_HEAD, "    exhaust_band: 0.2",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+        "patterns[0].exhaust_band", 16, "needs exhaust_factor");
+    require_single_issue(
+        issues_of(with_devices({GW_PATTERN_HEAD, "    exhaust_factor: 1.5", "    exhaust_band: 0.05",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+        "patterns[0].exhaust_band", 17, "must be >= band");
+  }
+  SECTION("factor 1 at the same band searches nothing looser") {
+    require_single_issue(
+        issues_of(with_devices({GW_PATTERN_HEAD, "    exhaust_factor: 1",
+                                "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+        "patterns[0].exhaust_factor", 16, "searches nothing looser");
+    const Config wider = parse_config(
+        with_devices({GW_PATTERN_HEAD, "    exhaust_factor: 1", "    exhaust_band: 0.3",
+                      "    template: patterns/fog_ankle_S02R01_ep1.csv"}),
+        "test.yaml", kConfigDir);
+    CHECK(wider.patterns.at(0).exhaust_band == 0.3);
+  }
+}

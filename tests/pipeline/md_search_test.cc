@@ -3,44 +3,26 @@
 // a dim missing, scaled with noise, and with two dims switched. MD-DTW (phase
 // 1 on the CPU backend, phase 2 in the pipeline) finds all five and ranks them
 // by §7.4.6; the Euclidean baseline (EDT) finds only the synchronous ones.
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <random>
 
 #include "config/config.h"
 #include "kernels/search.h"
 #include "pipeline/detector.h"
 #include "pipeline/engine.h"
+#include "tests/pipeline/synthetic_query.h"
 
-namespace fs = std::filesystem;
 using gw::pipeline::Alert;
 using gw::pipeline::Combination;
 using gw::pipeline::DimCandidate;
+using gw::test::query_shape;
 
 namespace {
 
 constexpr int kDims = 4;
-constexpr int kLength = 64;
+constexpr int kLength = gw::test::kQueryLength;
 constexpr int kSamples = 2300;
-constexpr double kRate = 100;
-
-double shape(int dim, int s) {
-  const double x = static_cast<double>(s) / kLength;
-  switch (dim) {
-    case 0:
-      return std::sin(2 * M_PI * 2 * x);
-    case 1:
-      return std::exp(-std::pow((x - 0.3) / 0.08, 2)) - std::exp(-std::pow((x - 0.75) / 0.12, 2));
-    case 2:
-      return std::tanh(12 * (x - 0.5));
-    default:
-      return std::sin(20 * x * x);
-  }
-}
 
 // Where each scenario starts, and what it does.
 enum Scenario { kExact, kLagged, kMissing, kScaled, kSwitched, kScenarios };
@@ -57,7 +39,7 @@ std::vector<float> synthetic_series() {
                    double noise_sd) {
     for (int s = 0; s < kLength; ++s)
       v[static_cast<std::size_t>(at + s) * kDims + stream_dim] =
-          static_cast<float>(scale * shape(pattern_dim, s) + offset + noise_sd * noise(rng));
+          static_cast<float>(scale * query_shape(pattern_dim, s) + offset + noise_sd * noise(rng));
   };
   for (int d = 0; d < kDims; ++d) {
     plant(kPlantAt[kExact], d, d, 1, 0, 0);
@@ -70,57 +52,14 @@ std::vector<float> synthetic_series() {
   return v;
 }
 
-struct Fixture {
-  fs::path dir;
-  Fixture() {
-    dir = fs::temp_directory_path() / ("gw_md_search_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    std::ofstream csv(dir / "query.csv");
-    csv << "a,b,c,d\n";
-    for (int s = 0; s < kLength; ++s)
-      csv << shape(0, s) << "," << shape(1, s) << "," << shape(2, s) << "," << shape(3, s) << "\n";
-  }
-  ~Fixture() { fs::remove_all(dir); }
-  gw::config::Config config(const std::string& measure) const {
-    const std::string pattern_keys =
-        measure == "dtw" ? "    band: 0.1\n    nr: 1\n    min_dims: 3\n    alpha: 1.5\n"
-                         : "    measure: euclidean\n";
-    const std::string yaml =
-        "devices:\n"
-        "  - {id: 1, name: four, kind: generic, sample_rate_hz: 100, channels: [a, b, c, d]}\n"
-        "search: {backend: cpu, threads: 2}\n"
-        "patterns:\n"
-        "  - name: query\n"
-        "    device: four\n"
-        "    channels: [a, b, c, d]\n"
-        "    template: query.csv\n"
-        "    threshold: 3.0\n"
-        "    cooldown_s: 2\n" +
-        pattern_keys;
-    return gw::config::parse_config(yaml, "md_search_test.yaml", dir.string());
-  }
-};
+// The pattern keys of MD-DTW and of the Euclidean baseline.
+std::string keys(const std::string& measure) {
+  return measure == "dtw" ? "    band: 0.1\n    nr: 1\n    min_dims: 3\n    alpha: 1.5\n"
+                          : "    measure: euclidean\n";
+}
 
 std::vector<Alert> detect(const gw::config::Config& config, const std::vector<float>& v) {
-  gw::pipeline::Engine engine(config, gw::kernels::make_cpu_backend(2));
-  std::vector<Alert> alerts;
-  const auto now = [] { return 0.0; };
-  constexpr int kFrame = 10;
-  for (int first = 0; first < kSamples; first += kFrame) {
-    gw::sensors::Frame f;
-    f.kind = gw::sensors::DeviceKind::kGeneric;
-    f.wearer_id = 1;
-    f.device_id = 1;
-    f.channels = kDims;
-    f.samples = kFrame;
-    f.sample_rate_hz = static_cast<float>(kRate);
-    f.sequence = static_cast<std::uint32_t>(first / kFrame);
-    f.device_time_us = static_cast<std::uint64_t>(first) * 10000;
-    f.values.assign(v.begin() + first * kDims, v.begin() + (first + kFrame) * kDims);
-    engine.on_frame(f, 0);
-    for (auto& a : engine.run_batch(now)) alerts.push_back(a);
-  }
-  return alerts;
+  return gw::test::detect_in_frames(config, v, kDims);
 }
 
 // The scenario whose planted windows end near `end`, or -1.
@@ -148,20 +87,20 @@ bool ranks_before(const Combination& a, const Combination& b) {
 
 TEST_CASE("MD-DTW alerts on all five planted scenarios, EDT only on the synchronous ones",
           "[md_search]") {
-  Fixture fx;
+  const gw::test::SyntheticQuery fx("gw_md_search_test", kDims);
   const auto series = synthetic_series();
-  const auto md = detect(fx.config("dtw"), series);
+  const auto md = detect(fx.config(keys("dtw")), series);
   CHECK(scenarios_alerted(md) == std::vector<int>{kExact, kLagged, kMissing, kScaled, kSwitched});
-  const auto edt = detect(fx.config("euclidean"), series);
+  const auto edt = detect(fx.config(keys("euclidean")), series);
   CHECK(scenarios_alerted(edt) == std::vector<int>{kExact, kScaled});
   for (const auto& a : edt) CHECK(a.matched_dims == kDims);
 }
 
 TEST_CASE("phase 2 reassembles each scenario and ranks them by dims, then distance",
           "[md_search]") {
-  Fixture fx;
+  const gw::test::SyntheticQuery fx("gw_md_search_test", kDims);
   const auto series = synthetic_series();
-  const auto library = gw::pipeline::compile_library(fx.config("dtw"));
+  const auto library = gw::pipeline::compile_library(fx.config(keys("dtw")));
   const auto& pattern = library.patterns.at(0);
   auto backend = gw::kernels::make_cpu_backend(2);
   backend->set_library(library.kernel_library);
