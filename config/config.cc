@@ -657,11 +657,72 @@ void read_listen(const MapReader& parent, const std::string& key, ListenConfig& 
   read_int(map, "port", 0, 65535, listen.port);
 }
 
-void read_ingest(const MapReader& root, IngestConfig& ingest) {
+// A non-empty list of addresses or networks (AddressRange) under `key`: each
+// kept as written and parsed; a bad one is an issue at its line. False when
+// the key is absent (or not a list).
+bool read_address_list(const MapReader& map, const std::string& key,
+                       std::vector<std::string>& texts, std::vector<AddressRange>& ranges) {
+  std::vector<LocatedString> sources;
+  if (!read_string_list(map, key, sources)) return false;
+  if (sources.empty()) map.add_issue(key, "must list at least one address or network");
+  for (std::size_t k = 0; k < sources.size(); ++k) {
+    std::string error;
+    const std::optional<AddressRange> range = AddressRange::parse(sources[k].value, error);
+    if (!range) {
+      map.issues().add(index_path(map.key_path(key), k), sources[k].line, error);
+      continue;
+    }
+    texts.push_back(sources[k].value);
+    ranges.push_back(*range);
+  }
+  return true;
+}
+
+// ingest.allowed_devices: the key files must exist and be private (their
+// contents are read when the ingest starts).
+void read_allowed_devices(const MapReader& map, const std::string& base_dir,
+                          IngestConfig& ingest) {
+  ingest.restrict_devices = map.has("allowed_devices");
+  std::map<std::pair<std::uint32_t, int>, std::string> path_by_key;
+  for_each_item(map, "allowed_devices", [&](const YAML::Node& node, const std::string& path,
+                                            std::size_t) {
+    const MapReader item(node, path, {"wearer", "device", "sources", "mac_key"}, map.issues());
+    if (!item.valid()) return;
+    AllowedDevice allowed;
+    if (item.require("wearer"))
+      read_int(item, "wearer", 0, std::numeric_limits<std::uint32_t>::max(), allowed.wearer);
+    std::uint16_t device = 0;
+    if (read_int(item, "device", 0, 65535, device)) allowed.device = device;
+    read_address_list(item, "sources", allowed.sources, allowed.ranges);  // absent = any
+    if (read_string(item, "mac_key", allowed.mac_key)) {
+      allowed.mac_key = resolve_path(base_dir, allowed.mac_key);
+      std::error_code ec;
+      const auto status = std::filesystem::status(allowed.mac_key, ec);
+      if (ec || !std::filesystem::is_regular_file(status))
+        item.add_issue("mac_key", "no such file: " + allowed.mac_key);
+      else if ((status.permissions() & (std::filesystem::perms::group_all |
+                                        std::filesystem::perms::others_all)) !=
+               std::filesystem::perms::none)
+        item.add_issue("mac_key", allowed.mac_key +
+                                      " is accessible by group or others; a key must be 0600");
+    }
+    const auto key = std::make_pair(allowed.wearer, allowed.device ? int{*allowed.device} : -1);
+    const auto [it, inserted] = path_by_key.emplace(key, path);
+    if (!inserted)
+      item.add_issue(allowed.device ? "device" : "wearer",
+                     "wearer " + std::to_string(allowed.wearer) +
+                         (allowed.device ? " device " + std::to_string(*allowed.device) : "") +
+                         " is listed twice (also " + it->second + ")");
+    ingest.allowed_devices.push_back(std::move(allowed));
+  });
+}
+
+void read_ingest(const MapReader& root, const std::string& base_dir, IngestConfig& ingest) {
   const MapReader map(root.value("ingest"), "ingest",
                       {"udp", "tcp", "max_frame_bytes", "queue_capacity", "queue_overflow",
-                       "ring_capacity_samples"},
+                       "ring_capacity_samples", "allowed_devices"},
                       root.issues());
+  read_allowed_devices(map, base_dir, ingest);
   read_listen(map, "udp", ingest.udp);
   read_listen(map, "tcp", ingest.tcp);
   // The smallest useful frame carries one float32 sample.
@@ -1020,6 +1081,28 @@ void read_history(const MapReader& root, const std::string& base_dir, const Stor
   read_int(map, "commit_interval_ms", 0, 60000, history.commit_interval_ms);
 }
 
+// curve_secret_key and curve_authorized_keys of a section (publish, control).
+// The key files' contents are checked when the socket starts (that needs
+// libzmq); here only that they are there and come as a pair.
+void read_curve_keys(const MapReader& map, const std::string& base_dir, std::string& secret_key,
+                     std::string& authorized_keys) {
+  const bool key = read_string(map, "curve_secret_key", secret_key);
+  const bool authorized = read_string(map, "curve_authorized_keys", authorized_keys);
+  if (key) {
+    secret_key = resolve_path(base_dir, secret_key);
+    if (!std::filesystem::is_regular_file(secret_key))
+      map.add_issue("curve_secret_key", "no such file: " + secret_key);
+  }
+  if (authorized) {
+    authorized_keys = resolve_path(base_dir, authorized_keys);
+    if (!std::filesystem::is_directory(authorized_keys))
+      map.add_issue("curve_authorized_keys", "no such directory: " + authorized_keys);
+  }
+  if (key != authorized)
+    map.add_issue(key ? "curve_authorized_keys" : "curve_secret_key",
+                  "CURVE needs both curve_secret_key and curve_authorized_keys");
+}
+
 void read_publish(const MapReader& root, const std::string& base_dir, PublishConfig& publish) {
   const MapReader map(root.value("publish"), "publish",
                       {"endpoint", "send_hwm", "stats_interval_s", "curve_secret_key",
@@ -1028,30 +1111,16 @@ void read_publish(const MapReader& root, const std::string& base_dir, PublishCon
   read_endpoint(map, "endpoint", publish.endpoint);
   read_int(map, "send_hwm", 0, std::numeric_limits<int>::max(), publish.send_hwm);
   read_number(map, "stats_interval_s", at_least(0), publish.stats_interval_s);
-  // The key files' contents are checked when the publisher starts (that
-  // needs libzmq); here only that they are there.
-  const bool key = read_string(map, "curve_secret_key", publish.curve_secret_key);
-  const bool authorized = read_string(map, "curve_authorized_keys", publish.curve_authorized_keys);
-  if (key) {
-    publish.curve_secret_key = resolve_path(base_dir, publish.curve_secret_key);
-    if (!std::filesystem::is_regular_file(publish.curve_secret_key))
-      map.add_issue("curve_secret_key", "no such file: " + publish.curve_secret_key);
-  }
-  if (authorized) {
-    publish.curve_authorized_keys = resolve_path(base_dir, publish.curve_authorized_keys);
-    if (!std::filesystem::is_directory(publish.curve_authorized_keys))
-      map.add_issue("curve_authorized_keys", "no such directory: " + publish.curve_authorized_keys);
-  }
-  if (key != authorized)
-    map.add_issue(key ? "curve_authorized_keys" : "curve_secret_key",
-                  "CURVE needs both curve_secret_key and curve_authorized_keys");
+  read_curve_keys(map, base_dir, publish.curve_secret_key, publish.curve_authorized_keys);
 }
 
-void read_control(const MapReader& root, const std::string& publish_endpoint,
-                  ControlConfig& control) {
+void read_control(const MapReader& root, const std::string& base_dir,
+                  const std::string& publish_endpoint, ControlConfig& control) {
   const MapReader map(root.value("control"), "control",
-                      {"enabled", "endpoint", "max_jobs", "queue_capacity", "max_request_bytes"},
+                      {"enabled", "endpoint", "max_jobs", "queue_capacity", "max_request_bytes",
+                       "curve_secret_key", "curve_authorized_keys"},
                       root.issues());
+  read_curve_keys(map, base_dir, control.curve_secret_key, control.curve_authorized_keys);
   read_bool(map, "enabled", control.enabled);
   read_endpoint(map, "endpoint", control.endpoint);
   if (control.enabled && control.endpoint == publish_endpoint)
@@ -1129,20 +1198,7 @@ void read_zones(const MapReader& root, std::vector<ZoneConfig>& zones) {
           map.add_issue("name", "duplicate zone name '" + zone.name + "' (also " + it->second + ")");
       }
     }
-    std::vector<LocatedString> sources;
-    if (map.require("sources") && read_string_list(map, "sources", sources)) {
-      if (sources.empty()) map.add_issue("sources", "must list at least one address or network");
-      for (std::size_t k = 0; k < sources.size(); ++k) {
-        std::string error;
-        const std::optional<AddressRange> range = AddressRange::parse(sources[k].value, error);
-        if (!range) {
-          map.issues().add(index_path(map.key_path("sources"), k), sources[k].line, error);
-          continue;
-        }
-        zone.sources.push_back(sources[k].value);
-        zone.ranges.push_back(*range);
-      }
-    }
+    if (map.require("sources")) read_address_list(map, "sources", zone.sources, zone.ranges);
     zones.push_back(std::move(zone));
   });
 }
@@ -1783,7 +1839,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
   if (root.valid()) {
     read_daemon(root, config.daemon);
     read_listen(root, "metrics", config.metrics);
-    read_ingest(root, config.ingest);
+    read_ingest(root, base_dir, config.ingest);
     std::vector<bool> device_channels_ok;
     read_devices(root, config.devices, device_channels_ok);
     read_search(root, config.search);
@@ -1791,7 +1847,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
     read_storage(root, base_dir, config.storage);
     read_history(root, base_dir, config.storage, config.history);
     read_publish(root, base_dir, config.publish);
-    read_control(root, config.publish.endpoint, config.control);
+    read_control(root, base_dir, config.publish.endpoint, config.control);
     read_hashtable(root, config.hashtable);
     read_dedup(root, config.dedup);
     read_slots(root, config.slots);

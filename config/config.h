@@ -30,6 +30,28 @@ struct ListenConfig {
   int port = 0;          // 0 = disabled
 };
 
+// An IPv4 or IPv6 address or network, e.g. "10.0.2.0/24", "127.0.0.2",
+// "fd00::/8". Stored as 16 bytes; IPv4 as an IPv4-mapped IPv6 address
+// (::ffff:a.b.c.d), so one comparison serves both families.
+struct AddressRange {
+  std::array<std::uint8_t, 16> bytes{};
+  int prefix_bits = 128;
+  bool contains(const std::array<std::uint8_t, 16>& address) const;
+  // Nullopt with `error` set when `text` is neither an address nor ADDRESS/BITS.
+  static std::optional<AddressRange> parse(const std::string& text, std::string& error);
+};
+
+// A device allowed to send (ingest.allowed_devices): frames of `wearer` from
+// `device` (every device of the wearer when unset), optionally only from
+// `sources` and only with a valid MAC under the key in `mac_key`.
+struct AllowedDevice {
+  std::uint32_t wearer = 0;
+  std::optional<std::uint16_t> device;
+  std::vector<std::string> sources;   // as written; empty = any sender address
+  std::vector<AddressRange> ranges;
+  std::string mac_key;                // key file (sensors/frame.h); empty = no MAC required
+};
+
 struct IngestConfig {
   ListenConfig udp{"127.0.0.1", 7700};
   ListenConfig tcp{"127.0.0.1", 7701};
@@ -37,6 +59,11 @@ struct IngestConfig {
   std::size_t queue_capacity = 8192;         // decoded frames between ingest and pipeline
   std::string queue_overflow = "drop_newest"; // block | drop_oldest | drop_newest
   std::size_t ring_capacity_samples = 8192;   // per stream; must exceed max pattern length + samples per tick
+  // Present in the file (even empty): only listed devices' frames are
+  // accepted, the rest are counted and dropped. Absent: any frame whose device
+  // id has a profile (without MAC checks).
+  bool restrict_devices = false;
+  std::vector<AllowedDevice> allowed_devices;
 };
 
 struct ChannelGroup {
@@ -225,6 +252,9 @@ struct ControlConfig {
   int max_jobs = 4;                    // long-running requests at once; more get "busy"
   std::size_t queue_capacity = 64;     // requests waiting for the pipeline thread; more get "busy"
   std::size_t max_request_bytes = 65536;
+  // ZeroMQ CURVE, as publish.curve_*: both empty = no encryption.
+  std::string curve_secret_key;
+  std::string curve_authorized_keys;
 };
 
 // Shared by the two hash tables of the daemon (dedup and the slot index).
@@ -256,16 +286,6 @@ struct SlotsConfig {
   double foot_loaded_min = 50;           // a foot's mean total load above this = loaded
 };
 
-// An IPv4 or IPv6 address or network, e.g. "10.0.2.0/24", "127.0.0.2",
-// "fd00::/8". Stored as 16 bytes; IPv4 as an IPv4-mapped IPv6 address
-// (::ffff:a.b.c.d), so one comparison serves both families.
-struct AddressRange {
-  std::array<std::uint8_t, 16> bytes{};
-  int prefix_bits = 128;
-  bool contains(const std::array<std::uint8_t, 16>& address) const;
-  // Nullopt with `error` set when `text` is neither an address nor ADDRESS/BITS.
-  static std::optional<AddressRange> parse(const std::string& text, std::string& error);
-};
 
 // A receiving zone: frames whose sender address lies in one of `sources`
 // are received in this zone (docs/design.md "Time-slot index").

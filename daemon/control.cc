@@ -16,6 +16,8 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "pipeline/curve.h"
+
 namespace gw::daemon {
 
 using nlohmann::json;
@@ -297,6 +299,9 @@ struct ControlServer::Impl {
   ControlRegistry registry;
   PipelineTasks& pipeline;
   zmq::context_t context;
+  // The ZAP handler when CURVE is on; between `context` and `router` so that
+  // it is destroyed after the socket and before the context.
+  std::unique_ptr<pipeline::CurveAuthenticator> authenticator;
   zmq::socket_t router;
   std::string bound;
   int wake_fd = -1;
@@ -643,6 +648,14 @@ ControlServer::ControlServer(const ControlOptions& options, ControlRegistry regi
   s.router.set(zmq::sockopt::linger, 200);  // final replies get a moment to leave
   s.router.set(zmq::sockopt::sndhwm, options.send_hwm);
   s.router.set(zmq::sockopt::router_mandatory, true);  // a gone client is an error, not silence
+  if (!options.curve_secret_key.empty()) {
+    try {
+      s.authenticator = pipeline::secure_curve_server(
+          s.context, s.router, options.curve_secret_key, options.curve_authorized_keys);
+    } catch (const std::exception& e) {
+      throw Error(std::string("control: CURVE: ") + e.what());
+    }
+  }
   try {
     s.router.bind(options.endpoint);
   } catch (const zmq::error_t& e) {
@@ -678,7 +691,7 @@ json ControlServer::counters_json() const {
     for (const auto& [code, count] : s.errors) errors[code] = count;
   }
   const std::uint64_t started = s.jobs_started.load(), finished = s.jobs_finished.load();
-  return {{"requests", s.requests.load()},
+  json counters = {{"requests", s.requests.load()},
           {"errors", errors},
           {"jobs_started", started},
           {"jobs_finished", finished},
@@ -687,6 +700,11 @@ json ControlServer::counters_json() const {
           {"dropped_messages", s.dropped_messages.load()},
           {"pipeline_queue_depth", s.pipeline.depth()},
           {"pipeline_queue_refused", s.pipeline.refused()}};
+  if (s.authenticator) {
+    counters["curve_admitted"] = s.authenticator->admitted();
+    counters["curve_refused"] = s.authenticator->refused();
+  }
+  return counters;
 }
 
 }  // namespace gw::daemon

@@ -168,6 +168,12 @@ struct ControlOptions {
   // Messages queued per client before ZeroMQ drops (counted) instead of
   // growing memory for a client that stopped reading.
   int send_hwm = 1000;
+  // ZeroMQ CURVE (pipeline/curve.h), as on the alert publisher: the server's
+  // key file and the directory of authorized client .pub files; both empty =
+  // plain TCP. A client whose key is not authorized gets no answer at all
+  // (its handshake is refused, counted as curve_refused).
+  std::string curve_secret_key;
+  std::string curve_authorized_keys;
 };
 
 class ControlServer {
@@ -183,7 +189,8 @@ class ControlServer {
   void stop();
   std::string bound_endpoint() const;
   // requests, errors by code, jobs started/finished/cancelled/running,
-  // messages dropped at the high-water mark, pipeline queue depth/refusals.
+  // messages dropped at the high-water mark, pipeline queue depth/refusals,
+  // CURVE handshakes admitted/refused (when CURVE is on).
   nlohmann::json counters_json() const;
 
  private:

@@ -16,11 +16,13 @@ struct ControlClient::Impl {
   std::uint64_t next_id = 1;
 };
 
-ControlClient::ControlClient(const std::string& endpoint, std::chrono::milliseconds reply_timeout)
+ControlClient::ControlClient(const std::string& endpoint, std::chrono::milliseconds reply_timeout,
+                             const std::optional<pipeline::CurveClientKeys>& curve)
     : impl_(std::make_unique<Impl>()) {
   impl_->endpoint = endpoint;
   impl_->timeout = reply_timeout;
   impl_->socket.set(zmq::sockopt::linger, 0);
+  if (curve) pipeline::make_curve_client(impl_->socket, *curve);
   try {
     impl_->socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
@@ -78,7 +80,8 @@ json ControlClient::call(const std::string& cmd, const json& args,
       if (quiet >= impl_->timeout)
         throw Error("control: no reply from " + impl_->endpoint + " within " +
                     std::to_string(impl_->timeout.count()) +
-                    " ms (is gaitwatchd running with control.enabled and this control.endpoint?)");
+                    " ms (is gaitwatchd running with control.enabled and this control.endpoint? "
+                    "with control.curve_* set it answers only clients whose key it authorizes)");
       continue;
     }
     quiet = std::chrono::milliseconds(0);

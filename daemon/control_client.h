@@ -17,12 +17,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/curve.h"
+
 namespace gw::daemon {
 
 class ControlClient {
  public:
   // Connects (ZeroMQ connects lazily: a missing daemon shows as a timeout).
-  ControlClient(const std::string& endpoint, std::chrono::milliseconds reply_timeout);
+  // `curve`: CURVE client keys for a daemon with control.curve_* set; a key
+  // the daemon does not authorize also shows as a timeout (the server says
+  // nothing to an unauthenticated peer).
+  ControlClient(const std::string& endpoint, std::chrono::milliseconds reply_timeout,
+                const std::optional<pipeline::CurveClientKeys>& curve = std::nullopt);
   ~ControlClient();
   ControlClient(const ControlClient&) = delete;
   ControlClient& operator=(const ControlClient&) = delete;

@@ -45,12 +45,21 @@ auto control_sections(const config::Config& c) {
   for (const auto& z : c.zones) zones.emplace_back(z.name, z.sources);
   return std::make_tuple(
       c.control.enabled, c.control.endpoint, c.control.max_jobs, c.control.queue_capacity,
-      c.control.max_request_bytes, c.hashtable.backend, c.hashtable.cpu_threads,
+      c.control.max_request_bytes, c.control.curve_secret_key, c.control.curve_authorized_keys,
+      c.hashtable.backend, c.hashtable.cpu_threads,
       c.hashtable.tables, c.hashtable.buckets_per_table, c.dedup.enabled, c.dedup.bucket_s,
       c.dedup.retention_s, c.dedup.node_capacity, c.slots.enabled, c.slots.clock,
       c.slots.retention_s, c.slots.max_wait_s, c.slots.node_capacity,
       c.slots.query_chunk_searches, c.slots.still_max_std_g, c.slots.light_max_std_g,
       c.slots.walking_max_std_g, c.slots.posture_axis_min_g, c.slots.foot_loaded_min, zones);
+}
+
+// ingest.allowed_devices as one comparable value.
+auto allowed_devices(const config::IngestConfig& ingest) {
+  std::vector<std::tuple<std::uint32_t, int, std::vector<std::string>, std::string>> list;
+  for (const auto& d : ingest.allowed_devices)
+    list.emplace_back(d.wearer, d.device ? int{*d.device} : -1, d.sources, d.mac_key);
+  return std::make_pair(ingest.restrict_devices, list);
 }
 
 bool history_differs(const config::HistoryConfig& a, const config::HistoryConfig& b) {
@@ -99,6 +108,7 @@ bool restart_sections_differ(const config::Config& a, const config::Config& b) {
          a.ingest.queue_overflow != b.ingest.queue_overflow ||
          a.ingest.max_frame_bytes != b.ingest.max_frame_bytes ||
          a.ingest.ring_capacity_samples != b.ingest.ring_capacity_samples ||
+         allowed_devices(a.ingest) != allowed_devices(b.ingest) ||
          a.storage.path != b.storage.path || history_differs(a.history, b.history) ||
          a.publish.endpoint != b.publish.endpoint ||
          a.publish.send_hwm != b.publish.send_hwm ||
@@ -301,6 +311,8 @@ class Daemon {
       options.endpoint = config_.control.endpoint;
       options.max_jobs = config_.control.max_jobs;
       options.max_request_bytes = config_.control.max_request_bytes;
+      options.curve_secret_key = config_.control.curve_secret_key;
+      options.curve_authorized_keys = config_.control.curve_authorized_keys;
       control = std::make_unique<ControlServer>(options, std::move(registry), tasks);
       spdlog::info("control interface on {}", control->bound_endpoint());
     }

@@ -1,5 +1,6 @@
 #include "daemon/ingest.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -34,6 +35,12 @@ nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
           {"decode_errors", decode_errors},
           {"unknown_device", unknown_device.load()},
           {"profile_mismatch", profile_mismatch.load()},
+          {"admission", {{"not_allowed", not_allowed.load()},
+                         {"wrong_source", wrong_source.load()},
+                         {"missing_mac", missing_mac.load()},
+                         {"bad_mac", bad_mac.load()},
+                         {"unexpected_mac", unexpected_mac.load()},
+                         {"mac_verified", mac_verified.load()}}},
           {"queued", queued.load()},
           {"queue_dropped", queue.dropped()},
           {"queue_depth", queue.size()},
@@ -42,8 +49,8 @@ nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
 
 // One TCP connection: read a 4-byte length, then that many bytes, repeat.
 struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
-  TcpSession(Ingest& owner, tcp::socket socket, int zone)
-      : owner(owner), socket(std::move(socket)), zone(zone) {}
+  TcpSession(Ingest& owner, tcp::socket socket, const Address& sender, int zone)
+      : owner(owner), socket(std::move(socket)), sender(sender), zone(zone) {}
 
   void read_length() {
     auto self = shared_from_this();
@@ -75,7 +82,7 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
                        if (ec) return;
                        ++self->owner.counters_.tcp_frames;
                        self->owner.handle_frame(self->body.data(), self->body.size(),
-                                                self->zone);
+                                                self->sender, self->zone);
                        self->read_length();
                      });
   }
@@ -88,6 +95,7 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
 
   Ingest& owner;
   tcp::socket socket;
+  Address sender;
   int zone;
   std::array<std::uint8_t, 4> length_bytes{};
   std::vector<std::uint8_t> body;
@@ -95,6 +103,18 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
 
 Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& queue)
     : io_(io), config_(config), queue_(queue), udp_buffer_(config.ingest.max_frame_bytes + 1) {
+  for (const config::AllowedDevice& entry : config_.ingest.allowed_devices) {
+    Allowed allowed{&entry, std::nullopt};
+    if (!entry.mac_key.empty()) {
+      try {
+        allowed.key = sensors::read_frame_mac_key(entry.mac_key);
+      } catch (const std::exception& e) {
+        throw Error(std::string("ingest.allowed_devices: ") + e.what());
+      }
+    }
+    const std::uint64_t device = entry.device ? *entry.device : 0x10000;
+    allowed_.emplace(std::uint64_t{entry.wearer} << 17 | device, std::move(allowed));
+  }
   try {
     if (config.ingest.udp.port > 0) {
       udp::endpoint ep(asio::ip::make_address(config.ingest.udp.bind),
@@ -139,8 +159,10 @@ void Ingest::receive_udp() {
                                if (size > config_.ingest.max_frame_bytes)
                                  ++counters_.oversized;
                                else
-                                 handle_frame(udp_buffer_.data(), size,
-                                              zone_of(udp_sender_.address()));
+                               {
+                                 const Address sender = address_bytes(udp_sender_.address());
+                                 handle_frame(udp_buffer_.data(), size, sender, zone_of(sender));
+                               }
                              }
                              receive_udp();
                            });
@@ -153,8 +175,10 @@ void Ingest::accept_tcp() {
       ++counters_.tcp_connections;
       boost::system::error_code peer_error;
       const tcp::endpoint peer = socket.remote_endpoint(peer_error);
-      const int zone = peer_error ? 0 : zone_of(peer.address());
-      auto session = std::make_shared<TcpSession>(*this, std::move(socket), zone);
+      // An unknown peer matches no sources (the unspecified address ::).
+      const Address sender = peer_error ? Address{} : address_bytes(peer.address());
+      const int zone = peer_error ? 0 : zone_of(sender);
+      auto session = std::make_shared<TcpSession>(*this, std::move(socket), sender, zone);
       sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
                                      [](const auto& w) { return w.expired(); }),
                       sessions_.end());
@@ -165,15 +189,64 @@ void Ingest::accept_tcp() {
   });
 }
 
-int Ingest::zone_of(const asio::ip::address& sender) const {
-  if (config_.zones.empty()) return 0;
+Ingest::Address Ingest::address_bytes(const asio::ip::address& sender) {
   const asio::ip::address_v6 v6 =
       sender.is_v4() ? asio::ip::make_address_v6(asio::ip::v4_mapped, sender.to_v4())
                      : sender.to_v6();
-  return config_.zone_of(v6.to_bytes());
+  return v6.to_bytes();
 }
 
-void Ingest::handle_frame(const std::uint8_t* data, std::size_t size, int zone) {
+int Ingest::zone_of(const Address& sender) const {
+  return config_.zones.empty() ? 0 : config_.zone_of(sender);
+}
+
+bool Ingest::admit(const std::uint8_t* data, std::size_t size, const sensors::Frame& frame,
+                   const Address& sender) {
+  if (!config_.ingest.restrict_devices) {
+    // No list: nothing to verify a MAC with. Counted and dropped rather than
+    // accepted unchecked, so that a sender expecting authentication notices.
+    if (frame.has_mac) {
+      ++counters_.unexpected_mac;
+      return false;
+    }
+    return true;
+  }
+  const std::uint64_t wearer = std::uint64_t{frame.wearer_id} << 17;
+  auto it = allowed_.find(wearer | frame.device_id);
+  if (it == allowed_.end()) it = allowed_.find(wearer | 0x10000);
+  if (it == allowed_.end()) {
+    ++counters_.not_allowed;
+    return false;
+  }
+  const Allowed& allowed = it->second;
+  const auto& ranges = allowed.entry->ranges;
+  if (!ranges.empty() && std::none_of(ranges.begin(), ranges.end(), [&](const auto& range) {
+        return range.contains(sender);
+      })) {
+    ++counters_.wrong_source;
+    return false;
+  }
+  if (!allowed.key) {
+    if (frame.has_mac) {
+      ++counters_.unexpected_mac;
+      return false;
+    }
+    return true;
+  }
+  if (!frame.has_mac) {
+    ++counters_.missing_mac;
+    return false;
+  }
+  if (!sensors::verify_frame_mac(data, size, *allowed.key)) {
+    ++counters_.bad_mac;
+    return false;
+  }
+  ++counters_.mac_verified;
+  return true;
+}
+
+void Ingest::handle_frame(const std::uint8_t* data, std::size_t size, const Address& sender,
+                          int zone) {
   ReceivedFrame received;
   received.arrival_s = unix_now();
   received.zone = zone;
@@ -183,6 +256,7 @@ void Ingest::handle_frame(const std::uint8_t* data, std::size_t size, int zone) 
     return;
   }
   const sensors::Frame& f = received.frame;
+  if (!admit(data, size, f, sender)) return;
   const config::DeviceProfile* profile = config_.device_by_id(f.device_id);
   if (!profile) {
     ++counters_.unknown_device;

@@ -4,6 +4,10 @@
 // what passes goes to the bounded frame queue, what fails is counted by reason.
 // Each queued frame carries its receiving zone: the configured zone of the
 // sender's address (UDP: the datagram's source; TCP: the connection's peer).
+// With ingest.allowed_devices, only listed devices' frames pass (docs/design.md
+// "Ingest admission"): the (wearer, device), the sender address and, where the
+// entry has a key, the frame's MAC are checked before the profile, and every
+// refusal is counted by reason.
 //
 // Thread safety: start()/stop() from the thread that owns the io_context's
 // run loop or before it runs; counters() from any thread.
@@ -13,7 +17,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
@@ -40,14 +46,22 @@ struct IngestCounters {
   std::array<std::atomic<std::uint64_t>, sensors::kDecodeStatusCount> decode{};  // by DecodeStatus
   std::atomic<std::uint64_t> unknown_device{0};
   std::atomic<std::uint64_t> profile_mismatch{0};  // kind, channel count or rate differ from the profile
+  // Admission (ingest.allowed_devices), by reason:
+  std::atomic<std::uint64_t> not_allowed{0};     // (wearer, device) not listed
+  std::atomic<std::uint64_t> wrong_source{0};    // listed, but from an address outside its sources
+  std::atomic<std::uint64_t> missing_mac{0};     // its entry has a key; the frame carries no MAC
+  std::atomic<std::uint64_t> bad_mac{0};         // the MAC does not verify under the device's key
+  std::atomic<std::uint64_t> unexpected_mac{0};  // a MAC the daemon has no key for
+  std::atomic<std::uint64_t> mac_verified{0};    // frames whose MAC verified (accepted so far)
   std::atomic<std::uint64_t> queued{0};
   nlohmann::json to_json(const FrameQueue& queue) const;
 };
 
 class Ingest {
  public:
-  // Binds the configured ports (port 0 = that transport is disabled). Throws
-  // gw::Error if a port cannot be bound.
+  // Binds the configured ports (port 0 = that transport is disabled) and
+  // reads the allowed devices' MAC keys. Throws gw::Error if a port cannot be
+  // bound or a key file is unreadable, malformed or not private.
   Ingest(boost::asio::io_context& io, const config::Config& config, FrameQueue& queue);
   ~Ingest();
   void stop();  // closes the sockets; pending handlers finish with errors
@@ -59,10 +73,22 @@ class Ingest {
   struct TcpSession;
   void receive_udp();
   void accept_tcp();
-  // Decodes, validates against the profiles and queues one frame received
-  // in `zone`.
-  void handle_frame(const std::uint8_t* data, std::size_t size, int zone);
-  int zone_of(const boost::asio::ip::address& sender) const;
+  using Address = std::array<std::uint8_t, 16>;  // config::AddressRange's form
+  // Decodes, admits, validates against the profiles and queues one frame
+  // from `sender`, received in `zone`.
+  void handle_frame(const std::uint8_t* data, std::size_t size, const Address& sender, int zone);
+  // Admission by ingest.allowed_devices; false = refused (counted).
+  bool admit(const std::uint8_t* data, std::size_t size, const sensors::Frame& frame,
+             const Address& sender);
+  static Address address_bytes(const boost::asio::ip::address& sender);
+  int zone_of(const Address& sender) const;
+
+  struct Allowed {
+    const config::AllowedDevice* entry;
+    std::optional<sensors::FrameMacKey> key;
+  };
+  // By wearer << 17 | device, and wearer << 17 | 0x10000 for every device.
+  std::unordered_map<std::uint64_t, Allowed> allowed_;
 
   boost::asio::io_context& io_;
   config::Config config_;

@@ -95,6 +95,31 @@ void make_curve_client(zmq::socket_t& socket, const CurveKeyPair& client,
   socket.set(zmq::sockopt::curve_secretkey, client.secret_key);
 }
 
+std::optional<CurveClientKeys> read_curve_client_keys(const std::string& server_key_file,
+                                                      const std::string& key_file) {
+  if (server_key_file.empty() && key_file.empty()) return std::nullopt;
+  if (server_key_file.empty() || key_file.empty())
+    throw Error("CURVE needs both the server's public key (--server-key) and this client's key "
+                "(--key)");
+  return CurveClientKeys{read_curve_key_file(key_file, true),
+                         read_curve_key_file(server_key_file, false).public_key};
+}
+
+void make_curve_client(zmq::socket_t& socket, const CurveClientKeys& keys) {
+  make_curve_client(socket, keys.client, keys.server_public);
+}
+
+std::unique_ptr<CurveAuthenticator> secure_curve_server(zmq::context_t& context,
+                                                        zmq::socket_t& socket,
+                                                        const std::string& secret_key_file,
+                                                        const std::string& authorized_keys_dir) {
+  const CurveKeyPair keys = read_curve_key_file(secret_key_file, true);
+  auto authenticator =
+      std::make_unique<CurveAuthenticator>(context, read_authorized_keys(authorized_keys_dir));
+  make_curve_server(socket, keys);
+  return authenticator;
+}
+
 CurveAuthenticator::CurveAuthenticator(zmq::context_t& context, std::set<std::string> authorized)
     : handler_(context, zmq::socket_type::rep), authorized_(std::move(authorized)) {
   handler_.set(zmq::sockopt::linger, 0);

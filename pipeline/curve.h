@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -42,6 +43,28 @@ std::set<std::string> read_authorized_keys(const std::string& dir);
 void make_curve_server(zmq::socket_t& socket, const CurveKeyPair& keys);
 void make_curve_client(zmq::socket_t& socket, const CurveKeyPair& client,
                        const std::string& server_public);
+
+// A client's side of CURVE: its own key pair and the server's public key.
+struct CurveClientKeys {
+  CurveKeyPair client;
+  std::string server_public;
+};
+// Reads the client's key files: `key_file` (NAME.key, with the secret) and
+// `server_key_file` (the server's NAME.pub). Both empty: nullopt (plain TCP).
+// Only one given, or a bad file: throws gw::Error saying which.
+std::optional<CurveClientKeys> read_curve_client_keys(const std::string& server_key_file,
+                                                      const std::string& key_file);
+void make_curve_client(zmq::socket_t& socket, const CurveClientKeys& keys);
+
+// The server side of one ZeroMQ context: a ZAP handler admitting the keys of
+// `authorized_keys_dir` and the server options from `secret_key_file` on
+// `socket`. Returns the handler (keep it alive as long as the socket); call
+// before bind. Throws gw::Error for a bad key file or directory.
+class CurveAuthenticator;
+std::unique_ptr<CurveAuthenticator> secure_curve_server(zmq::context_t& context,
+                                                        zmq::socket_t& socket,
+                                                        const std::string& secret_key_file,
+                                                        const std::string& authorized_keys_dir);
 
 // The ZAP handler (RFC 27) of one ZeroMQ context: CURVE clients whose public
 // key is in `authorized` are admitted, every other connection is refused.

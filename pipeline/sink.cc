@@ -89,9 +89,8 @@ struct AlertSink::Impl {
     try {
       publisher.emplace(context, zmq::socket_type::pub);
       if (!options.curve_secret_key.empty()) {
-        authenticator = std::make_unique<CurveAuthenticator>(
-            context, read_authorized_keys(options.curve_authorized_keys));
-        make_curve_server(*publisher, read_curve_key_file(options.curve_secret_key, true));
+        authenticator = secure_curve_server(context, *publisher, options.curve_secret_key,
+                                            options.curve_authorized_keys);
       }
       publisher->set(zmq::sockopt::sndhwm, options.send_hwm);
       publisher->set(zmq::sockopt::linger, kLingerMs);

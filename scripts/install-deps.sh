@@ -7,7 +7,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 packages=(
   build-essential cmake pkg-config
   libboost-dev libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libyaml-cpp-dev
-  catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev zlib1g-dev libsystemd-dev
+  catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev zlib1g-dev libsystemd-dev libsodium-dev
   gnuplot-nox  # gaitwatch plot draws with it (an external process, no library link)
 )
 missing=()

@@ -1,10 +1,13 @@
 #include "sensors/frame.h"
 
+#include <sodium.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <string>
 
@@ -93,6 +96,16 @@ std::int16_t quantize(float value, float scale) {
   return static_cast<std::int16_t>(std::clamp(raw, -32768.0, 32767.0));
 }
 
+void init_sodium() {
+  static const int status = sodium_init();  // thread-safe once; 1 = already initialised
+  if (status < 0) throw Error("libsodium cannot be initialised");
+}
+
+// Version 2 with the MAC flag: the tag's size; else 0.
+std::size_t mac_bytes_of(std::uint8_t version, std::uint8_t flags) {
+  return version == kFrameVersionMac && (flags & kFrameFlagMac) ? kFrameMacBytes : 0;
+}
+
 [[noreturn]] void throw_unencodable(const Frame& frame, const std::string& why) {
   throw Error("cannot encode frame (wearer " + std::to_string(frame.wearer_id) + ", device " +
               std::to_string(frame.device_id) + ", sequence " + std::to_string(frame.sequence) +
@@ -171,15 +184,21 @@ DecodeStatus decode_frame(const std::uint8_t* data, std::size_t size, Frame& out
   if (data == nullptr || size < kFrameHeaderBytes + kFrameCrcBytes) return DecodeStatus::kTruncated;
 
   if (load_u32(data + kMagicOffset) != kFrameMagic) return DecodeStatus::kBadMagic;
-  if (data[kVersionOffset] != kFrameVersion) return DecodeStatus::kBadVersion;
+  const std::uint8_t version = data[kVersionOffset];
+  if (version != kFrameVersion && version != kFrameVersionMac) return DecodeStatus::kBadVersion;
   const std::uint8_t kind = data[kKindOffset];
   if (!valid_kind(kind)) return DecodeStatus::kBadKind;
   const std::uint8_t format = data[kFormatOffset];
   // Flags and the reserved field would announce layout features this version
-  // does not define, so a frame using them cannot be interpreted.
-  if (!valid_format(format) || data[kFlagsOffset] != 0 || load_u16(data + kReservedOffset) != 0) {
+  // does not define, so a frame using them cannot be interpreted. Version 2
+  // defines one flag: the MAC.
+  const std::uint8_t flags = data[kFlagsOffset];
+  const std::uint8_t known_flags = version == kFrameVersionMac ? kFrameFlagMac : 0;
+  if (!valid_format(format) || (flags & ~known_flags) != 0 ||
+      load_u16(data + kReservedOffset) != 0) {
     return DecodeStatus::kBadFormat;
   }
+  const std::size_t mac_bytes = mac_bytes_of(version, flags);
 
   const std::uint16_t channels = load_u16(data + kChannelsOffset);
   const std::uint16_t samples = load_u16(data + kSamplesOffset);
@@ -193,10 +212,11 @@ DecodeStatus decode_frame(const std::uint8_t* data, std::size_t size, Frame& out
   const std::uint64_t payload_bytes =
       payload_bytes_for(static_cast<SampleFormat>(format), channels, samples);
   if (load_u32(data + kPayloadBytesOffset) != payload_bytes ||
-      kFrameHeaderBytes + payload_bytes + kFrameCrcBytes > kMaxFrameBytes) {
+      kFrameHeaderBytes + payload_bytes + mac_bytes + kFrameCrcBytes > kMaxFrameBytes) {
     return DecodeStatus::kBadCounts;
   }
-  const std::size_t crc_offset = kFrameHeaderBytes + static_cast<std::size_t>(payload_bytes);
+  const std::size_t crc_offset =
+      kFrameHeaderBytes + static_cast<std::size_t>(payload_bytes) + mac_bytes;
   if (size < crc_offset + kFrameCrcBytes) return DecodeStatus::kTruncated;
   if (size > crc_offset + kFrameCrcBytes) return DecodeStatus::kOversized;
   if (load_u32(data + crc_offset) != crc_of(data, crc_offset)) return DecodeStatus::kBadCrc;
@@ -210,6 +230,7 @@ DecodeStatus decode_frame(const std::uint8_t* data, std::size_t size, Frame& out
   out.sample_rate_hz = rate;
   out.sequence = load_u32(data + kSequenceOffset);
   out.device_time_us = load_u64(data + kDeviceTimeOffset);
+  out.has_mac = mac_bytes > 0;
 
   const std::size_t count = std::size_t{channels} * samples;
   const std::uint8_t* payload = data + kFrameHeaderBytes;
@@ -237,7 +258,7 @@ DecodeStatus decode_frame(const std::uint8_t* data, std::size_t size, Frame& out
   return DecodeStatus::kOk;
 }
 
-std::vector<std::uint8_t> encode_frame(const Frame& frame) {
+std::vector<std::uint8_t> encode_frame(const Frame& frame, const FrameMacKey* mac_key) {
   const auto kind = static_cast<std::uint8_t>(frame.kind);
   const auto format = static_cast<std::uint8_t>(frame.format);
   if (!valid_kind(kind)) throw_unencodable(frame, "unknown device kind " + std::to_string(kind));
@@ -278,7 +299,8 @@ std::vector<std::uint8_t> encode_frame(const Frame& frame) {
   }
   const std::uint64_t payload_bytes =
       payload_bytes_for(frame.format, frame.channels, frame.samples);
-  const std::uint64_t total = kFrameHeaderBytes + payload_bytes + kFrameCrcBytes;
+  const std::size_t mac_bytes = mac_key ? kFrameMacBytes : 0;
+  const std::uint64_t total = kFrameHeaderBytes + payload_bytes + mac_bytes + kFrameCrcBytes;
   if (total > kMaxFrameBytes) {
     throw_unencodable(frame, std::to_string(total) + " bytes exceed the limit of " +
                                  std::to_string(kMaxFrameBytes));
@@ -287,10 +309,10 @@ std::vector<std::uint8_t> encode_frame(const Frame& frame) {
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(total), 0);
   std::uint8_t* p = bytes.data();
   store_le(p + kMagicOffset, kFrameMagic, 4);
-  p[kVersionOffset] = kFrameVersion;
+  p[kVersionOffset] = mac_key ? kFrameVersionMac : kFrameVersion;
   p[kKindOffset] = kind;
   p[kFormatOffset] = format;
-  p[kFlagsOffset] = 0;
+  p[kFlagsOffset] = mac_key ? kFrameFlagMac : 0;
   store_le(p + kWearerOffset, frame.wearer_id, 4);
   store_le(p + kDeviceOffset, frame.device_id, 2);
   store_le(p + kChannelsOffset, frame.channels, 2);
@@ -314,9 +336,72 @@ std::vector<std::uint8_t> encode_frame(const Frame& frame) {
   } else {
     for (std::size_t i = 0; i < count; ++i) store_f32(payload + 4 * i, frame.values[i]);
   }
-  const std::size_t crc_offset = kFrameHeaderBytes + static_cast<std::size_t>(payload_bytes);
+  const std::size_t covered = kFrameHeaderBytes + static_cast<std::size_t>(payload_bytes);
+  if (mac_key) {
+    init_sodium();
+    crypto_auth_hmacsha256(p + covered, p, covered, mac_key->data());
+  }
+  const std::size_t crc_offset = covered + mac_bytes;
   store_le(p + crc_offset, crc_of(p, crc_offset), 4);
   return bytes;
+}
+
+bool verify_frame_mac(const std::uint8_t* data, std::size_t size, const FrameMacKey& key) {
+  static_assert(kFrameMacBytes == crypto_auth_hmacsha256_BYTES);
+  static_assert(kFrameMacKeyBytes == crypto_auth_hmacsha256_KEYBYTES);
+  if (data == nullptr || size < kFrameHeaderBytes + kFrameMacBytes + kFrameCrcBytes) return false;
+  if (mac_bytes_of(data[kVersionOffset], data[kFlagsOffset]) == 0) return false;
+  const std::size_t covered = kFrameHeaderBytes + load_u32(data + kPayloadBytesOffset);
+  if (covered + kFrameMacBytes + kFrameCrcBytes != size) return false;
+  init_sodium();
+  return crypto_auth_hmacsha256_verify(data + covered, data, covered, key.data()) == 0;
+}
+
+FrameMacKey generate_frame_mac_key() {
+  init_sodium();
+  FrameMacKey key;
+  crypto_auth_hmacsha256_keygen(key.data());
+  return key;
+}
+
+void write_frame_mac_key(const std::string& path, const FrameMacKey& key) {
+  char hex[2 * kFrameMacKeyBytes + 1];
+  sodium_bin2hex(hex, sizeof hex, key.data(), key.size());
+  // Created 0600 from the start, so the key is never readable by others.
+  const mode_t old = ::umask(0077);
+  std::ofstream out(path, std::ios::trunc);
+  ::umask(old);
+  out << "# gaitwatch frame MAC key (HMAC-SHA-256), docs/protocol.md\nmac-key: " << hex << "\n";
+  out.close();
+  if (!out) throw Error("cannot write MAC key file " + path);
+  ::chmod(path.c_str(), 0600);
+}
+
+FrameMacKey read_frame_mac_key(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error(path + ": cannot read the MAC key file");
+  if (st.st_mode & 0077)
+    throw Error(path + ": the MAC key file is readable by group or others (chmod 600 it)");
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot read the MAC key file");
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::string prefix = "mac-key:";
+    std::string value = line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : "";
+    value.erase(0, value.find_first_not_of(" \t"));
+    value.erase(value.find_last_not_of(" \t\r") + 1);
+    FrameMacKey key;
+    std::size_t length = 0;
+    if (value.size() != 2 * kFrameMacKeyBytes ||
+        sodium_hex2bin(key.data(), key.size(), value.c_str(), value.size(), nullptr, &length,
+                       nullptr) != 0 ||
+        length != key.size())
+      throw Error(path + ":" + std::to_string(number) + ": expected 'mac-key: <" +
+                  std::to_string(2 * kFrameMacKeyBytes) + " hex digits>'");
+    return key;
+  }
+  throw Error(path + ": no 'mac-key:' line");
 }
 
 std::vector<float> fit_int16_scales(const std::vector<float>& values, int channels) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,7 +14,16 @@
 namespace gw::sensors {
 
 inline constexpr std::uint32_t kFrameMagic = 0x46574147;  // "GAWF" little-endian bytes 'G','A','W','F'
+// Version 1: no flags. Version 2: the same header; flag kFrameFlagMac says a
+// kFrameMacBytes keyed MAC follows the payload (docs/protocol.md
+// "Authenticated frames"). The decoder reads both; the encoder writes version
+// 1 unless it is given a MAC key, so unauthenticated senders stay readable by
+// older daemons.
 inline constexpr std::uint8_t kFrameVersion = 1;
+inline constexpr std::uint8_t kFrameVersionMac = 2;
+inline constexpr std::uint8_t kFrameFlagMac = 0x01;
+inline constexpr std::size_t kFrameMacBytes = 32;   // HMAC-SHA-256
+inline constexpr std::size_t kFrameMacKeyBytes = 32;
 inline constexpr std::size_t kFrameHeaderBytes = 40;
 inline constexpr std::size_t kFrameCrcBytes = 4;
 // Largest frame the decoder accepts at all (fits one UDP datagram).
@@ -45,7 +55,13 @@ struct Frame {
   std::uint64_t device_time_us = 0;  // time of the frame's first sample
   std::vector<float> scales;         // kInt16Scaled only: one per channel
   std::vector<float> values;
+  // Decoded: the frame carries a MAC (version 2 with kFrameFlagMac). Whether
+  // it is right is for verify_frame_mac with the device's key.
+  bool has_mac = false;
 };
+
+// A device's frame MAC key (HMAC-SHA-256 key).
+using FrameMacKey = std::array<std::uint8_t, kFrameMacKeyBytes>;
 
 // Why a frame was rejected. Each value is a drop counter in the daemon.
 enum class DecodeStatus : std::uint8_t {
@@ -73,9 +89,23 @@ int fixed_channel_count(DeviceKind kind);
 DecodeStatus decode_frame(const std::uint8_t* data, std::size_t size, Frame& out);
 
 // Encodes `frame` (scales are required for kInt16Scaled and each raw value is
-// round(value / scale) clamped to int16). Throws gw::Error if the frame could
-// not be decoded back (inconsistent counts, too large).
-std::vector<std::uint8_t> encode_frame(const Frame& frame);
+// round(value / scale) clamped to int16). With `mac_key`: a version 2 frame
+// carrying the MAC of its header and payload; without: version 1 (frame.has_mac
+// is ignored). Throws gw::Error if the frame could not be decoded back
+// (inconsistent counts, too large).
+std::vector<std::uint8_t> encode_frame(const Frame& frame, const FrameMacKey* mac_key = nullptr);
+
+// For a frame that decode_frame accepted with has_mac: whether its MAC is
+// the HMAC-SHA-256 under `key` of the bytes it covers (compared in constant
+// time). False for a frame without a MAC.
+bool verify_frame_mac(const std::uint8_t* data, std::size_t size, const FrameMacKey& key);
+
+// MAC key files: one line "mac-key: <64 hex digits>" ('#' lines ignored).
+// read_frame_mac_key throws gw::Error naming the file when it is unreadable,
+// malformed, or readable by group or others (a key must be private: 0600).
+FrameMacKey generate_frame_mac_key();
+void write_frame_mac_key(const std::string& path, const FrameMacKey& key);  // created 0600
+FrameMacKey read_frame_mac_key(const std::string& path);
 
 // Chooses per-channel scales so that int16 covers max |value| of each channel.
 std::vector<float> fit_int16_scales(const std::vector<float>& values, int channels);

@@ -52,6 +52,25 @@ struct RecordingSource {
 
 std::vector<std::string> split_list(const std::string& comma_separated);
 
+// A running daemon's control interface as the CLI reaches it (daemon/cli/control.cc):
+// flags --endpoint, --timeout, --server-key, --key, each name after `prefix`
+// (e.g. "control-" for --control-endpoint).
+struct ControlTarget {
+  std::string endpoint = "tcp://127.0.0.1:7711";
+  double timeout_s = 10;
+  std::string server_key;  // the daemon's control .pub file: CURVE on
+  std::string key;         // this client's .key file (authorized on the daemon)
+  void add_flags(CLI::App& cmd, const std::string& prefix = "");
+};
+
+// Stored alerts with seq > `after` (of one wearer if >= 0, one pattern if
+// not empty), oldest first, fetched in pages through `alerts.since`; at most
+// `limit` (0 = all). `last_seq`: the store's newest seq. Throws gw::Error.
+std::vector<pipeline::Alert> fetch_alerts(const ControlTarget& target, std::uint64_t after,
+                                          long limit = 0, long wearer = -1,
+                                          const std::string& pattern = "",
+                                          std::uint64_t* last_seq = nullptr);
+
 // Recordings cut into wire frames (sensors/framing.h).
 using sensors::frames_from_recording;
 sensors::DeviceKind parse_device_kind(const std::string& name);
@@ -117,8 +136,8 @@ void add_history(CLI::App& app, int& exit_code);
 // docs/interfaces.md): returns the final message; `on_message` sees the
 // others (accepted, progress). Ctrl-C while a job runs cancels the job.
 // Throws gw::Error when nothing arrives within timeout_s.
-nlohmann::json control_request(const std::string& endpoint, double timeout_s,
-                               const std::string& cmd, const nlohmann::json& args,
+nlohmann::json control_request(const ControlTarget& target, const std::string& cmd,
+                               const nlohmann::json& args,
                                const std::function<void(const nlohmann::json&)>& on_message = {});
 // The result of a final message, or gw::Error with the daemon's error message and code.
 nlohmann::json control_result(const nlohmann::json& final);
@@ -138,6 +157,7 @@ struct HistorySearchOptions {
   bool daemon = false;
   std::string endpoint = "tcp://127.0.0.1:7711";  // with daemon: control.endpoint
   double timeout_s = 60;                          // with daemon: per message
+  std::string server_key, key;                    // with daemon: CURVE (ControlTarget)
 };
 // The flags `search` shares between its two modes.
 struct SearchFlags {

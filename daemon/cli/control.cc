@@ -16,24 +16,26 @@
 #include "daemon/control_client.h"
 
 namespace gw::cli {
-namespace {
 
 using nlohmann::json;
 
-struct ControlTarget {
-  std::string endpoint = "tcp://127.0.0.1:7711";
-  double timeout_s = 10;
-  void add_flags(CLI::App& cmd) {
-    cmd.add_option("--endpoint", endpoint,
-                   "the daemon's control.endpoint (default tcp://127.0.0.1:7711)");
-    cmd.add_option("--timeout", timeout_s,
-                   "seconds to wait for each message from the daemon (default 10)");
-  }
-};
+void ControlTarget::add_flags(CLI::App& cmd, const std::string& prefix) {
+  cmd.add_option("--" + prefix + "endpoint", endpoint,
+                 "the daemon's control.endpoint (default tcp://127.0.0.1:7711)");
+  cmd.add_option("--" + prefix + "timeout", timeout_s,
+                 "seconds to wait for each message from the daemon (default 10)");
+  cmd.add_option("--" + prefix + "server-key", server_key,
+                 "the daemon's CURVE public key file (control.curve_secret_key's NAME.pub)");
+  cmd.add_option("--" + prefix + "key", key,
+                 "this client's CURVE key file (NAME.key from gaitwatch keygen); its .pub must "
+                 "be in the daemon's control.curve_authorized_keys directory");
+}
+
+namespace {
 
 json request(const ControlTarget& target, const std::string& cmd, const json& args,
              const std::function<void(const json&)>& on_message = {}) {
-  return control_request(target.endpoint, target.timeout_s, cmd, args, on_message);
+  return control_request(target, cmd, args, on_message);
 }
 
 json result_of(const json& final) { return control_result(final); }
@@ -157,23 +159,9 @@ struct AlertsOptions {
 };
 
 int run_alerts(const AlertsOptions& o) {
-  std::vector<pipeline::Alert> alerts;
-  std::uint64_t after = o.since_seq;
   std::uint64_t last_seq = 0;
-  // Pages of at most 1000 until the daemon says there are no more.
-  for (;;) {
-    long page = 1000;
-    if (o.limit > 0) page = std::min<long>(page, o.limit - static_cast<long>(alerts.size()));
-    if (page <= 0) break;
-    json args = {{"since_seq", after}, {"limit", page}};
-    if (o.wearer >= 0) args["wearer"] = o.wearer;
-    if (!o.pattern.empty()) args["pattern"] = o.pattern;
-    const json result = result_of(request(o.target, "alerts.since", args));
-    last_seq = result["last_seq"].get<std::uint64_t>();
-    for (const json& alert : result["alerts"]) alerts.push_back(pipeline::alert_from_json(alert));
-    if (!result["more"].get<bool>() || result["alerts"].empty()) break;
-    after = alerts.back().seq;
-  }
+  const std::vector<pipeline::Alert> alerts =
+      fetch_alerts(o.target, o.since_seq, o.limit, o.wearer, o.pattern, &last_seq);
   if (o.json) {
     for (const auto& alert : alerts) std::cout << pipeline::alert_to_json(alert).dump() << "\n";
     return 0;
@@ -229,10 +217,11 @@ void add_control(CLI::App& app, int& exit_code) {
 
 }  // namespace
 
-json control_request(const std::string& endpoint, double timeout_s, const std::string& cmd,
-                     const json& args, const std::function<void(const json&)>& on_message) {
-  daemon::ControlClient client(endpoint,
-                               std::chrono::milliseconds(static_cast<long>(timeout_s * 1000)));
+json control_request(const ControlTarget& target, const std::string& cmd, const json& args,
+                     const std::function<void(const json&)>& on_message) {
+  daemon::ControlClient client(target.endpoint,
+                               std::chrono::milliseconds(static_cast<long>(target.timeout_s * 1000)),
+                               pipeline::read_curve_client_keys(target.server_key, target.key));
   const InterruptScope ctrl_c;
   return client.call(cmd, args, on_message, [] { return InterruptScope::interrupted(); });
 }
@@ -241,6 +230,27 @@ json control_result(const json& final) {
   if (final.value("type", "") == "result") return final["result"];
   const json& error = final["error"];
   throw Error(error.value("message", "error") + " [" + error.value("code", "?") + "]");
+}
+
+std::vector<pipeline::Alert> fetch_alerts(const ControlTarget& target, std::uint64_t after,
+                                          long limit, long wearer, const std::string& pattern,
+                                          std::uint64_t* last_seq) {
+  std::vector<pipeline::Alert> alerts;
+  // Pages of at most 1000 until the daemon says there are no more.
+  for (;;) {
+    long page = 1000;
+    if (limit > 0) page = std::min<long>(page, limit - static_cast<long>(alerts.size()));
+    if (page <= 0) break;
+    json args = {{"since_seq", after}, {"limit", page}};
+    if (wearer >= 0) args["wearer"] = wearer;
+    if (!pattern.empty()) args["pattern"] = pattern;
+    const json result = result_of(request(target, "alerts.since", args));
+    if (last_seq) *last_seq = result["last_seq"].get<std::uint64_t>();
+    for (const json& alert : result["alerts"]) alerts.push_back(pipeline::alert_from_json(alert));
+    if (!result["more"].get<bool>() || result["alerts"].empty()) break;
+    after = alerts.back().seq;
+  }
+  return alerts;
 }
 
 void add_control_commands(CLI::App& app, int& exit_code) {

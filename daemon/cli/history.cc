@@ -329,8 +329,13 @@ int run_daemon_history_search(const HistorySearchOptions& h, const SearchFlags& 
   if (std::isfinite(from)) args["from"] = from;  // JSON has no infinity: absent = open
   if (std::isfinite(to)) args["to"] = to;
   if (f.top < 1) throw Error("-k must be >= 1");
+  ControlTarget target;
+  target.endpoint = h.endpoint;
+  target.timeout_s = h.timeout_s;
+  target.server_key = h.server_key;
+  target.key = h.key;
   const nlohmann::json final = control_request(
-      h.endpoint, h.timeout_s, "history.search", args, [](const nlohmann::json& message) {
+      target, "history.search", args, [](const nlohmann::json& message) {
         if (message.value("type", "") != "progress") return;
         const nlohmann::json& p = message["progress"];
         print_progress(p["fraction"].get<double>(), p["windows"].get<std::uint64_t>(),

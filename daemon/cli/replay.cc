@@ -2,6 +2,7 @@
 // real time (or --speed times faster; 0 = as fast as possible).
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -29,6 +30,7 @@ struct ReplayOptions {
   bool int16 = false;
   int garbage_every = 0;
   std::uint64_t seed = 1;
+  std::string mac_key;  // key file: send authenticated (version 2) frames
 };
 
 // Sends frames over UDP (one per datagram) or TCP (u32 LE length prefix).
@@ -132,6 +134,8 @@ int run(const ReplayOptions& o) {
   const auto frames = frames_from_recording(rec, o.wearer, o.device, parse_device_kind(o.kind),
                                             frame_samples, static_cast<std::size_t>(o.start), end,
                                             o.int16);
+  std::optional<sensors::FrameMacKey> mac_key;
+  if (!o.mac_key.empty()) mac_key = sensors::read_frame_mac_key(o.mac_key);
   Sender sender(o.to, o.from);
   std::mt19937_64 rng(o.seed);
   const auto wall0 = std::chrono::steady_clock::now();
@@ -146,7 +150,7 @@ int run(const ReplayOptions& o) {
       std::this_thread::sleep_until(wall0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                 std::chrono::duration<double>(due)));
     }
-    const auto bytes = sensors::encode_frame(f);
+    const auto bytes = sensors::encode_frame(f, mac_key ? &*mac_key : nullptr);
     sender.send(bytes);
     if (o.garbage_every > 0 && (i + 1) % static_cast<std::size_t>(o.garbage_every) == 0)
       sender.send(make_garbage(bytes, static_cast<int>(garbage++), rng));
@@ -179,6 +183,9 @@ void add_replay(CLI::App& app, int& exit_code) {
   cmd->add_option("--inject-garbage", options->garbage_every,
                   "test aid: after every N frames send one malformed frame");
   cmd->add_option("--seed", options->seed, "seed of --inject-garbage");
+  cmd->add_option("--mac-key", options->mac_key,
+                  "MAC key file (gaitwatch keygen --mac): send authenticated frames "
+                  "(docs/protocol.md); the daemon's ingest.allowed_devices entry holds the same key");
   cmd->callback([options, &exit_code] {
     try {
       exit_code = run(*options);

@@ -240,6 +240,11 @@ void add_search(CLI::App& app, int& exit_code) {
                   "with --daemon: the daemon's control.endpoint (default tcp://127.0.0.1:7711)");
   cmd->add_option("--timeout", h.timeout_s,
                   "with --daemon: seconds to wait for each message from the daemon (default 60)");
+  cmd->add_option("--server-key", h.server_key,
+                  "with --daemon: the daemon's CURVE public key file (control.curve_secret_key's "
+                  "NAME.pub)");
+  cmd->add_option("--key", h.key,
+                  "with --daemon: this client's CURVE key file (NAME.key from gaitwatch keygen)");
   cmd->callback([options, band, &exit_code] {
     try {
       const SearchOptions& o = *options;

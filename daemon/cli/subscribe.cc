@@ -1,11 +1,20 @@
 // gaitwatch subscribe: prints every alert published by gaitwatchd, one JSON
-// object per line, as it arrives.
+// object per line, as it arrives. Alerts carry gapless sequence numbers, so a
+// gap means ZeroMQ dropped messages for this subscriber (its high-water mark):
+// counted on stderr, and with --catch-up fetched from the daemon's store
+// through the control interface and printed in order.
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <iostream>
+#include <optional>
 
 #include <zmq.hpp>
 
+#include "common/error.h"
 #include "daemon/cli/cli.h"
+#include "pipeline/alert.h"
 #include "pipeline/curve.h"
 
 namespace gw::cli {
@@ -19,24 +28,71 @@ struct SubscribeOptions {
   bool with_topic = false;
   std::string server_key;  // the daemon's .pub file: CURVE on
   std::string key;         // this client's .key file (authorized on the daemon)
+  bool catch_up = false;
+  std::optional<std::uint64_t> since_seq;  // the last seq already seen (catch up from it)
+  ControlTarget control;
 };
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void gw_subscribe_on_stop(int) { g_stop = 1; }
+
+// The seq of an alert message, or the store's newest seq in a stats message
+// (sink.last_seq: alerts after the last one received were lost too); nullopt
+// for anything else.
+std::optional<std::uint64_t> seq_of(const std::string& topic, const std::string& body) {
+  const bool alert = topic.rfind("alert.", 0) == 0;
+  if (!alert && topic.rfind("stats.", 0) != 0) return std::nullopt;
+  const auto j = nlohmann::json::parse(body, nullptr, false);
+  const auto pointer = nlohmann::json::json_pointer(alert ? "/seq" : "/sink/last_seq");
+  if (!j.is_object() || !j.contains(pointer) || !j[pointer].is_number_unsigned())
+    return std::nullopt;
+  return j[pointer].get<std::uint64_t>();
+}
 
 int run(const SubscribeOptions& o) {
   zmq::context_t context;
   zmq::socket_t socket(context, zmq::socket_type::sub);
-  if (!o.server_key.empty() || !o.key.empty()) {
-    if (o.server_key.empty() || o.key.empty())
-      throw std::runtime_error("CURVE needs both --server-key and --key");
-    pipeline::make_curve_client(socket, pipeline::read_curve_key_file(o.key, true),
-                                pipeline::read_curve_key_file(o.server_key, false).public_key);
-  }
+  if (const auto keys = pipeline::read_curve_client_keys(o.server_key, o.key))
+    pipeline::make_curve_client(socket, *keys);
   socket.connect(o.endpoint);
+  // Sequence numbers run over all alerts: a gap is a loss only when this
+  // subscriber receives every alert.
+  const bool all_alerts = o.topics.empty() ||
+                          std::find(o.topics.begin(), o.topics.end(), "alert.") != o.topics.end() ||
+                          std::find(o.topics.begin(), o.topics.end(), "") != o.topics.end();
+  if ((o.catch_up || o.since_seq) && !all_alerts)
+    throw Error("--catch-up and --since-seq need every alert (topic alert., the default)");
   if (o.topics.empty()) socket.set(zmq::sockopt::subscribe, "alert.");
+  // The periodic stats reveal losses at the end of a burst, when no later
+  // alert would show the gap.
+  const bool print_stats =
+      std::any_of(o.topics.begin(), o.topics.end(),
+                  [](const std::string& t) { return t.empty() || t.rfind("stats.", 0) == 0; });
+  if (o.catch_up && !print_stats) socket.set(zmq::sockopt::subscribe, "stats.");
   for (const auto& topic : o.topics) socket.set(zmq::sockopt::subscribe, topic);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<long>(o.timeout_s * 1000));
   long received = 0;
-  while (o.count == 0 || received < o.count) {
+  std::optional<std::uint64_t> last_seq = o.since_seq;
+  std::uint64_t missed = 0, fetched = 0;
+  // Prints the stored alerts in (last_seq, before): what ZeroMQ dropped.
+  auto fill_gap = [&](std::uint64_t before) {
+    const std::uint64_t gap = before - *last_seq - 1;
+    missed += gap;
+    if (!o.catch_up) return;
+    for (const auto& alert : fetch_alerts(o.control, *last_seq, static_cast<long>(gap))) {
+      if (alert.seq >= before) break;
+      const auto j = pipeline::alert_to_json(alert);
+      if (o.with_topic) std::cout << pipeline::alert_topic(alert) << ' ';
+      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+      ++fetched;
+      ++received;
+    }
+  };
+  // SIGTERM / Ctrl-C end the loop, so that the summary below is printed.
+  std::signal(SIGTERM, gw_subscribe_on_stop);
+  std::signal(SIGINT, gw_subscribe_on_stop);
+  while ((o.count == 0 || received < o.count) && !g_stop) {
     int wait_ms = 200;
     if (o.timeout_s > 0) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -45,15 +101,46 @@ int run(const SubscribeOptions& o) {
       wait_ms = static_cast<int>(std::min<long>(left.count(), 200));
     }
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, std::chrono::milliseconds(wait_ms));
-    if (!(item.revents & ZMQ_POLLIN)) continue;
     zmq::message_t topic, body;
-    if (!socket.recv(topic)) continue;
-    if (!topic.more() || !socket.recv(body)) continue;
-    if (o.with_topic) std::cout << topic.to_string() << ' ';
-    std::cout << body.to_string() << std::endl;
+    try {
+      zmq::poll(&item, 1, std::chrono::milliseconds(wait_ms));
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      if (!socket.recv(topic)) continue;
+      if (!topic.more() || !socket.recv(body)) continue;
+    } catch (const zmq::error_t& e) {
+      // A signal (SIGTERM above, or SIGSTOP/SIGCONT of a paused process).
+      if (e.num() == EINTR) continue;
+      throw;
+    }
+    const std::string body_text = body.to_string();
+    const std::string topic_text = topic.to_string();
+    const bool stats = topic_text.rfind("stats.", 0) == 0;
+    if (all_alerts) {
+      if (const auto seq = seq_of(topic_text, body_text)) {
+        if (stats) {
+          // Everything up to the store's newest seq is owed: fetch the rest.
+          if (last_seq && *seq > *last_seq) {
+            fill_gap(*seq + 1);
+            last_seq = *seq;
+          }
+        } else {
+          if (last_seq && *seq <= *last_seq) continue;  // already printed (fetched)
+          if (last_seq && *seq > *last_seq + 1) fill_gap(*seq);
+          last_seq = *seq;
+        }
+      }
+    }
+    if (stats && !print_stats) continue;
+    if (o.with_topic) std::cout << topic_text << ' ';
+    std::cout << body_text << std::endl;
     ++received;
   }
+  if (missed > 0)
+    std::cerr << "gaitwatch subscribe: " << missed
+              << " alerts were not delivered (dropped at the publisher's high-water mark); "
+              << fetched << " fetched from the store"
+              << (o.catch_up ? "" : " (--catch-up fetches them; or gaitwatch alerts --since-seq)")
+              << "\n";
   return 0;
 }
 
@@ -73,6 +160,13 @@ void add_subscribe(CLI::App& app, int& exit_code) {
   cmd->add_option("--key", options->key,
                   "this subscriber's CURVE key file (NAME.key, from gaitwatch keygen); its .pub "
                   "must be in the daemon's publish.curve_authorized_keys directory");
+  cmd->add_flag("--catch-up", options->catch_up,
+                "fetch alerts that did not arrive (a gap in seq) from the daemon's store through "
+                "its control interface (--control-endpoint ...) and print them in order");
+  cmd->add_option("--since-seq", options->since_seq,
+                  "the last seq already seen: with --catch-up, alerts after it are fetched at "
+                  "the first published one");
+  options->control.add_flags(*cmd, "control-");
   cmd->callback([options, &exit_code] {
     try {
       exit_code = run(*options);
@@ -85,11 +179,22 @@ void add_subscribe(CLI::App& app, int& exit_code) {
 
 void add_keygen(CLI::App& app, int& exit_code) {
   auto prefix = std::make_shared<std::string>();
+  auto mac = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand(
-      "keygen", "create a ZeroMQ CURVE key pair: PREFIX.key (0600, secret) and PREFIX.pub");
-  cmd->add_option("prefix", *prefix, "path prefix of the two files")->required();
-  cmd->callback([prefix, &exit_code] {
+      "keygen", "create a ZeroMQ CURVE key pair: PREFIX.key (0600, secret) and PREFIX.pub; "
+                "with --mac a device's frame MAC key PREFIX.mackey (0600)");
+  cmd->add_option("prefix", *prefix, "path prefix of the files")->required();
+  cmd->add_flag("--mac", *mac,
+                "a frame MAC key (HMAC-SHA-256, docs/protocol.md) for one device instead: "
+                "ingest.allowed_devices[].mac_key and replay --mac-key");
+  cmd->callback([prefix, mac, &exit_code] {
     try {
+      if (*mac) {
+        sensors::write_frame_mac_key(*prefix + ".mackey", sensors::generate_frame_mac_key());
+        std::cout << *prefix << ".mackey\n";
+        exit_code = 0;
+        return;
+      }
       pipeline::write_curve_keypair(*prefix, pipeline::generate_curve_keypair());
       std::cout << *prefix << ".key\n" << *prefix << ".pub\n";
       exit_code = 0;

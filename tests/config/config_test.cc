@@ -1021,6 +1021,63 @@ TEST_CASE("soft-deadline, metrics and CURVE keys are read and checked with their
   require_single_issue(half, "publish.curve_authorized_keys", 2, "both");
 }
 
+TEST_CASE("ingest.allowed_devices and control CURVE keys are read and checked with key paths",
+          "[config]") {
+  CHECK_FALSE(parse_config(yaml({"ingest: {}"}), "none.yaml", "/base").ingest.restrict_devices);
+  const auto empty = parse_config(yaml({"ingest:", "  allowed_devices: []"}), "e.yaml", "/base");
+  CHECK(empty.ingest.restrict_devices);  // present but empty: nothing may send
+  CHECK(empty.ingest.allowed_devices.empty());
+  TempDir dir;
+  dir.write("keys/dev.mackey", "mac-key: 00\n");
+  fs::permissions(dir.path() / "keys/dev.mackey", fs::perms::owner_read | fs::perms::owner_write);
+  dir.write("keys/open.mackey", "mac-key: 00\n");
+  fs::permissions(dir.path() / "keys/open.mackey", fs::perms::owner_read | fs::perms::others_read);
+  dir.write("keys/server.key", "x\n");
+  fs::create_directories(dir.path() / "keys/operators");
+  const auto ok = parse_config(
+      yaml({"ingest:", "  allowed_devices:",
+            "    - {wearer: 17, device: 1, sources: [10.0.2.0/24], mac_key: keys/dev.mackey}",
+            "    - {wearer: 18}", "control:", "  curve_secret_key: keys/server.key",
+            "  curve_authorized_keys: keys/operators"}),
+      "ok.yaml", dir.path().string());
+  REQUIRE(ok.ingest.allowed_devices.size() == 2);
+  const auto& first = ok.ingest.allowed_devices[0];
+  CHECK(first.wearer == 17);
+  CHECK(first.device == 1);
+  CHECK(first.sources == std::vector<std::string>{"10.0.2.0/24"});
+  CHECK(first.mac_key == normal(dir.path() / "keys/dev.mackey"));
+  CHECK_FALSE(ok.ingest.allowed_devices[1].device.has_value());
+  CHECK(ok.ingest.allowed_devices[1].mac_key.empty());
+  CHECK(ok.control.curve_secret_key == normal(dir.path() / "keys/server.key"));
+  CHECK(ok.control.curve_authorized_keys == normal(dir.path() / "keys/operators"));
+
+  require_single_issue(issues_of(yaml({"ingest:", "  allowed_devices:", "    - {device: 1}"})),
+                       "ingest.allowed_devices[0].wearer", 3, "required");
+  require_single_issue(
+      issues_of(yaml({"ingest:", "  allowed_devices:", "    - {wearer: 1, sources: [ward]}"})),
+      "ingest.allowed_devices[0].sources[0]", 3, "not an IPv4 or IPv6 address");
+  require_single_issue(
+      issues_of(yaml({"ingest:", "  allowed_devices:", "    - {wearer: 1, sources: []}"})),
+      "ingest.allowed_devices[0].sources", 3, "at least one");
+  require_single_issue(issues_of(yaml({"ingest:", "  allowed_devices:", "    - {wearer: 1}",
+                                       "    - {wearer: 1}"})),
+                       "ingest.allowed_devices[1].wearer", 4, "listed twice");
+  require_single_issue(
+      issues_of(yaml({"ingest:", "  allowed_devices:", "    - {wearer: 1, mac_key: /nonexistent}"})),
+      "ingest.allowed_devices[0].mac_key", 3, "no such file");
+  const std::string open_key = (dir.path() / "keys/open.mackey").string();
+  require_single_issue(issues_of("ingest:\n  allowed_devices:\n    - {wearer: 1, mac_key: " +
+                                 open_key + "}\n"),
+                       "ingest.allowed_devices[0].mac_key", 3, "0600");
+  require_single_issue(issues_of("control:\n  curve_secret_key: " +
+                                 (dir.path() / "keys/server.key").string() +
+                                 "\n  curve_authorized_keys: /nonexistent\n"),
+                       "control.curve_authorized_keys", 3, "no such directory");
+  require_single_issue(issues_of("control:\n  curve_secret_key: " +
+                                 (dir.path() / "keys/server.key").string() + "\n"),
+                       "control.curve_authorized_keys", 2, "both");
+}
+
 // ---------------------------------------------------------------------------
 // The daemon's control interface, hash-table jobs and zones
 

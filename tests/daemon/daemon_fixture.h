@@ -149,6 +149,15 @@ inline RunResult replay(const DaemonFixture& fx, const std::string& to,
   return r;
 }
 
+// One JSON value per non-empty line (the CLI's --json output).
+inline std::vector<json> json_lines(const std::string& text) {
+  std::vector<json> out;
+  std::stringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
 // What the same detector finds offline in the same samples.
 inline std::vector<json> detect_offline(const DaemonFixture& fx,
                                         std::vector<std::string> extra = {}) {
@@ -159,11 +168,7 @@ inline std::vector<json> detect_offline(const DaemonFixture& fx,
   auto r = run_process(argv, fx.dir, "detect", std::chrono::seconds(120));
   INFO(r.err);
   REQUIRE(r.code == 0);
-  std::vector<json> out;
-  std::stringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
+  return json_lines(r.out);
 }
 
 inline void stop_and_collect(Process& daemon, Subscriber& sub) {

@@ -55,6 +55,7 @@ class Process {
     }
   }
   void signal(int signo) { ::kill(pid_, signo); }
+  pid_t pid() const { return pid_; }
   bool running() {
     if (exited_) return false;
     int status;

@@ -1,12 +1,17 @@
 #include "sensors/frame.h"
 
+#include <sodium.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <random>
@@ -211,7 +216,7 @@ TEST_CASE("each corrupted header field maps to its own status", "[frame]") {
       {"magic", 0, 4, 0x46574148, DecodeStatus::kBadMagic},
       {"magic byte order", 0, 4, 0x47415746, DecodeStatus::kBadMagic},
       {"version 0", kVersionAt, 1, 0, DecodeStatus::kBadVersion},
-      {"version 2", kVersionAt, 1, 2, DecodeStatus::kBadVersion},
+      {"version 3", kVersionAt, 1, 3, DecodeStatus::kBadVersion},
       {"kind 0", kKindAt, 1, 0, DecodeStatus::kBadKind},
       {"kind 6", kKindAt, 1, 6, DecodeStatus::kBadKind},
       {"kind 255", kKindAt, 1, 255, DecodeStatus::kBadKind},
@@ -508,4 +513,111 @@ TEST_CASE("statuses and kinds have distinct names and fixed channel counts", "[f
   CHECK(gw::sensors::fixed_channel_count(DeviceKind::kForceInsole8) == 8);
   CHECK(gw::sensors::fixed_channel_count(DeviceKind::kAccelerometer3) == 3);
   CHECK(gw::sensors::fixed_channel_count(DeviceKind::kGeneric) == 0);
+}
+
+// Authenticated frames (docs/protocol.md "Authenticated frames"): version 2,
+// flag 1, an HMAC-SHA-256 of header and payload between payload and CRC.
+TEST_CASE("a frame with a MAC decodes, verifies under its key and under no other", "[frame][mac]") {
+  const gw::sensors::FrameMacKey key = gw::sensors::generate_frame_mac_key();
+  const gw::sensors::FrameMacKey other = gw::sensors::generate_frame_mac_key();
+  REQUIRE(key != other);
+  const Frame f = sample_frame(SampleFormat::kFloat32);
+  const Bytes plain = encode_frame(f);
+  const Bytes signed_bytes = encode_frame(f, &key);
+  REQUIRE(signed_bytes.size() == plain.size() + gw::sensors::kFrameMacBytes);
+  CHECK(signed_bytes[kVersionAt] == 2);
+  CHECK(signed_bytes[kFlagsAt] == 1);
+  CHECK(crc_matches(signed_bytes));  // the CRC covers the MAC too
+  Frame out;
+  REQUIRE(decode_frame(signed_bytes.data(), signed_bytes.size(), out) == DecodeStatus::kOk);
+  CHECK(out.has_mac);
+  require_same_header(f, out);
+  CHECK(out.values == f.values);
+  CHECK(gw::sensors::verify_frame_mac(signed_bytes.data(), signed_bytes.size(), key));
+  CHECK_FALSE(gw::sensors::verify_frame_mac(signed_bytes.data(), signed_bytes.size(), other));
+  // A version 1 frame has no MAC to verify.
+  Frame plain_out;
+  REQUIRE(decode_frame(plain.data(), plain.size(), plain_out) == DecodeStatus::kOk);
+  CHECK_FALSE(plain_out.has_mac);
+  CHECK_FALSE(gw::sensors::verify_frame_mac(plain.data(), plain.size(), key));
+  // The MAC is the HMAC of bytes [0, 40 + payload_bytes): header and payload
+  // exactly as sent (the spec a firmware implements).
+  const std::size_t covered = plain.size() - kFrameCrcBytes;
+  std::array<std::uint8_t, 32> expected{};
+  crypto_auth_hmacsha256(expected.data(), signed_bytes.data(), covered, key.data());
+  CHECK(std::equal(expected.begin(), expected.end(), signed_bytes.begin() + covered));
+  CHECK(std::equal(plain.begin() + kPayloadBytesAt + 4, plain.begin() + covered,
+                   signed_bytes.begin() + kPayloadBytesAt + 4));
+}
+
+TEST_CASE("a forged frame with a recomputed CRC fails the MAC", "[frame][mac]") {
+  const gw::sensors::FrameMacKey key = gw::sensors::generate_frame_mac_key();
+  const Bytes good = encode_frame(sample_frame(SampleFormat::kInt16Scaled), &key);
+  // Each byte of header, payload and MAC changed by an attacker who fixes the
+  // CRC: the frame may still decode, but never verifies.
+  for (std::size_t at = 0; at + kFrameCrcBytes < good.size(); ++at) {
+    Bytes forged = good;
+    forged[at] ^= 0x20;
+    fix_crc(forged);
+    Frame out;
+    if (decode_frame(forged.data(), forged.size(), out) != DecodeStatus::kOk) continue;
+    INFO("byte " << at);
+    CHECK_FALSE(gw::sensors::verify_frame_mac(forged.data(), forged.size(), key));
+  }
+  // Stripping the MAC (back to version 1, flags 0) leaves a frame without one.
+  Bytes stripped(good.begin(), good.end() - gw::sensors::kFrameMacBytes - kFrameCrcBytes);
+  stripped.resize(stripped.size() + kFrameCrcBytes);
+  stripped[kVersionAt] = 1;
+  stripped[kFlagsAt] = 0;
+  fix_crc(stripped);
+  Frame out;
+  REQUIRE(decode_frame(stripped.data(), stripped.size(), out) == DecodeStatus::kOk);
+  CHECK_FALSE(out.has_mac);
+}
+
+TEST_CASE("MAC flags outside version 2 and unknown flags are bad_format", "[frame][mac]") {
+  const gw::sensors::FrameMacKey key = gw::sensors::generate_frame_mac_key();
+  Bytes v1_flag = encode_frame(sample_frame(SampleFormat::kFloat32));
+  v1_flag[kFlagsAt] = 1;
+  fix_crc(v1_flag);
+  CHECK(decode(v1_flag) == DecodeStatus::kBadFormat);
+  Bytes v2_other_flag = encode_frame(sample_frame(SampleFormat::kFloat32), &key);
+  v2_other_flag[kFlagsAt] = 3;
+  fix_crc(v2_other_flag);
+  CHECK(decode(v2_other_flag) == DecodeStatus::kBadFormat);
+  Bytes v3 = encode_frame(sample_frame(SampleFormat::kFloat32), &key);
+  v3[kVersionAt] = 3;
+  fix_crc(v3);
+  CHECK(decode(v3) == DecodeStatus::kBadVersion);
+  // Version 2 without the flag: laid out as version 1.
+  Bytes v2_plain = encode_frame(sample_frame(SampleFormat::kFloat32));
+  v2_plain[kVersionAt] = 2;
+  fix_crc(v2_plain);
+  Frame out;
+  CHECK(decode_frame(v2_plain.data(), v2_plain.size(), out) == DecodeStatus::kOk);
+  CHECK_FALSE(out.has_mac);
+}
+
+TEST_CASE("MAC key files round-trip, are created 0600 and refused when readable by others",
+          "[frame][mac]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gw_mackey_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "dev.mackey").string();
+  const gw::sensors::FrameMacKey key = gw::sensors::generate_frame_mac_key();
+  gw::sensors::write_frame_mac_key(path, key);
+  CHECK((fs::status(path).permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK(gw::sensors::read_frame_mac_key(path) == key);
+  fs::permissions(path, fs::perms::group_read, fs::perm_options::add);
+  CHECK_THROWS_WITH(gw::sensors::read_frame_mac_key(path),
+                    Catch::Contains("readable by group or others"));
+  {
+    std::ofstream out(dir / "bad.mackey");
+    out << "mac-key: 1234\n";
+  }
+  fs::permissions(dir / "bad.mackey", fs::perms::owner_read | fs::perms::owner_write);
+  CHECK_THROWS_WITH(gw::sensors::read_frame_mac_key((dir / "bad.mackey").string()),
+                    Catch::Contains("bad.mackey:1: expected 'mac-key: <64 hex digits>'"));
+  fs::remove_all(dir);
 }
