@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the CPU tree with a sanitizer and runs the test suite under it
+# (docs/reliability.md says why this subset and what it costs in CI).
+#
+# Usage: scripts/sanitize.sh address|thread [CTEST_ARGS...]
+#   address: ASan + UBSan (GCC, -fno-sanitize-recover: the first report fails
+#            the test), build dir build-asan/
+#   thread:  TSan, build dir build-tsan/
+# Default test selection: every test except the `integration` label (the
+# process-level tests spawn the daemon and take most of the suite's time;
+# scripts/sanitize.sh address -L integration runs them instead).
+# Extra arguments replace that selection and go to ctest as they are.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:-}
+case "$kind" in
+  address) dir=${BUILD_DIR:-build-asan} ;;
+  thread) dir=${BUILD_DIR:-build-tsan} ;;
+  *) echo "usage: $0 address|thread [ctest args...]" >&2; exit 2 ;;
+esac
+shift
+ctest_args=("$@")
+if [ ${#ctest_args[@]} -eq 0 ]; then ctest_args=(-LE integration); fi
+
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+fi
+start=$(date +%s)
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGAITWATCH_CUDA=OFF \
+  -DGAITWATCH_SANITIZE="$kind" -DGAITWATCH_BENCH=OFF "${launcher[@]}" >/dev/null
+cmake --build "$dir" -j"$(nproc)"
+built=$(date +%s)
+echo "== sanitize $kind: build $(( built - start ))s"
+
+# Every finding fails the test that hit it. Leaks count (ASan); TSan's
+# second_deadlock_stack gives both stacks of a lock-order report.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}
+if [ -f tests/sanitize.supp ] && [ "$kind" = thread ]; then
+  export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$PWD/tests/sanitize.supp"
+fi
+cd "$dir"
+status=0
+ctest --output-on-failure -j2 --timeout 900 "${ctest_args[@]}" || status=$?
+echo "== sanitize $kind: tests $(( $(date +%s) - built ))s"
+exit $status
