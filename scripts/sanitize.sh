@@ -6,10 +6,11 @@
 #   address: ASan + UBSan (GCC, -fno-sanitize-recover: the first report fails
 #            the test), build dir build-asan/
 #   thread:  TSan, build dir build-tsan/
-# Default test selection: every test except the `integration` label (the
-# process-level tests spawn the daemon and take most of the suite's time;
-# scripts/sanitize.sh address -L integration runs them instead).
-# Extra arguments replace that selection and go to ctest as they are.
+# Default: builds the target gw_unit_tests (every test binary not labelled
+# `integration`) and runs those tests. The process-level tests spawn the
+# daemon and the CLI and take most of the suite's time; with extra arguments
+# everything is built and the arguments go to ctest as they are, e.g.
+#   scripts/sanitize.sh address -L integration
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-}
@@ -20,7 +21,12 @@ case "$kind" in
 esac
 shift
 ctest_args=("$@")
-if [ ${#ctest_args[@]} -eq 0 ]; then ctest_args=(-LE integration); fi
+targets=(--target all)
+if [ ${#ctest_args[@]} -eq 0 ]; then
+  # The unbuilt integration binaries show up as *_NOT_BUILT placeholders.
+  ctest_args=(-LE integration -E _NOT_BUILT)
+  targets=(--target gw_unit_tests)
+fi
 
 launcher=()
 if command -v ccache >/dev/null; then
@@ -30,7 +36,7 @@ fi
 start=$(date +%s)
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGAITWATCH_CUDA=OFF \
   -DGAITWATCH_SANITIZE="$kind" -DGAITWATCH_BENCH=OFF "${launcher[@]}" >/dev/null
-cmake --build "$dir" -j"$(nproc)"
+cmake --build "$dir" -j"$(nproc)" "${targets[@]}"
 built=$(date +%s)
 echo "== sanitize $kind: build $(( built - start ))s"
 
