@@ -422,7 +422,9 @@ class MapReader {
       return;
     }
     for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node& key_node = it->first;
+      // Copies, not references: a map iterator's `->` yields a temporary
+      // pair, so a reference to its member dangles after this statement.
+      const YAML::Node key_node = it->first;
       const int key_line = line_of(key_node);
       if (!key_node.IsScalar()) {
         issues_.add(path_, key_line, "keys must be plain names, got " + describe(key_node));
