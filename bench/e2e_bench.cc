@@ -19,10 +19,11 @@
 // same random-walk library as search_bench (bench/w1_workload.h), or windows
 // cut from the synthetic source (--patterns synthetic).
 //
-// --micro prints two micro benchmarks instead: frames/s one ingest thread
-// decodes (the real decoder and profile check on W1 frames), and hits/s the
-// SQLite writer commits (pipeline/sink.h with the daemon's batch and commit
-// policy, real file, WAL).
+// --micro prints micro benchmarks instead: frames/s one thread decodes (the
+// real decoder on W1 frames, no socket), frames/s the daemon's ingest thread
+// takes in (daemon/ingest.h over loopback TCP: framing, decode, profile
+// check, queue), and hits/s the SQLite writer commits (pipeline/sink.h with
+// the daemon's batch and commit policy, real file, WAL).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/resource.h>
@@ -56,6 +57,7 @@
 #include "bench/w1_workload.h"
 #include "common/error.h"
 #include "config/config.h"
+#include "daemon/ingest.h"
 #include "pipeline/alert.h"
 #include "pipeline/sink.h"
 #include "pipeline/store.h"
@@ -918,6 +920,92 @@ void micro_decode(const Options& options, const gw::sensors::Recording& base,
   std::cout << line.dump() << std::endl;
 }
 
+// Frames/s the daemon's ingest thread takes in: the real gw::daemon::Ingest
+// (asio TCP session: length prefix, body, decode_frame, profile check, push)
+// on the W1 configuration, on its own io_context thread, fed over one
+// loopback TCP connection as fast as it reads, its queue drained by another
+// thread. Also per CPU second of that thread, which a loaded host distorts
+// less than the wall-clock rate.
+void micro_ingest(const Options& options, const gw::sensors::Recording& base,
+                  const fs::path& workdir) {
+  const PatternSet patterns = make_patterns(base, options);
+  write_templates(patterns, workdir / "patterns");
+  Ports ports;  // udp 0: that transport off; the others only have to be valid
+  ports.tcp = gw::test::free_port(false);
+  ports.publish = ports.tcp + 1;
+  ports.control = ports.tcp + 2;
+  ports.metrics = ports.tcp + 3;
+  const gw::config::Config config = gw::config::parse_config(
+      w1_config(options, 1, patterns, workdir / "patterns", workdir, ports), "e2e_bench micro",
+      workdir.string());
+  gw::daemon::FrameQueue queue(8192, gw::OverflowPolicy::kBlock);
+  asio::io_context io;
+  gw::daemon::Ingest ingest(io, config, queue);
+  double io_cpu_s = 0;
+  std::thread io_thread([&] {
+    const double cpu0 = thread_cpu_s();
+    io.run();
+    io_cpu_s = thread_cpu_s() - cpu0;
+  });
+  std::thread consumer([&] {
+    while (queue.pop_for(std::chrono::milliseconds(100)) || !io.stopped()) {
+    }
+  });
+
+  const int distinct = 32;
+  const WearerPool pool = make_pool(base, distinct, options);
+  std::vector<std::uint8_t> stream;  // length-prefixed frames, sent round and round
+  int frames_per_pass = 0;
+  for (int w = 0; w < distinct; ++w)
+    for (std::uint32_t k = 0; k < 8; ++k, ++frames_per_pass) {
+      const auto bytes = gw::sensors::encode_frame(frame_of(pool, w, k, 1000000ull * k, true));
+      const auto n = static_cast<std::uint32_t>(bytes.size());
+      for (int b = 0; b < 4; ++b) stream.push_back(static_cast<std::uint8_t>(n >> (8 * b)));
+      stream.insert(stream.end(), bytes.begin(), bytes.end());
+    }
+  std::uint64_t sent = 0;
+  const auto start = Clock::now();
+  {
+    asio::io_context client_io;
+    asio::ip::tcp::socket socket(client_io);
+    socket.connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(ports.tcp)});
+    while (std::chrono::duration<double>(Clock::now() - start).count() < options.micro_seconds) {
+      asio::write(socket, asio::buffer(stream));
+      sent += frames_per_pass;
+    }
+  }
+  const auto& counters = ingest.counters();
+  const auto wait_until = Clock::now() + std::chrono::seconds(30);
+  while (counters.tcp_frames < sent && Clock::now() < wait_until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  io.stop();
+  io_thread.join();
+  queue.close();
+  consumer.join();
+  std::uint64_t decode_errors = 0;
+  for (const auto& d : counters.decode) decode_errors += d;
+  json line;
+  line["bench"] = "ingest_thread";
+  line["transport"] = "tcp";
+  line["format"] = "int16";
+  line["frame_bytes"] = stream.size() / frames_per_pass - 4;
+  line["frames_sent"] = sent;
+  line["frames_received"] = counters.tcp_frames.load();
+  line["frames_queued"] = counters.queued.load();
+  line["rejected"] = decode_errors + counters.unknown_device + counters.profile_mismatch;
+  line["seconds"] = seconds;
+  line["frames_per_s"] = counters.queued / seconds;
+  line["ingest_thread_cpu_s"] = io_cpu_s;
+  line["frames_per_ingest_cpu_s"] = counters.queued / std::max(1e-9, io_cpu_s);
+  line["w1_wearers_per_ingest_thread"] = counters.queued / std::max(1e-9, io_cpu_s) / 10.0;
+  line["note"] =
+      "gw::daemon::Ingest on one io_context thread, one loopback TCP connection sending as fast "
+      "as it reads (the sender and the queue consumer share the host); W1 wearers = frames per "
+      "ingest-thread CPU second / 10";
+  std::cout << line.dump() << std::endl;
+}
+
 // Hits/s the daemon's SQLite writer commits: AlertSink (its writer thread,
 // batched transactions, publish after commit) with the daemon's defaults
 // (commit_interval_ms 50, max_batch 256) on a real file in WAL mode, and the
@@ -1028,6 +1116,7 @@ int run(Options options) {
   if (options.micro) {
     micro_decode(options, base, "int16");
     micro_decode(options, base, "float32");
+    micro_ingest(options, base, workdir);
     micro_store(options, workdir);
     if (!options.keep) fs::remove_all(workdir);
     return 0;
