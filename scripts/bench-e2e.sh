@@ -3,7 +3,7 @@
 # one ingest thread decodes, hits/s the SQLite writer commits), then W1 wearers
 # through the whole daemon: a search (doubling, then bisection, with short
 # runs) and a confirmation run at the full duration. JSON lines on stdout
-# (e2e_bench's "ingest_decode", "sqlite_writer", "e2e_run" per run and one
+# (e2e_bench's "ingest_decode", "ingest_thread", "sqlite_writer", "e2e_run" per run and one
 # "e2e_summary"), progress on stderr.
 #   bash scripts/bench-e2e.sh [BUILD_DIR] [e2e_bench options]
 #   bash scripts/bench-e2e.sh build                              # CPU, 30-s sweep runs, 600-s confirmation

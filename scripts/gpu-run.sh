@@ -64,7 +64,7 @@ for step in "$@"; do
       build e2e_bench gaitwatchd || continue
       bash scripts/bench-e2e.sh $BUILD --backend cuda ${E2E_ARGS:---quick} \
         > "$OUT/e2e_bench.jsonl" 2> "$OUT/e2e_bench.err"
-      echo "e2e bench rc=$?"; grep -E "ingest_decode|sqlite_writer|e2e_summary" "$OUT/e2e_bench.jsonl" | cut -c1-700
+      echo "e2e bench rc=$?"; grep -E "ingest_decode|ingest_thread|sqlite_writer|e2e_summary" "$OUT/e2e_bench.jsonl" | cut -c1-700
       tail -4 "$OUT/e2e_bench.err"
       ;;
     bench-hash)

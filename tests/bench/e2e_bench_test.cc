@@ -25,8 +25,10 @@ std::vector<nlohmann::json> json_lines(const std::string& text) {
   return lines;
 }
 
-std::vector<nlohmann::json> run_bench(const std::vector<std::string>& args, const std::string& tag) {
-  const fs::path dir = fs::temp_directory_path() / ("gw-e2e-test-" + tag + "-" + std::to_string(getpid()));
+std::vector<nlohmann::json> run_bench(const std::vector<std::string>& args,
+                                      const std::string& tag) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("gw-e2e-test-" + tag + "-" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::vector<std::string> argv = {std::string(GW_BINARY_DIR) + "/bench/e2e_bench"};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -71,9 +73,11 @@ TEST_CASE("e2e_bench: one W1 wearer through the daemon is accounted for end to e
   CHECK(summary["tried"].size() == 1);
 }
 
-TEST_CASE("e2e_bench --micro: decodes W1 frames without error and commits every hit", "[bench]") {
-  const auto lines = run_bench({"--micro", "--micro-seconds", "0.2", "--micro-hits", "3000"}, "micro");
-  REQUIRE(lines.size() == 5);
+TEST_CASE("e2e_bench --micro: decodes and takes in W1 frames without error, commits every hit",
+          "[bench]") {
+  const auto lines =
+      run_bench({"--micro", "--micro-seconds", "0.2", "--micro-hits", "3000"}, "micro");
+  REQUIRE(lines.size() == 6);
   for (int i = 0; i < 2; ++i) {
     INFO(lines[i].dump());
     CHECK(lines[i]["bench"] == "ingest_decode");
@@ -82,7 +86,16 @@ TEST_CASE("e2e_bench --micro: decodes W1 frames without error and commits every 
   }
   CHECK(lines[0]["format"] == "int16");
   CHECK(lines[1]["format"] == "float32");
-  for (int i = 2; i < 5; ++i) {
+  // The real ingest thread: every frame sent arrives, passes the W1 profile
+  // and is queued.
+  const auto& ingest = lines[2];
+  INFO(ingest.dump());
+  CHECK(ingest["bench"] == "ingest_thread");
+  CHECK(ingest["frames_sent"].get<double>() > 0);
+  CHECK(ingest["frames_received"] == ingest["frames_sent"]);
+  CHECK(ingest["frames_queued"] == ingest["frames_sent"]);
+  CHECK(ingest["rejected"] == 0);
+  for (int i = 3; i < 6; ++i) {
     INFO(lines[i].dump());
     CHECK(lines[i]["bench"] == "sqlite_writer");
     CHECK(lines[i]["committed"] == 3000);
@@ -91,7 +104,8 @@ TEST_CASE("e2e_bench --micro: decodes W1 frames without error and commits every 
 
 TEST_CASE("W1 workload: wearer count lists", "[bench]") {
   CHECK(gw::bench::parse_counts("4,1,,2", "--x") == std::vector<int>{4, 1, 2});
-  CHECK_THROWS_WITH(gw::bench::parse_counts("1,0", "--wearers"), Catch::Contains("--wearers: \"0\""));
+  CHECK_THROWS_WITH(gw::bench::parse_counts("1,0", "--wearers"),
+                    Catch::Contains("--wearers: \"0\""));
   CHECK_THROWS_WITH(gw::bench::parse_counts("3x", "--wearers"), Catch::Contains("\"3x\""));
   CHECK_THROWS_WITH(gw::bench::parse_counts("abc", "--wearers"), Catch::Contains("\"abc\""));
   CHECK_THROWS_WITH(gw::bench::parse_counts(",", "--wearers"), Catch::Contains("no counts"));
