@@ -762,7 +762,6 @@ class CudaBackend final : public SearchBackend {
     for (StagedUpload& slot : staged_) {
       if (slot.batch == &batch) {
         slot.batch = nullptr;
-        prepared_batches_ += 1;
         return slot;
       }
     }
@@ -914,7 +913,6 @@ class CudaBackend final : public SearchBackend {
   int staged_next_ = 0;
   std::mutex stage_mutex_;  // staged_, histories_: prepare() runs beside search_into()
   cudaStream_t copy_stream_ = nullptr;
-  unsigned long long prepared_batches_ = 0;
   DeviceBuffer<unsigned long long> match_count_, candidate_count_;
   DeviceBuffer<DeviceStats> stats_;
   unsigned long long match_capacity_ = 0;

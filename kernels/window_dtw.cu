@@ -294,7 +294,6 @@ __device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* pa
 // go to its list, and the warp runs LB_Keogh EQ, then EC, on the list, where
 // neighbouring entries mostly share a pair (broadcast reads of the query).
 // Survivors go to `out` for the DTW kernel.
-template <bool kStaged>
 __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, LibraryView lib,
                                                                 RowPairsView rp,
                                                                 FilterPlanView plan,
@@ -412,133 +411,84 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
         n += __popc(mask);
       }
       __syncwarp();
-      if constexpr (kStaged) {
-        // Three passes over the list, compacting it after each, so a pass's
-        // lanes do work of one kind: (a) LB_Keogh EQ over the first
-        // kEqPrefix positions in UCR order (where most windows exceed the
-        // threshold), (b) the rest of EQ, (c) EC.
-        float* partial = partials + (threadIdx.x >> 5) * kWarpList;
-        for (int pass = 0; pass < 3; ++pass) {
-          const bool enabled = pass < 2 ? opt.lb_keogh_eq : opt.lb_keogh_ec;
-          if (!enabled) continue;
-          int kept = 0;
-          for (int r0 = 0; r0 < n; r0 += 32) {
-            const int idx = r0 + lane;
-            const int entry = idx < n ? list[idx] : 0;
-            float lb = idx < n && pass == 1 ? partial[idx] : 0.f;
-            const int owner = entry & 31;
-            const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
-            const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
-            const int w_first = __shfl_sync(0xffffffffu, first, owner);
-            bool keep = false;
-            if (idx < n) {
-              const RowPair& rpair = rp.pairs[k0 + (entry >> 5)];
-              const float prune_sq = rpair.prune_sq;
-              const float mu = rpair.znorm ? w_mean : 0.f;
-              const float is = rpair.znorm ? w_inv_std : 1.f;
-              const float4* ordered = lib.ordered + rpair.query_offset;
-              if (pass == 0) {
-                lb = ucr_order_bound(ordered, min(m, kEqPrefix), prune_sq, [&](const float4& qe) {
-                  const float c = (x[w_first + __float_as_int(qe.w)] - mu) * is;
-                  const float over = fmaxf(c - qe.x, 0.f), under = fmaxf(qe.y - c, 0.f);
-                  return over * over + under * under;
-                });
-              } else if (pass == 1) {
-                if (m > kEqPrefix)
-                  lb += ucr_order_bound(ordered + kEqPrefix, m - kEqPrefix, prune_sq - lb,
-                                        [&](const float4& qe) {
-                    const float c = (x[w_first + __float_as_int(qe.w)] - mu) * is;
-                    const float over = fmaxf(c - qe.x, 0.f), under = fmaxf(qe.y - c, 0.f);
-                    return over * over + under * under;
-                  });
-              } else {
-                lb = ucr_order_bound(ordered, m, prune_sq, [&](const float4& qe) {
-                  const int o = w_first + __float_as_int(qe.w);
-                  const float uc = (env_upper[o] - mu) * is;
-                  const float lc = (env_lower[o] - mu) * is;
-                  const float over = fmaxf(qe.z - uc, 0.f), under = fmaxf(lc - qe.z, 0.f);
-                  return over * over + under * under;
-                });
-              }
-              keep = lb <= prune_sq;
-              if (!keep) {
-                if (pass < 2) eq += 1; else ec += 1;
-              }
-            }
-            // In place: survivors move to [0, kept), kept <= r0, and this
-            // chunk's entries are in registers already.
-            const unsigned mask = __ballot_sync(0xffffffffu, keep);
-            __syncwarp();
-            if (keep) {
-              const int at = kept + __popc(mask & ((1u << lane) - 1));
-              list[at] = entry;
-              partial[at] = lb;
-            }
-            kept += __popc(mask);
-            __syncwarp();
-          }
-          n = kept;
-        }
+      // Three passes over the list, compacting it after each, so a pass's
+      // lanes do work of one kind: (a) LB_Keogh EQ over the first
+      // kEqPrefix positions in UCR order (where most windows exceed the
+      // threshold), (b) the rest of EQ, (c) EC.
+      float* partial = partials + (threadIdx.x >> 5) * kWarpList;
+      for (int pass = 0; pass < 3; ++pass) {
+        const bool enabled = pass < 2 ? opt.lb_keogh_eq : opt.lb_keogh_ec;
+        if (!enabled) continue;
+        int kept = 0;
         for (int r0 = 0; r0 < n; r0 += 32) {
           const int idx = r0 + lane;
           const int entry = idx < n ? list[idx] : 0;
+          float lb = idx < n && pass == 1 ? partial[idx] : 0.f;
           const int owner = entry & 31;
           const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
           const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
-          const int w_slice = __shfl_sync(0xffffffffu, slice, owner);
-          const int w_end = __shfl_sync(0xffffffffu, end, owner);
-          Candidate cand{};
+          const int w_first = __shfl_sync(0xffffffffu, first, owner);
+          bool keep = false;
           if (idx < n) {
             const RowPair& rpair = rp.pairs[k0 + (entry >> 5)];
-            cand = Candidate{rpair.pair, w_slice, w_end, rpair.znorm ? w_mean : 0.f,
-                             rpair.znorm ? w_inv_std : 1.f};
+            const float prune_sq = rpair.prune_sq;
+            const float mu = rpair.znorm ? w_mean : 0.f;
+            const float is = rpair.znorm ? w_inv_std : 1.f;
+            const float4* ordered = lib.ordered + rpair.query_offset;
+            // LB_Keogh EQ: the window against the query's envelope;
+            // EC: the query against the window's envelope.
+            auto eq_term = [&](const float4& qe) {
+              const float c = (x[w_first + __float_as_int(qe.w)] - mu) * is;
+              const float over = fmaxf(c - qe.x, 0.f), under = fmaxf(qe.y - c, 0.f);
+              return over * over + under * under;
+            };
+            auto ec_term = [&](const float4& qe) {
+              const int o = w_first + __float_as_int(qe.w);
+              const float uc = (env_upper[o] - mu) * is;
+              const float lc = (env_lower[o] - mu) * is;
+              const float over = fmaxf(qe.z - uc, 0.f), under = fmaxf(lc - qe.z, 0.f);
+              return over * over + under * under;
+            };
+            if (pass == 0)
+              lb = ucr_order_bound(ordered, min(m, kEqPrefix), prune_sq, eq_term);
+            else if (pass == 1 && m > kEqPrefix)
+              lb += ucr_order_bound(ordered + kEqPrefix, m - kEqPrefix, prune_sq - lb, eq_term);
+            else if (pass == 2)
+              lb = ucr_order_bound(ordered, m, prune_sq, ec_term);
+            keep = lb <= prune_sq;
+            if (!keep) {
+              if (pass < 2) eq += 1; else ec += 1;
+            }
           }
-          append_warp(out, cand, idx < n);
+          // In place: survivors move to [0, kept), kept <= r0, and this
+          // chunk's entries are in registers already.
+          const unsigned mask = __ballot_sync(0xffffffffu, keep);
+          __syncwarp();
+          if (keep) {
+            const int at = kept + __popc(mask & ((1u << lane) - 1));
+            list[at] = entry;
+            partial[at] = lb;
+          }
+          kept += __popc(mask);
+          __syncwarp();
         }
-      } else {
+        n = kept;
+      }
       for (int r0 = 0; r0 < n; r0 += 32) {
         const int idx = r0 + lane;
         const int entry = idx < n ? list[idx] : 0;
-        // The entry's window belongs to lane `owner` of this warp.
         const int owner = entry & 31;
         const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
         const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
-        const int w_first = __shfl_sync(0xffffffffu, first, owner);
         const int w_slice = __shfl_sync(0xffffffffu, slice, owner);
         const int w_end = __shfl_sync(0xffffffffu, end, owner);
-        bool keep = false;
         Candidate cand{};
         if (idx < n) {
           const RowPair& rpair = rp.pairs[k0 + (entry >> 5)];
-          const float prune_sq = rpair.prune_sq;
-          const float mu = rpair.znorm ? w_mean : 0.f;
-          const float is = rpair.znorm ? w_inv_std : 1.f;
-          keep = true;
-          const float4* ordered = lib.ordered + rpair.query_offset;
-          if (opt.lb_keogh_eq &&
-              ucr_order_bound(ordered, m, prune_sq, [&](const float4& qe) {
-                const float c = (x[w_first + __float_as_int(qe.w)] - mu) * is;
-                const float over = fmaxf(c - qe.x, 0.f), under = fmaxf(qe.y - c, 0.f);
-                return over * over + under * under;
-              }) > prune_sq) {
-            keep = false;
-            eq += 1;
-          }
-          if (keep && opt.lb_keogh_ec &&
-              ucr_order_bound(ordered, m, prune_sq, [&](const float4& qe) {
-                const int o = w_first + __float_as_int(qe.w);
-                const float uc = (env_upper[o] - mu) * is;
-                const float lc = (env_lower[o] - mu) * is;
-                const float over = fmaxf(qe.z - uc, 0.f), under = fmaxf(lc - qe.z, 0.f);
-                return over * over + under * under;
-              }) > prune_sq) {
-            keep = false;
-            ec += 1;
-          }
-          cand = Candidate{rpair.pair, w_slice, w_end, mu, is};
+          cand = Candidate{rpair.pair, w_slice, w_end, rpair.znorm ? w_mean : 0.f,
+                           rpair.znorm ? w_inv_std : 1.f};
         }
-        append_warp(out, cand, keep);
-      }
+        append_warp(out, cand, idx < n);
       }
       __syncwarp();  // the list is read before the next round refills it
     }
@@ -652,36 +602,66 @@ __device__ __forceinline__ float banded_dtw(const float* x, const float* q, int 
   }
 }
 
+// What a DTW kernel reads for one candidate: its pattern's work record, the
+// raw window and the normalised query.
+struct CandidateDtw {
+  PatternWork pw;
+  const float* x;
+  const float* q;
+};
+
+__device__ __forceinline__ CandidateDtw candidate_dtw(const BatchView& b, const LibraryView& lib,
+                                                      const Candidate& cand) {
+  const PairView pair = lib.pairs[cand.pair];
+  const PatternWork pw = b.patterns[pair.pattern];
+  const SliceView s = b.slices[cand.slice];
+  const float* x = b.data + s.offset + static_cast<long long>(pair.stream_dim) * s.length +
+                   cand.end - pw.length + 1;
+  return {pw, x, lib.values + lib.queries[pair.query].offset};
+}
+
+// A thread's DTW outcomes: abandoned (+inf before the last row) or run to
+// the end, and then appended when within the pattern's cutoff; flushed into
+// the batch's stats once per block.
+struct DtwTally {
+  unsigned long long full = 0, abandoned = 0, cells = 0;
+
+  __device__ void add(float d2, int rows, int m, int width, float cutoff_sq,
+                      const RawMatch& match, AppendBuffer<RawMatch> out) {
+    cells += static_cast<unsigned long long>(rows) * width;
+    if (d2 == kInf && rows < m) {
+      abandoned += 1;
+    } else {
+      full += 1;
+      if (d2 <= cutoff_sq) append(out, match);
+    }
+  }
+  // Every thread of the block calls it (block-wide reduction).
+  __device__ void flush(DeviceStats* stats) const {
+    flush_block_counter(full, &stats->dtw_full);
+    flush_block_counter(abandoned, &stats->dtw_abandoned);
+    flush_block_counter(cells, &stats->cells);
+  }
+};
+
 // W > 0: the register kernel for band (W-1)/2; W == 0: the general kernel.
 template <int W>
 __global__ void __launch_bounds__(kThreads) dtw_candidates_kernel(
     BatchView b, LibraryView lib, const Candidate* candidates, unsigned long long n, int band,
     bool early_abandon, AppendBuffer<RawMatch> out, DeviceStats* stats) {
   const unsigned long long idx = blockIdx.x * static_cast<unsigned long long>(kThreads) + threadIdx.x;
-  unsigned long long full = 0, abandoned = 0, cells = 0;
+  DtwTally tally;
   if (idx < n) {
     const Candidate cand = candidates[idx];
-    const PairView pair = lib.pairs[cand.pair];
-    const PatternWork pw = b.patterns[pair.pattern];
-    const SliceView s = b.slices[cand.slice];
-    const int m = pw.length;
-    const float* x = b.data + s.offset + static_cast<long long>(pair.stream_dim) * s.length +
-                     cand.end - m + 1;
-    const float* q = lib.values + lib.queries[pair.query].offset;
+    const CandidateDtw c = candidate_dtw(b, lib, cand);
+    const int m = c.pw.length;
     int rows = 0;
-    const float d2 = banded_dtw<W>(x, q, m, band, cand.mean, cand.inv_std,
-                                   early_abandon ? pw.prune_sq : kInf, &rows);
-    cells = static_cast<unsigned long long>(rows) * (2 * band + 1);
-    if (d2 == kInf && rows < m) {
-      abandoned = 1;
-    } else {
-      full = 1;
-      if (d2 <= pw.cutoff_sq) append(out, RawMatch{cand.pair, cand.slice, cand.end, d2, 0});
-    }
+    const float d2 = banded_dtw<W>(c.x, c.q, m, band, cand.mean, cand.inv_std,
+                                   early_abandon ? c.pw.prune_sq : kInf, &rows);
+    tally.add(d2, rows, m, 2 * band + 1, c.pw.cutoff_sq,
+              RawMatch{cand.pair, cand.slice, cand.end, d2, 0}, out);
   }
-  flush_block_counter(full, &stats->dtw_full);
-  flush_block_counter(abandoned, &stats->dtw_abandoned);
-  flush_block_counter(cells, &stats->cells);
+  tally.flush(stats);
 }
 
 template <int W>
@@ -700,7 +680,8 @@ __global__ void __launch_bounds__(kThreads) dtw_all_kernel(BatchView b, LibraryV
   for (int k = threadIdx.x; k < m; k += kThreads) q_shared[k] = q_global[k];
   __syncthreads();
   const long long w = window_begin + blockIdx.y * static_cast<long long>(kThreads) + threadIdx.x;
-  unsigned long long considered = 0, full = 0, abandoned = 0, cells = 0;
+  unsigned long long considered = 0;
+  DtwTally tally;
   const WindowRef ref = w < pw.windows ? locate_window(b, pw, w) : WindowRef{0, 0};
   if (w < pw.windows && pair.stream_dim < b.slices[ref.slice].dims) {
     considered = 1;
@@ -712,18 +693,11 @@ __global__ void __launch_bounds__(kThreads) dtw_all_kernel(BatchView b, LibraryV
     int rows = 0;
     const float d2 = banded_dtw<W>(x, q_shared, m, band, mean, inv_std,
                                    early_abandon ? pw.prune_sq : kInf, &rows);
-    cells = static_cast<unsigned long long>(rows) * (2 * band + 1);
-    if (d2 == kInf && rows < m) {
-      abandoned = 1;
-    } else {
-      full = 1;
-      if (d2 <= pw.cutoff_sq) append(out, RawMatch{pair_index, ref.slice, ref.end, d2, 0});
-    }
+    tally.add(d2, rows, m, 2 * band + 1, pw.cutoff_sq,
+              RawMatch{pair_index, ref.slice, ref.end, d2, 0}, out);
   }
   flush_block_counter(considered, &stats->windows);
-  flush_block_counter(full, &stats->dtw_full);
-  flush_block_counter(abandoned, &stats->dtw_abandoned);
-  flush_block_counter(cells, &stats->cells);
+  tally.flush(stats);
 }
 
 // Below this many candidates a band wider than the register kernels' uses
@@ -746,16 +720,14 @@ __global__ void __launch_bounds__(kThreads) dtw_candidates_warp_kernel(
   const int w = 2 * band + 1;
   float* prev = warp_rows + warp * (w + 1);
   const unsigned long long idx = blockIdx.x * static_cast<unsigned long long>(kWarps) + warp;
-  unsigned long long full = 0, abandoned = 0, cells = 0;
+  DtwTally tally;
   if (idx < n) {  // uniform over the warp
     const Candidate cand = candidates[idx];
-    const PairView pair = lib.pairs[cand.pair];
-    const PatternWork pw = b.patterns[pair.pattern];
-    const SliceView s = b.slices[cand.slice];
+    const CandidateDtw c = candidate_dtw(b, lib, cand);
+    const PatternWork& pw = c.pw;
+    const float* x = c.x;
+    const float* q = c.q;
     const int m = pw.length;
-    const float* x = b.data + s.offset + static_cast<long long>(pair.stream_dim) * s.length +
-                     cand.end - m + 1;
-    const float* q = lib.values + lib.queries[pair.query].offset;
     const float abandon_sq = early_abandon ? pw.prune_sq : kInf;
     for (int k = lane; k <= w; k += 32) prev[k] = k == band ? 0.f : kInf;
     __syncwarp();
@@ -807,19 +779,11 @@ __global__ void __launch_bounds__(kThreads) dtw_candidates_warp_kernel(
       }
     }
     const float d2 = gave_up ? kInf : prev[band];
-    if (lane == 0) {
-      cells = static_cast<unsigned long long>(rows) * w;
-      if (gave_up && rows < m) {
-        abandoned = 1;
-      } else {
-        full = 1;
-        if (d2 <= pw.cutoff_sq) append(out, RawMatch{cand.pair, cand.slice, cand.end, d2, 0});
-      }
-    }
+    if (lane == 0)
+      tally.add(d2, rows, m, w, pw.cutoff_sq, RawMatch{cand.pair, cand.slice, cand.end, d2, 0},
+                out);
   }
-  flush_block_counter(full, &stats->dtw_full);
-  flush_block_counter(abandoned, &stats->dtw_abandoned);
-  flush_block_counter(cells, &stats->cells);
+  tally.flush(stats);
 }
 
 // Calls f(std::integral_constant<int, W>) with W = 2*band+1 for register
@@ -929,17 +893,12 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library,
                           DeviceStats* stats, cudaStream_t stream) {
   if (plan.group_count == 0 || rows.dim_stride == 0) return;
   const std::size_t shared = window_filter_shared_bytes(plan.shared_floats);
-  // GW_CUDA_FILTER=single: one LB_Keogh pass per list (A/B measurements).
-  static const bool staged = [] {
-    const char* v = std::getenv("GW_CUDA_FILTER");
-    return v == nullptr || std::string(v) != "single";
-  }();
   static const bool paa = [] {
     const char* v = std::getenv("GW_CUDA_PAA");
     return v == nullptr || std::string(v) != "0";
   }();
   options.lb_paa = options.lb_paa && options.lb_keogh_eq && paa;
-  auto kernel = staged ? fused_filter_kernel<true> : fused_filter_kernel<false>;
+  auto kernel = fused_filter_kernel;
   if (shared > 48 * 1024)
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(shared));

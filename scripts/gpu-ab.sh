@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Device-side A/B runs of the window filter (development aid): builds the
-# search bench and GPU tests, runs the GPU tests with each filter variant and
-# the W1 stage times at ${AB_WEARERS:-10000} wearers for each variant and
-# pruning level. Results to $OUT.
+# search bench and GPU tests, runs the GPU tests and the W1 stage times at
+# ${AB_WEARERS:-10000} wearers with the PAA bound on and off and for each
+# pruning level asked. Results to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -11,15 +11,13 @@ B=${BUILD_DIR:-/tmp/gw-build}
 export LD_LIBRARY_PATH=/tmp/p/usr/lib/x86_64-linux-gnu
 cmake --build $B -j"$(nproc)" --target search_bench test_kernels_gpu > "$OUT/build.log" 2>&1 ||
   { grep -E "error" -A3 "$OUT/build.log" | head -40; exit 1; }
-for variant in ${AB_TEST_VARIANTS:-staged single}; do
-  GW_CUDA_FILTER=$variant $B/tests/kernels/test_kernels_gpu > "$OUT/gpu-tests-$variant.log" 2>&1
-  echo "gpu tests ($variant) rc=$?"; tail -3 "$OUT/gpu-tests-$variant.log"
-done
-# AB_RUNS: "filter:paa:pruning" triples (filter staged|single, paa 1|0).
-for run in ${AB_RUNS:-staged:1:on staged:0:on single:1:on}; do
-  IFS=: read -r filter paa pruning <<< "$run"
-  tag="$filter-paa$paa-$pruning"
-  GW_CUDA_FILTER=$filter GW_CUDA_PAA=$paa GW_CUDA_STAGE_TIMES=1 $B/bench/search_bench --backend cuda \
+$B/tests/kernels/test_kernels_gpu > "$OUT/gpu-tests.log" 2>&1
+echo "gpu tests rc=$?"; tail -3 "$OUT/gpu-tests.log"
+# AB_RUNS: "paa:pruning" pairs (paa 1|0, pruning on|off|kim|kim-eq).
+for run in ${AB_RUNS:-1:on 0:on}; do
+  IFS=: read -r paa pruning <<< "$run"
+  tag="paa$paa-$pruning"
+  GW_CUDA_PAA=$paa GW_CUDA_STAGE_TIMES=1 $B/bench/search_bench --backend cuda \
     --mode window --pruning $pruning --sweep-wearers ${AB_WEARERS:-10000} --sweep-repeats 2 \
     > "$OUT/ab-$tag.jsonl" 2> "$OUT/ab-$tag.err"
   echo "== $tag"; tail -2 "$OUT/ab-$tag.err" | cut -c1-260
