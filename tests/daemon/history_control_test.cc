@@ -60,11 +60,13 @@ gw::test::RunResult tool(const DaemonFixture& fx, const std::string& tag,
 }
 
 // The same search offline on the daemon's history file and through the
-// daemon: identical JSON lines, `expected` of them.
+// daemon: identical JSON lines, `expected` of them. Both take the config's
+// backend (auto): the GPU's float distances differ from the CPU's double
+// ones in the last digits, so the two sides must search on the same one.
 void same_top_k(const DaemonFixture& fx, const std::string& tag, std::vector<std::string> query,
                 std::size_t expected) {
   std::vector<std::string> offline = {"search", "--history", fx.history_db(), "--config",
-                                      fx.config_path.string(), "--backend", "cpu", "--json"};
+                                      fx.config_path.string(), "--json"};
   std::vector<std::string> daemon = {"search", "--daemon", "--endpoint", fx.control_endpoint(),
                                      "--json"};
   offline.insert(offline.end(), query.begin(), query.end());
