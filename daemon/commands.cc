@@ -205,12 +205,14 @@ json history_search_job(const json& args, JobContext& job,
     request.wearers = args["wearers"].get<std::vector<std::uint32_t>>();
 
   // The patterns as the engine runs them now (reloads included).
-  auto live = std::make_shared<config::Config>(deps.config);
+  auto live = std::make_shared<config::Config>();
   if (deps.live_config)
     job.on_pipeline([shared, live]() -> json {
       *live = shared->live_config();
       return json();
     });
+  else
+    *live = deps.config;
   pipeline::HistoryPattern pattern;
   if (pattern_name) {
     try {

@@ -16,6 +16,11 @@ using asio::ip::udp;
 
 namespace {
 
+// Key of Ingest::allowed_: one wearer's device, or (no device) all of them.
+std::uint64_t allowed_key(std::uint32_t wearer, std::optional<std::uint32_t> device) {
+  return std::uint64_t{wearer} << 17 | (device ? *device : 0x10000u);
+}
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -112,8 +117,7 @@ Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& q
         throw Error(std::string("ingest.allowed_devices: ") + e.what());
       }
     }
-    const std::uint64_t device = entry.device ? *entry.device : 0x10000;
-    allowed_.emplace(std::uint64_t{entry.wearer} << 17 | device, std::move(allowed));
+    allowed_.emplace(allowed_key(entry.wearer, entry.device), std::move(allowed));
   }
   try {
     if (config.ingest.udp.port > 0) {
@@ -202,31 +206,28 @@ int Ingest::zone_of(const Address& sender) const {
 
 bool Ingest::admit(const std::uint8_t* data, std::size_t size, const sensors::Frame& frame,
                    const Address& sender) {
-  if (!config_.ingest.restrict_devices) {
-    // No list: nothing to verify a MAC with. Counted and dropped rather than
-    // accepted unchecked, so that a sender expecting authentication notices.
-    if (frame.has_mac) {
-      ++counters_.unexpected_mac;
+  // The key to verify a MAC with: none without a list.
+  const sensors::FrameMacKey* key = nullptr;
+  if (config_.ingest.restrict_devices) {
+    auto it = allowed_.find(allowed_key(frame.wearer_id, frame.device_id));
+    if (it == allowed_.end()) it = allowed_.find(allowed_key(frame.wearer_id, std::nullopt));
+    if (it == allowed_.end()) {
+      ++counters_.not_allowed;
       return false;
     }
-    return true;
+    const Allowed& allowed = it->second;
+    const auto& ranges = allowed.entry->ranges;
+    if (!ranges.empty() && std::none_of(ranges.begin(), ranges.end(), [&](const auto& range) {
+          return range.contains(sender);
+        })) {
+      ++counters_.wrong_source;
+      return false;
+    }
+    if (allowed.key) key = &*allowed.key;
   }
-  const std::uint64_t wearer = std::uint64_t{frame.wearer_id} << 17;
-  auto it = allowed_.find(wearer | frame.device_id);
-  if (it == allowed_.end()) it = allowed_.find(wearer | 0x10000);
-  if (it == allowed_.end()) {
-    ++counters_.not_allowed;
-    return false;
-  }
-  const Allowed& allowed = it->second;
-  const auto& ranges = allowed.entry->ranges;
-  if (!ranges.empty() && std::none_of(ranges.begin(), ranges.end(), [&](const auto& range) {
-        return range.contains(sender);
-      })) {
-    ++counters_.wrong_source;
-    return false;
-  }
-  if (!allowed.key) {
+  if (!key) {
+    // Nothing to verify a MAC with: counted and dropped rather than accepted
+    // unchecked, so that a sender expecting authentication notices.
     if (frame.has_mac) {
       ++counters_.unexpected_mac;
       return false;
@@ -237,7 +238,7 @@ bool Ingest::admit(const std::uint8_t* data, std::size_t size, const sensors::Fr
     ++counters_.missing_mac;
     return false;
   }
-  if (!sensors::verify_frame_mac(data, size, *allowed.key)) {
+  if (!sensors::verify_frame_mac(data, size, *key)) {
     ++counters_.bad_mac;
     return false;
   }

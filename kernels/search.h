@@ -13,6 +13,8 @@
 // lower bounds and early abandoning only skip work and never change that set.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -34,6 +36,12 @@ struct DimPair {
   std::uint16_t pattern_dim = 0;  // j
   std::uint16_t stream_dim = 0;   // i
 };
+
+// A Sakoe-Chiba band ratio R as samples for length m: r = floor(R * m),
+// at most m - 1 (ARCHITECTURE.md).
+inline int band_samples(double ratio, int length) {
+  return std::min(static_cast<int>(std::floor(ratio * length)), length - 1);
+}
 
 struct Pattern {
   std::uint32_t profile = 0;  // applies to slices with this profile id

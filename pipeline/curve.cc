@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/private_file.h"
 
 namespace gw::pipeline {
 namespace fs = std::filesystem;
@@ -21,17 +22,6 @@ bool is_z85_key(const std::string& key) {
   return key.size() == kZ85KeyLength && key.find_first_not_of(alphabet) == std::string::npos;
 }
 
-void write_file(const std::string& path, const std::string& text, mode_t mode) {
-  // Created with the final mode, so a secret is never readable by others.
-  const mode_t old = ::umask(0777 & ~mode);
-  std::ofstream out(path, std::ios::trunc);
-  ::umask(old);
-  out << text;
-  out.close();
-  if (!out) throw Error("cannot write key file " + path);
-  ::chmod(path.c_str(), mode);
-}
-
 }  // namespace
 
 CurveKeyPair generate_curve_keypair() {
@@ -43,9 +33,10 @@ CurveKeyPair generate_curve_keypair() {
 }
 
 void write_curve_keypair(const std::string& prefix, const CurveKeyPair& keys) {
-  write_file(prefix + ".key", "public: " + keys.public_key + "\nsecret: " + keys.secret_key + "\n",
-             0600);
-  write_file(prefix + ".pub", "public: " + keys.public_key + "\n", 0644);
+  write_private_file(prefix + ".key",
+                     "public: " + keys.public_key + "\nsecret: " + keys.secret_key + "\n", 0600,
+                     "key file");
+  write_private_file(prefix + ".pub", "public: " + keys.public_key + "\n", 0644, "key file");
 }
 
 CurveKeyPair read_curve_key_file(const std::string& path, bool need_secret) {

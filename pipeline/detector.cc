@@ -163,8 +163,7 @@ CompiledLibrary compile_library(const config::Config& config) {
     kernels::Pattern kp;
     kp.profile = view.profile;
     kp.length = pc.length;
-    kp.band = static_cast<int>(std::floor(pc.band * pc.length));
-    if (kp.band >= kp.length) kp.band = kp.length - 1;
+    kp.band = kernels::band_samples(pc.band, pc.length);
     kp.znorm = pc.znorm;
     kp.mode =
         pc.mode == "streaming" ? kernels::SearchMode::kStreaming : kernels::SearchMode::kWindow;
@@ -186,9 +185,6 @@ CompiledLibrary compile_library(const config::Config& config) {
       library->patterns.push_back(k);
       return library->patterns.size() - 1;
     };
-    auto band_samples = [](double ratio, int length) {
-      return std::min(static_cast<int>(std::floor(ratio * length)), length - 1);
-    };
     for (const auto& example : pc.examples) {
       kp.dims = example_shape(example, pc, view);
       CompiledExample ce;
@@ -199,7 +195,7 @@ CompiledLibrary compile_library(const config::Config& config) {
         const int end = (s + 1) * pc.length / pc.segments;
         kernels::Pattern part = kp;
         part.length = end - begin;
-        part.band = band_samples(pc.band, part.length);
+        part.band = kernels::band_samples(pc.band, part.length);
         part.threshold =
             static_cast<float>(pc.threshold * std::sqrt(static_cast<double>(part.length) / pc.length));
         part.dims.clear();
@@ -212,7 +208,7 @@ CompiledLibrary compile_library(const config::Config& config) {
       if (pc.exhaust_factor > 0) {
         kernels::Pattern loose = kp;
         loose.threshold = static_cast<float>(pc.threshold * pc.exhaust_factor);
-        if (pc.exhaust_band >= 0) loose.band = band_samples(pc.exhaust_band, pc.length);
+        if (pc.exhaust_band >= 0) loose.band = kernels::band_samples(pc.exhaust_band, pc.length);
         ce.exhaust_kernel = intern(loose);
       }
       cp.examples.push_back(std::move(ce));

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/private_file.h"
 
 namespace gw::sensors {
 namespace {
@@ -367,14 +368,10 @@ FrameMacKey generate_frame_mac_key() {
 void write_frame_mac_key(const std::string& path, const FrameMacKey& key) {
   char hex[2 * kFrameMacKeyBytes + 1];
   sodium_bin2hex(hex, sizeof hex, key.data(), key.size());
-  // Created 0600 from the start, so the key is never readable by others.
-  const mode_t old = ::umask(0077);
-  std::ofstream out(path, std::ios::trunc);
-  ::umask(old);
-  out << "# gaitwatch frame MAC key (HMAC-SHA-256), docs/protocol.md\nmac-key: " << hex << "\n";
-  out.close();
-  if (!out) throw Error("cannot write MAC key file " + path);
-  ::chmod(path.c_str(), 0600);
+  write_private_file(path,
+                     std::string("# gaitwatch frame MAC key (HMAC-SHA-256), docs/protocol.md\n"
+                                 "mac-key: ") + hex + "\n",
+                     0600, "MAC key file");
 }
 
 FrameMacKey read_frame_mac_key(const std::string& path) {

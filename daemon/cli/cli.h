@@ -155,9 +155,7 @@ struct HistorySearchOptions {
   std::string from, to;  // seconds of device time or ISO 8601 UTC; empty = open
   std::size_t slice_samples = std::size_t{1} << 18;
   bool daemon = false;
-  std::string endpoint = "tcp://127.0.0.1:7711";  // with daemon: control.endpoint
-  double timeout_s = 60;                          // with daemon: per message
-  std::string server_key, key;                    // with daemon: CURVE (ControlTarget)
+  ControlTarget control{"tcp://127.0.0.1:7711", 60};  // with daemon: its control interface
 };
 // The flags `search` shares between its two modes.
 struct SearchFlags {

@@ -23,7 +23,8 @@ void ControlTarget::add_flags(CLI::App& cmd, const std::string& prefix) {
   cmd.add_option("--" + prefix + "endpoint", endpoint,
                  "the daemon's control.endpoint (default tcp://127.0.0.1:7711)");
   cmd.add_option("--" + prefix + "timeout", timeout_s,
-                 "seconds to wait for each message from the daemon (default 10)");
+                 "seconds to wait for each message from the daemon")
+      ->capture_default_str();
   cmd.add_option("--" + prefix + "server-key", server_key,
                  "the daemon's CURVE public key file (control.curve_secret_key's NAME.pub)");
   cmd.add_option("--" + prefix + "key", key,
@@ -32,13 +33,6 @@ void ControlTarget::add_flags(CLI::App& cmd, const std::string& prefix) {
 }
 
 namespace {
-
-json request(const ControlTarget& target, const std::string& cmd, const json& args,
-             const std::function<void(const json&)>& on_message = {}) {
-  return control_request(target, cmd, args, on_message);
-}
-
-json result_of(const json& final) { return control_result(final); }
 
 std::string local_time(std::int64_t unix_s) {
   const std::time_t t = static_cast<std::time_t>(unix_s);
@@ -56,7 +50,7 @@ void add_status(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("status", "print a running daemon's counters (JSON)");
   target->add_flags(*cmd);
   on_run(*cmd, exit_code, [target] {
-    std::cout << result_of(request(*target, "status", json::object())).dump(2) << "\n";
+    std::cout << control_result(control_request(*target, "status", json::object())).dump(2) << "\n";
     return 0;
   });
 }
@@ -83,7 +77,7 @@ int run_slots(const SlotsOptions& o) {
   if (!o.loading.empty()) args["loading"] = o.loading;
   if (!o.zone.empty()) args["zone"] = o.zone;
   if (o.limit > 0) args["limit"] = o.limit;
-  const json result = result_of(request(o.target, "slots", args, [&](const json& message) {
+  const json result = control_result(control_request(o.target, "slots", args, [&](const json& message) {
     if (o.progress && message.value("type", "") == "progress")
       std::cerr << "slots: " << message["progress"].dump() << "\n";
   }));
@@ -199,7 +193,7 @@ int run_control(const RawRequestOptions& o) {
   if (args.is_discarded() || !args.is_object())
     throw Error("ARGS must be a JSON object, got '" + o.args + "'");
   const json final =
-      request(o.target, o.cmd, args, [](const json& message) { std::cout << message.dump() << std::endl; });
+      control_request(o.target, o.cmd, args, [](const json& message) { std::cout << message.dump() << std::endl; });
   std::cout << final.dump() << std::endl;
   return final.value("type", "") == "result" ? 0 : 1;
 }
@@ -217,13 +211,26 @@ void add_control(CLI::App& app, int& exit_code) {
 
 }  // namespace
 
+namespace {
+
+daemon::ControlClient make_client(const ControlTarget& target) {
+  return daemon::ControlClient(
+      target.endpoint, std::chrono::milliseconds(static_cast<long>(target.timeout_s * 1000)),
+      pipeline::read_curve_client_keys(target.server_key, target.key));
+}
+
+json call(daemon::ControlClient& client, const std::string& cmd, const json& args,
+          const std::function<void(const json&)>& on_message) {
+  return client.call(cmd, args, on_message, [] { return InterruptScope::interrupted(); });
+}
+
+}  // namespace
+
 json control_request(const ControlTarget& target, const std::string& cmd, const json& args,
                      const std::function<void(const json&)>& on_message) {
-  daemon::ControlClient client(target.endpoint,
-                               std::chrono::milliseconds(static_cast<long>(target.timeout_s * 1000)),
-                               pipeline::read_curve_client_keys(target.server_key, target.key));
+  daemon::ControlClient client = make_client(target);
   const InterruptScope ctrl_c;
-  return client.call(cmd, args, on_message, [] { return InterruptScope::interrupted(); });
+  return call(client, cmd, args, on_message);
 }
 
 json control_result(const json& final) {
@@ -236,7 +243,10 @@ std::vector<pipeline::Alert> fetch_alerts(const ControlTarget& target, std::uint
                                           long limit, long wearer, const std::string& pattern,
                                           std::uint64_t* last_seq) {
   std::vector<pipeline::Alert> alerts;
-  // Pages of at most 1000 until the daemon says there are no more.
+  // One connection (and CURVE handshake) for all pages; pages of at most
+  // 1000 until the daemon says there are no more.
+  daemon::ControlClient client = make_client(target);
+  const InterruptScope ctrl_c;
   for (;;) {
     long page = 1000;
     if (limit > 0) page = std::min<long>(page, limit - static_cast<long>(alerts.size()));
@@ -244,7 +254,7 @@ std::vector<pipeline::Alert> fetch_alerts(const ControlTarget& target, std::uint
     json args = {{"since_seq", after}, {"limit", page}};
     if (wearer >= 0) args["wearer"] = wearer;
     if (!pattern.empty()) args["pattern"] = pattern;
-    const json result = result_of(request(target, "alerts.since", args));
+    const json result = control_result(call(client, "alerts.since", args, {}));
     if (last_seq) *last_seq = result["last_seq"].get<std::uint64_t>();
     for (const json& alert : result["alerts"]) alerts.push_back(pipeline::alert_from_json(alert));
     if (!result["more"].get<bool>() || result["alerts"].empty()) break;

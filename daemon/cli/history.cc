@@ -329,13 +329,8 @@ int run_daemon_history_search(const HistorySearchOptions& h, const SearchFlags& 
   if (std::isfinite(from)) args["from"] = from;  // JSON has no infinity: absent = open
   if (std::isfinite(to)) args["to"] = to;
   if (f.top < 1) throw Error("-k must be >= 1");
-  ControlTarget target;
-  target.endpoint = h.endpoint;
-  target.timeout_s = h.timeout_s;
-  target.server_key = h.server_key;
-  target.key = h.key;
   const nlohmann::json final = control_request(
-      target, "history.search", args, [](const nlohmann::json& message) {
+      h.control, "history.search", args, [](const nlohmann::json& message) {
         if (message.value("type", "") != "progress") return;
         const nlohmann::json& p = message["progress"];
         print_progress(p["fraction"].get<double>(), p["windows"].get<std::uint64_t>(),

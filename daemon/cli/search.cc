@@ -73,7 +73,7 @@ int run(const SearchOptions& o) {
 
   kernels::Pattern pattern;
   pattern.length = m;
-  pattern.band = std::min(m - 1, static_cast<int>(std::floor(o.band * m)));
+  pattern.band = kernels::band_samples(o.band, m);
   pattern.znorm = o.znorm;
   pattern.dim_count = k;
   const int exclusion = m / 2;
@@ -236,15 +236,8 @@ void add_search(CLI::App& app, int& exit_code) {
   cmd->add_flag("--daemon", h.daemon,
                 "search the running daemon's own history through its control interface "
                 "(history.search; same flags as --history, without --history and --config)");
-  cmd->add_option("--endpoint", h.endpoint,
-                  "with --daemon: the daemon's control.endpoint (default tcp://127.0.0.1:7711)");
-  cmd->add_option("--timeout", h.timeout_s,
-                  "with --daemon: seconds to wait for each message from the daemon (default 60)");
-  cmd->add_option("--server-key", h.server_key,
-                  "with --daemon: the daemon's CURVE public key file (control.curve_secret_key's "
-                  "NAME.pub)");
-  cmd->add_option("--key", h.key,
-                  "with --daemon: this client's CURVE key file (NAME.key from gaitwatch keygen)");
+  // With --daemon: --endpoint, --timeout (default 60 s), --server-key, --key.
+  h.control.add_flags(*cmd);
   cmd->callback([options, band, &exit_code] {
     try {
       const SearchOptions& o = *options;
