@@ -239,14 +239,11 @@ json history_search_job(const json& args, JobContext& job,
       },
       [&job] { return job.cancelled(); });
   job.throw_if_cancelled();
-  json matches = json::array();
-  for (std::size_t i = 0; i < result.matches.size(); ++i)
-    matches.push_back(pipeline::history_match_json(result.matches[i], i + 1));
   return {{"pattern", pattern.pattern().config.name},
           {"backend", backend->name()},
           {"k", request.k},
           {"count", result.matches.size()},
-          {"matches", std::move(matches)},
+          {"matches", pipeline::history_matches_json(result.matches)},
           {"windows", result.progress.windows},
           {"samples", result.progress.samples},
           {"slices", result.slices},

@@ -444,4 +444,10 @@ nlohmann::json history_match_json(const HistoryMatch& match, std::size_t rank) {
           {"dims", dims}};
 }
 
+nlohmann::json history_matches_json(const std::vector<HistoryMatch>& matches) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < matches.size(); ++i) out.push_back(history_match_json(matches[i], i + 1));
+  return out;
+}
+
 }  // namespace gw::pipeline

@@ -153,5 +153,7 @@ HistorySearchResult search_history(const HistoryStore& store, const HistoryPatte
 // interface: rank (1-based), wearer, device, t_start, t_end, distance,
 // example, dims [{pattern_dim, stream_dim, channel, distance, switched}].
 nlohmann::json history_match_json(const HistoryMatch& match, std::size_t rank);
+// All of a search's matches in that form, ranked 1.. in their order.
+nlohmann::json history_matches_json(const std::vector<HistoryMatch>& matches);
 
 }  // namespace gw::pipeline

@@ -282,6 +282,15 @@ void print_progress(double fraction, std::uint64_t windows, std::uint64_t sample
                static_cast<unsigned long long>(total));
 }
 
+// The closing line of a history search (stderr).
+void print_search_summary(bool cancelled, std::uint64_t windows, std::uint64_t samples,
+                          std::uint64_t slices, int exclusion_samples) {
+  std::fprintf(stderr, "%s %llu windows of %llu samples in %llu slices; exclusion zone %d samples\n",
+               cancelled ? "cancelled after" : "searched", static_cast<unsigned long long>(windows),
+               static_cast<unsigned long long>(samples), static_cast<unsigned long long>(slices),
+               exclusion_samples);
+}
+
 // The matches in history_match_json form, as JSON lines or a table.
 void print_matches(const nlohmann::json& matches, bool json) {
   for (const nlohmann::json& m : matches) {
@@ -344,11 +353,9 @@ int run_daemon_history_search(const HistorySearchOptions& h, const SearchFlags& 
   std::cerr << "backend: " << result["backend"].get<std::string>() << " (in the daemon)\n";
   for (const auto& w : result["warnings"]) std::cerr << "warning: " << w.get<std::string>() << "\n";
   print_matches(result["matches"], f.json);
-  std::fprintf(stderr, "searched %llu windows of %llu samples in %llu slices; exclusion zone %d samples\n",
-               static_cast<unsigned long long>(result["windows"].get<std::uint64_t>()),
-               static_cast<unsigned long long>(result["samples"].get<std::uint64_t>()),
-               static_cast<unsigned long long>(result["slices"].get<std::uint64_t>()),
-               result["exclusion_samples"].get<int>());
+  print_search_summary(false, result["windows"].get<std::uint64_t>(),
+                       result["samples"].get<std::uint64_t>(), result["slices"].get<std::uint64_t>(),
+                       result["exclusion_samples"].get<int>());
   return 0;
 }
 
@@ -391,16 +398,9 @@ int run_history_search(const HistorySearchOptions& h, const SearchFlags& f) {
   }
   for (const auto& w : result.warnings) std::cerr << "warning: " << w << "\n";
 
-  nlohmann::json matches = nlohmann::json::array();
-  for (std::size_t i = 0; i < result.matches.size(); ++i)
-    matches.push_back(pipeline::history_match_json(result.matches[i], i + 1));
-  print_matches(matches, f.json);
-  std::fprintf(stderr,
-               "%s %llu windows of %llu samples in %llu slices; exclusion zone %d samples\n",
-               result.cancelled ? "cancelled after" : "searched",
-               static_cast<unsigned long long>(result.progress.windows),
-               static_cast<unsigned long long>(result.progress.samples),
-               static_cast<unsigned long long>(result.slices), result.exclusion_samples);
+  print_matches(pipeline::history_matches_json(result.matches), f.json);
+  print_search_summary(result.cancelled, result.progress.windows, result.progress.samples,
+                       result.slices, result.exclusion_samples);
   return result.cancelled ? 130 : 0;
 }
 
