@@ -19,10 +19,7 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then targets=(frame_fuzz config_fuzz); fi
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 
-launcher=()
-if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
+source scripts/lib/ccache.sh
 CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGAITWATCH_FUZZ=ON -DGAITWATCH_CUDA=OFF -DGAITWATCH_TESTS=OFF -DGAITWATCH_BENCH=OFF \
   "${launcher[@]}" >/dev/null

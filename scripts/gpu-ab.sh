@@ -5,19 +5,15 @@
 # pruning level asked. Results to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-bash scripts/gpu-run.sh build-only >/dev/null 2>&1 || true
-B=${BUILD_DIR:-/tmp/gw-build}
-export LD_LIBRARY_PATH=/tmp/p/usr/lib/x86_64-linux-gnu
-cmake --build $B -j"$(nproc)" --target search_bench test_kernels_gpu > "$OUT/build.log" 2>&1 ||
-  { grep -E "error" -A3 "$OUT/build.log" | head -40; exit 1; }
-$B/tests/kernels/test_kernels_gpu > "$OUT/gpu-tests.log" 2>&1
+source scripts/lib/gpu-env.sh
+gpu_build search_bench test_kernels_gpu || exit 1
+$BUILD/tests/kernels/test_kernels_gpu > "$OUT/gpu-tests.log" 2>&1
 echo "gpu tests rc=$?"; tail -3 "$OUT/gpu-tests.log"
 # AB_RUNS: "paa:pruning" pairs (paa 1|0, pruning on|off|kim|kim-eq).
 for run in ${AB_RUNS:-1:on 0:on}; do
   IFS=: read -r paa pruning <<< "$run"
   tag="paa$paa-$pruning"
-  GW_CUDA_PAA=$paa GW_CUDA_STAGE_TIMES=1 $B/bench/search_bench --backend cuda \
+  GW_CUDA_PAA=$paa GW_CUDA_STAGE_TIMES=1 $BUILD/bench/search_bench --backend cuda \
     --mode window --pruning $pruning --sweep-wearers ${AB_WEARERS:-10000} --sweep-repeats 2 \
     > "$OUT/ab-$tag.jsonl" 2> "$OUT/ab-$tag.err"
   echo "== $tag"; tail -2 "$OUT/ab-$tag.err" | cut -c1-260

@@ -6,19 +6,14 @@
 # runs the GPU tests with the warp kernel forced. Results to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-bash scripts/gpu-run.sh build-only >/dev/null 2>&1 || true
-B=${BUILD_DIR:-/tmp/gw-build}
-export LD_LIBRARY_PATH=/tmp/p/usr/lib/x86_64-linux-gnu
-cmake --build $B -j"$(nproc)" --target search_bench test_kernels_gpu > "$OUT/build.log" 2>&1 ||
-  { grep -E "error" -A3 "$OUT/build.log" | head -40; exit 1; }
-GW_CUDA_DTW=warp $B/tests/kernels/test_kernels_gpu > "$OUT/gpu-tests-warp.log" 2>&1
+source scripts/lib/gpu-env.sh
+gpu_build search_bench test_kernels_gpu || exit 1
+GW_CUDA_DTW=warp $BUILD/tests/kernels/test_kernels_gpu > "$OUT/gpu-tests-warp.log" 2>&1
 echo "gpu tests (warp DTW forced) rc=$?"; tail -2 "$OUT/gpu-tests-warp.log"
 for m in ${CROSS_M:-128 256 512 1024}; do
   for wearers in ${CROSS_WEARERS:-1 4 16 64 256 1024}; do
     for kernel in thread warp; do
-      GW_CUDA_DTW=$kernel GW_CUDA_STAGE_TIMES=1 $B/bench/search_bench --backend cuda --mode window \
+      GW_CUDA_DTW=$kernel GW_CUDA_STAGE_TIMES=1 $BUILD/bench/search_bench --backend cuda --mode window \
         --m $m --dims 1 --patterns 1 --wearers $wearers --seconds 0.5 --threshold inf \
         --repeat 5 > "$OUT/x-$m-$wearers-$kernel.jsonl" 2> "$OUT/x-$m-$wearers-$kernel.err"
       dtw=$(grep -o '"dtw":[0-9.]*' "$OUT/x-$m-$wearers-$kernel.err" | tail -3 | cut -d: -f2 | sort -n | head -2 | tail -1)

@@ -7,68 +7,50 @@
 # device command may run 10 minutes). Results go to $OUT (or ./gpu-out when unset).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-P=/tmp/p
-if [ ! -d $P/usr ]; then
-  mkdir -p $P
-  for f in .offline-deps/*.deb; do dpkg -x "$f" $P; done
-fi
-export CMAKE_PREFIX_PATH=$P/usr
-export LD_LIBRARY_PATH=$P/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=/usr/local/cuda/bin:$PATH
-BUILD=${BUILD_DIR:-/tmp/gw-build}
+source scripts/lib/gpu-env.sh
 {
   nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,memory.total,driver_version --format=csv
   nproc
 } > "$OUT/machine.txt" 2>&1
-if [ ! -f $BUILD/CMakeCache.txt ]; then
-  cmake -S . -B $BUILD -DCMAKE_BUILD_TYPE=Release -DGAITWATCH_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-fi
-build() {
-  cmake --build $BUILD -j"$(nproc)" --target "$@" >> "$OUT/build.log" 2>&1 ||
-    { grep -E "error" -A3 "$OUT/build.log" | head -60; return 1; }
-}
 for step in "$@"; do
   case "$step" in
     tests-search)
-      build test_kernels test_kernels_gpu || continue
+      gpu_build test_kernels test_kernels_gpu || continue
       (cd $BUILD && ctest -R "test_kernels" --output-on-failure --timeout 300) > "$OUT/ctest-search.log" 2>&1
       echo "search tests rc=$?"; grep -E "tests passed|FAILED|Failed|skipped" "$OUT/ctest-search.log" | head -20
       ;;
     tests-all)
-      build all || continue
+      gpu_build all || continue
       (cd $BUILD && ctest -j8 --timeout 300) > "$OUT/ctest-all.log" 2>&1
       echo "all tests rc=$?"; tail -6 "$OUT/ctest-all.log"
       ;;
     tests-hash)
-      build test_hashtable test_hashtable_gpu || continue
+      gpu_build test_hashtable test_hashtable_gpu || continue
       (cd $BUILD && ctest -R "test_hashtable" --output-on-failure --timeout 300) > "$OUT/ctest-hash.log" 2>&1
       echo "hash tests rc=$?"; grep -E "tests passed|FAILED|Failed|skipped" "$OUT/ctest-hash.log" | head -20
       ;;
     bench-search)
-      build search_bench || continue
+      gpu_build search_bench || continue
       bash scripts/bench-search.sh $BUILD > "$OUT/search_bench.jsonl" 2> "$OUT/search_bench.err"
       echo "search bench rc=$?"; grep -E "kernel|summary" "$OUT/search_bench.jsonl" | cut -c1-600
       ;;
     stages)
       # Where a W1 window-mode batch's time goes (docs/benchmarks.md).
-      build search_bench || continue
+      gpu_build search_bench || continue
       GW_CUDA_STAGE_TIMES=1 $BUILD/bench/search_bench --backend cuda --mode window \
         --sweep-wearers ${STAGE_WEARERS:-4000,10000} --sweep-repeats 3 \
         > "$OUT/stages.jsonl" 2> "$OUT/stages.err"
       echo "stages rc=$?"; cut -c1-400 "$OUT/stages.jsonl"; tail -4 "$OUT/stages.err"
       ;;
     bench-e2e)
-      build e2e_bench gaitwatchd || continue
+      gpu_build e2e_bench gaitwatchd || continue
       bash scripts/bench-e2e.sh $BUILD --backend cuda ${E2E_ARGS:---quick} \
         > "$OUT/e2e_bench.jsonl" 2> "$OUT/e2e_bench.err"
       echo "e2e bench rc=$?"; grep -E "ingest_decode|ingest_thread|sqlite_writer|e2e_summary" "$OUT/e2e_bench.jsonl" | cut -c1-700
       tail -4 "$OUT/e2e_bench.err"
       ;;
     bench-hash)
-      build hashtable_bench || continue
+      gpu_build hashtable_bench || continue
       $BUILD/bench/hashtable_bench ${HASH_BENCH_ARGS:-} > "$OUT/hashtable_bench.jsonl" 2> "$OUT/hashtable_bench.err"
       echo "hash bench rc=$?"; tail -c 2500 "$OUT/hashtable_bench.jsonl"
       ;;

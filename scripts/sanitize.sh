@@ -34,11 +34,7 @@ if [ ${#ctest_args[@]} -eq 0 ]; then
   fi
 fi
 
-launcher=()
-if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
-fi
+source scripts/lib/ccache.sh
 start=$(date +%s)
 # -O1 -g1 (line tables, enough for the reports' stacks) instead of -O2 -g:
 # half the compile time of an instrumented build (docs/reliability.md).
