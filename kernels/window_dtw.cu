@@ -234,12 +234,14 @@ __global__ void assemble_kernel(BatchView b, float* data, const float* staging,
 
 // Fused filter geometry: a block tests one group (FilterGroup: window ends of
 // one or more slices, one window per thread) on one stream dim, in rounds of
-// kRoundPairs pairs; each warp keeps its LB_Kim survivors of a round in its
-// own list (kWarpList entries: pair of the round << 5 | lane of the window).
+// RoundPairs pairs; each warp keeps its LB_Kim survivors of a round in its
+// own list (32 * RoundPairs entries: pair of the round << 5 | lane of the
+// window). Smaller rounds need less shared memory (more resident blocks) but
+// fill the later passes' chunks less: picked by measurement (docs/gpu.md).
 constexpr int kFilterTile = kThreads;  // window ends of a segment, at most
-constexpr int kRoundPairs = 16;
+constexpr int kMaxRoundPairs = 16;
+constexpr int kDefaultRoundPairs = 8;
 constexpr int kWarps = kThreads / 32;
-constexpr int kWarpList = 32 * kRoundPairs;
 // Sample buffer of a group (floats): several W1 slices' ends share a block.
 constexpr int kFilterGroupFloats = 2048;
 // LB_Keogh EQ positions (UCR order) of the staged filter's first pass.
@@ -294,6 +296,7 @@ __device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* pa
 // go to its list, and the warp runs LB_Keogh EQ, then EC, on the list, where
 // neighbouring entries mostly share a pair (broadcast reads of the query).
 // Survivors go to `out` for the DTW kernel.
+template <int RoundPairs>
 __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, LibraryView lib,
                                                                 RowPairsView rp,
                                                                 FilterPlanView plan,
@@ -301,6 +304,8 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
                                                                 AppendBuffer<Candidate> out,
                                                                 DeviceStats* stats) {
   extern __shared__ __align__(16) unsigned char filter_shared[];
+  constexpr int kWarpList = 32 * RoundPairs;
+  static_assert(RoundPairs <= kMaxRoundPairs);
   int* lists = reinterpret_cast<int*>(filter_shared);
   float* partials = reinterpret_cast<float*>(lists + kWarps * kWarpList);
   FilterSegment* segs = reinterpret_cast<FilterSegment*>(partials + kWarps * kWarpList);
@@ -381,8 +386,8 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
         for (int k = 0; k < paa_run; ++k) sum += x[first + g * paa_run + k] - mean;
       paa_centred[g] = paa_run > 0 ? sum / paa_run : 0.f;
     }
-    for (int k0 = p0; k0 < p1; k0 += kRoundPairs) {
-      const int k1 = min(p1, k0 + kRoundPairs);
+    for (int k0 = p0; k0 < p1; k0 += RoundPairs) {
+      const int k1 = min(p1, k0 + RoundPairs);
       int n = 0;  // warp-uniform
       for (int k = k0; k < k1; ++k) {
         bool keep = valid;
@@ -830,13 +835,14 @@ namespace {
 int segment_floats(int max_length, int band) { return kFilterTile + max_length - 1 + 2 * band + 31; }
 }  // namespace
 
-std::size_t window_filter_shared_bytes(int shared_floats) {
-  return static_cast<std::size_t>(kWarps) * kWarpList * (sizeof(int) + sizeof(float)) +
+std::size_t window_filter_shared_bytes(int shared_floats, int round_pairs) {
+  return static_cast<std::size_t>(kWarps) * 32 * round_pairs * (sizeof(int) + sizeof(float)) +
          kFilterTile * sizeof(FilterSegment) + 3 * static_cast<std::size_t>(shared_floats) * sizeof(float);
 }
 
 std::size_t window_filter_max_shared_bytes(int max_length, int band) {
-  return window_filter_shared_bytes(std::max(segment_floats(max_length, band), kFilterGroupFloats));
+  return window_filter_shared_bytes(std::max(segment_floats(max_length, band), kFilterGroupFloats),
+                                    kMaxRoundPairs);
 }
 
 FilterPlan plan_window_filter(const std::vector<SliceView>& slices, const RowPairsView& rows) {
@@ -892,13 +898,21 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library,
                           FilterOptions options, AppendBuffer<Candidate> candidates,
                           DeviceStats* stats, cudaStream_t stream) {
   if (plan.group_count == 0 || rows.dim_stride == 0) return;
-  const std::size_t shared = window_filter_shared_bytes(plan.shared_floats);
   static const bool paa = [] {
     const char* v = std::getenv("GW_CUDA_PAA");
     return v == nullptr || std::string(v) != "0";
   }();
+  // GW_CUDA_ROUND_PAIRS=4|8|16 forces a round size (A/B runs).
+  static const int round_pairs = [] {
+    const char* v = std::getenv("GW_CUDA_ROUND_PAIRS");
+    const int n = v == nullptr ? 0 : std::atoi(v);
+    return n == 4 || n == 8 || n == 16 ? n : kDefaultRoundPairs;
+  }();
   options.lb_paa = options.lb_paa && options.lb_keogh_eq && paa;
-  auto kernel = fused_filter_kernel;
+  const std::size_t shared = window_filter_shared_bytes(plan.shared_floats, round_pairs);
+  auto kernel = round_pairs == 4 ? fused_filter_kernel<4>
+                : round_pairs == 8 ? fused_filter_kernel<8>
+                                   : fused_filter_kernel<16>;
   if (shared > 48 * 1024)
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(shared));
