@@ -19,6 +19,16 @@
 // same random-walk library as search_bench (bench/w1_workload.h), or windows
 // cut from the synthetic source (--patterns synthetic).
 //
+// --overload runs the daemon once through a load change instead (issue 6,
+// "Overload"): --wearers N for the warm-up, --overload-factor x N wearers for
+// --overload-s, N again for --recover-s, then stops sending, waits for the
+// drain and stops the daemon with SIGTERM. One JSON line "e2e_overload":
+// per phase what the engine did (deadline misses, deferred, shed, dropped,
+// lost, latency and batch p99 from histogram deltas, queue depth at the
+// phase end), whether the configured degradation happened and the last part
+// of the recovery was clean, and the final accounting from the counters the
+// daemon publishes at shutdown (docs/reliability.md, "Overload").
+//
 // --micro prints micro benchmarks instead: frames/s one thread decodes (the
 // real decoder on W1 frames, no socket), frames/s the daemon's ingest thread
 // takes in (daemon/ingest.h over loopback TCP: framing, decode, profile
@@ -42,6 +52,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -113,6 +124,13 @@ struct Options {
   // micro benchmarks
   double micro_seconds = 3;
   int micro_hits = 200000;
+  // overload mode
+  bool overload = false;
+  double overload_factor = 3;
+  double overload_s = 60;
+  double recover_s = 60;
+  double recovered_s = 20;
+  std::string policy = "defer";
 };
 
 void progress(const std::string& text) { std::cerr << "e2e_bench: " << text << std::endl; }
@@ -125,6 +143,13 @@ std::string self_dir() {
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The host's load average (1, 5, 15 min); other work on the host shows here.
+json loadavg() {
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) != 3) return nullptr;
+  return {load[0], load[1], load[2]};
 }
 
 double thread_cpu_s() {
@@ -263,7 +288,7 @@ search:
   threads: {threads}
   tick_ms: {tick}
   deadline_ms: {deadline}
-  overload_policy: defer
+  overload_policy: {policy}
 patterns:
 )",
       fmt::arg("udp", ports.udp), fmt::arg("tcp", ports.tcp), fmt::arg("queue", queue),
@@ -274,7 +299,7 @@ patterns:
       fmt::arg("left", name_list(0, kW1InsoleChannels)),
       fmt::arg("right", name_list(kW1InsoleChannels, 2 * kW1InsoleChannels)),
       fmt::arg("backend", options.backend), fmt::arg("threads", options.threads),
-      fmt::arg("tick", kTickMs), fmt::arg("deadline", static_cast<int>(kDeadlineMs)));
+      fmt::arg("tick", kTickMs), fmt::arg("policy", options.policy), fmt::arg("deadline", static_cast<int>(kDeadlineMs)));
   const double threshold = options.threshold > 0 ? options.threshold : set.threshold;
   const int min_dims = options.min_dims > 0 ? options.min_dims : set.min_dims;
   for (std::size_t p = 0; p < set.values.size(); ++p) {
@@ -433,6 +458,7 @@ class Subscriber {
  public:
   explicit Subscriber(int port) : socket_(context_, zmq::socket_type::sub) {
     socket_.set(zmq::sockopt::subscribe, "alert.");
+    socket_.set(zmq::sockopt::subscribe, "stats.");
     socket_.set(zmq::sockopt::rcvtimeo, 100);
     socket_.set(zmq::sockopt::rcvhwm, 0);
     socket_.connect("tcp://127.0.0.1:" + std::to_string(port));
@@ -448,6 +474,12 @@ class Subscriber {
     return alerts_;
   }
   std::uint64_t bad_messages() const { return bad_; }
+  // The last "stats." message (the daemon's counters; "reason": "shutdown"
+  // once it has drained); null before the first.
+  nlohmann::json last_stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
 
  private:
   void loop() {
@@ -459,6 +491,16 @@ class Subscriber {
         continue;
       }
       const double now = unix_now();
+      if (topic.to_string_view().substr(0, 6) == "stats.") {
+        try {
+          auto stats = nlohmann::json::parse(body.to_string_view());
+          std::lock_guard<std::mutex> lock(mu_);
+          stats_ = std::move(stats);
+        } catch (const std::exception&) {
+          ++bad_;
+        }
+        continue;
+      }
       try {
         const auto alert = nlohmann::json::parse(body.to_string_view());
         SeenAlert seen;
@@ -480,6 +522,7 @@ class Subscriber {
   std::atomic<std::uint64_t> bad_{0};
   std::mutex mu_;
   std::vector<SeenAlert> alerts_;
+  nlohmann::json stats_;
 };
 
 // ---------------------------------------------------------------- sender
@@ -517,13 +560,22 @@ gw::sensors::Frame frame_of(const WearerPool& pool, int wearer, std::uint32_t se
   return frame;
 }
 
-// Sends the frames of wearers t, t + T, t + 2T, ... from `start` to `end`:
-// wearer w's frame k is due at start + k ticks + w's phase (phases spread
-// the wearers evenly over a tick, as unsynchronised devices would), and
-// carries the 10 samples taken up to its due time.
-SenderStats send_frames(const Options& options, const WearerPool& pool, int wearers, int index,
-                        int threads, Clock::time_point start, Clock::time_point end,
-                        double start_unix, int port) {
+// Which wearers send, shared by the sender threads and the run: wearers
+// 0 .. active-1 send each tick (the overload mode changes it between
+// phases), and the frames sent so far by all threads.
+struct SendControl {
+  std::atomic<int> active{0};
+  std::atomic<std::uint64_t> frames{0};
+};
+
+// Sends the frames of wearers t, t + T, t + 2T, ... (of max_wearers; those
+// below control.active in each tick) from `start` to `end`: wearer w's frame
+// k is due at start + k ticks + w's phase (phases spread the active wearers
+// evenly over a tick, as unsynchronised devices would), and carries the 10
+// samples taken up to its due time.
+SenderStats send_frames(const Options& options, const WearerPool& pool, int max_wearers,
+                        SendControl& control, int index, int threads, Clock::time_point start,
+                        Clock::time_point end, double start_unix, int port) {
   SenderStats stats;
   const double cpu_start = thread_cpu_s();
   const auto wall_start = Clock::now();
@@ -543,13 +595,15 @@ SenderStats send_frames(const Options& options, const WearerPool& pool, int wear
     const bool int16 = options.format == "int16";
     const auto tick = std::chrono::milliseconds(kTickMs);
     std::vector<int> mine;
-    for (int w = index; w < wearers; w += threads) mine.push_back(w);
+    for (int w = index; w < max_wearers; w += threads) mine.push_back(w);
     for (std::uint32_t k = 0;; ++k) {
       const auto tick_start = start + k * tick;
       if (tick_start >= end) break;
+      const int active = std::max(1, control.active.load());
       for (int w : mine) {
+        if (w >= active) break;
         const auto phase =
-            std::chrono::microseconds(static_cast<std::int64_t>(kTickMs) * 1000 * w / wearers);
+            std::chrono::microseconds(static_cast<std::int64_t>(kTickMs) * 1000 * w / active);
         const auto due = tick_start + phase;
         if (Clock::now() < due) std::this_thread::sleep_until(due);
         const double due_unix = start_unix + std::chrono::duration<double>(due - start).count();
@@ -570,6 +624,7 @@ SenderStats send_frames(const Options& options, const WearerPool& pool, int wear
           udp.send(asio::buffer(bytes));
         }
         ++stats.frames;
+        control.frames.fetch_add(1);
         stats.bytes += bytes.size();
         const double lag = std::chrono::duration<double, std::milli>(Clock::now() - due).count();
         stats.max_lag_ms = std::max(stats.max_lag_ms, lag);
@@ -591,6 +646,179 @@ int default_sender_threads(int wearers) {
   return std::clamp(wearers / 1500 + 1, 1, std::max(1, hw / 4));
 }
 
+// The sender threads of one run, from `start` to `end`, up to max_wearers.
+class Senders {
+ public:
+  Senders(const Options& options, const WearerPool& pool, int max_wearers, SendControl& control,
+          Clock::time_point start, Clock::time_point end, double start_unix, int port)
+      : threads_(options.sender_threads > 0 ? options.sender_threads
+                                            : default_sender_threads(max_wearers)),
+        stats_(static_cast<std::size_t>(threads_)) {
+    for (int t = 0; t < threads_; ++t)
+      threads_list_.emplace_back([this, &options, &pool, &control, t, max_wearers, start, end,
+                                  start_unix, port] {
+        stats_[static_cast<std::size_t>(t)] = send_frames(options, pool, max_wearers, control, t,
+                                                          threads_, start, end, start_unix, port);
+      });
+  }
+  ~Senders() { join(); }
+  int count() const { return threads_; }
+  void join() {
+    for (auto& t : threads_list_)
+      if (t.joinable()) t.join();
+  }
+  // After join(): the threads' stats summed (rates over the longest thread).
+  struct Totals {
+    std::uint64_t frames = 0, bytes = 0, late_frames = 0;
+    double max_lag_ms = 0, cpu_fraction = 0, wall_s = 0;
+    std::string error;
+  };
+  Totals totals() const {
+    Totals t;
+    for (const auto& s : stats_) {
+      t.frames += s.frames;
+      t.bytes += s.bytes;
+      t.late_frames += s.late_frames;
+      t.max_lag_ms = std::max(t.max_lag_ms, s.max_lag_ms);
+      t.cpu_fraction = std::max(t.cpu_fraction, s.cpu_s / std::max(1e-9, s.wall_s));
+      t.wall_s = std::max(t.wall_s, s.wall_s);
+      if (!s.error.empty()) t.error = s.error;
+    }
+    return t;
+  }
+
+ private:
+  int threads_;
+  std::vector<SenderStats> stats_;
+  std::vector<std::thread> threads_list_;
+};
+
+// ---------------------------------------------------------------- one daemon
+
+// The daemon of one run, on a W1 config in its own directory (sized for
+// max_wearers), with a subscriber connected; stop() drains and stops it.
+struct DaemonRun {
+  fs::path dir;
+  Ports ports;
+  std::unique_ptr<gw::test::Process> daemon;
+  std::unique_ptr<Subscriber> subscriber;
+  std::string error;  // set when the daemon did not start
+  std::optional<int> exit_code;
+
+  DaemonRun(const Options& options, int max_wearers, const PatternSet& patterns,
+            const fs::path& workdir, const fs::path& run_dir)
+      : dir(run_dir) {
+    fs::create_directories(dir);
+    ports.udp = gw::test::free_port(true);
+    ports.tcp = gw::test::free_port(false);
+    ports.publish = gw::test::free_port(false);
+    ports.control = gw::test::free_port(false);
+    ports.metrics = gw::test::free_port(false);
+    const fs::path config = dir / "w1.yaml";
+    {
+      std::ofstream out(config);
+      out << w1_config(options, max_wearers, patterns, workdir / "patterns", dir, ports);
+    }
+    daemon = std::make_unique<gw::test::Process>(
+        std::vector<std::string>{options.daemon, "--config", config.string()}, dir / "daemon.out",
+        dir / "daemon.err");
+    const auto ready_by = Clock::now() + std::chrono::seconds(180);
+    bool ready = false;
+    while (Clock::now() < ready_by && daemon->running()) {
+      try {
+        scrape(ports.metrics);
+        ready = true;
+        break;
+      } catch (const std::exception&) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    if (!ready) {
+      error = "daemon did not start: " + daemon->err().substr(0, 2000);
+      return;
+    }
+    // No check of which backend runs: search.backend "cuda" makes the daemon
+    // refuse to start without a usable GPU, and a later fall-back to the CPU
+    // counts backend_failovers, one of kDropCounters.
+    subscriber = std::make_unique<Subscriber>(ports.publish);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the SUB connects
+  }
+  int port(const Options& options) const {
+    return options.transport == "tcp" ? ports.tcp : ports.udp;
+  }
+
+  // Scrapes once a second (and at `until`) until then or the daemon's end,
+  // handing each scrape to `each`.
+  void watch(Clock::time_point until, const std::function<void(const Scrape&)>& each) {
+    while (Clock::now() < until) {
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(std::chrono::seconds(1), until - Clock::now()));
+      try {
+        each(scrape(ports.metrics));
+      } catch (const std::exception& e) {
+        progress(std::string("  metrics scrape failed: ") + e.what());
+      }
+      if (!daemon->running()) break;
+    }
+  }
+
+  // After the senders: waits until every frame sent was accepted or dropped
+  // (up to drain_s) and the last commit, then returns the last scrape.
+  Scrape drain(std::uint64_t frames_sent, double drain_s = 20) {
+    Scrape last;
+    const auto drain_by =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(drain_s));
+    do {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      try {
+        last = scrape(ports.metrics);
+      } catch (const std::exception&) {
+      }
+    } while (Clock::now() < drain_by && daemon->running() &&
+             last.get("gaitwatch_engine_frames_accepted") +
+                     last.get("gaitwatch_ingest_queue_dropped") <
+                 static_cast<double>(frames_sent));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 * kTickMs + 500));  // the last commit
+    try {
+      last = scrape(ports.metrics);
+    } catch (const std::exception&) {
+    }
+    return last;
+  }
+
+  // SIGTERM (the daemon drains its queue, commits and publishes the rest);
+  // the subscriber listens until it has exited. Returns the hits stored.
+  std::uint64_t stop(json& line) {
+    daemon->signal(SIGTERM);
+    exit_code = daemon->wait(std::chrono::seconds(60));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    subscriber->stop();
+    try {
+      gw::pipeline::HitStore store((dir / "hits.db").string(), true);
+      return store.count();
+    } catch (const std::exception& e) {
+      line["store_error"] = e.what();
+    }
+    return 0;
+  }
+};
+
+json sender_json(const Options& options, const Senders& senders, const Senders::Totals& t,
+                 double frames_per_s_target) {
+  return {{"threads", senders.count()},
+          {"transport", options.transport},
+          {"format", options.format},
+          {"frames_sent", t.frames},
+          {"frames_per_s_target", frames_per_s_target},
+          {"frames_per_s_sent", t.frames / std::max(1e-9, t.wall_s)},
+          {"mb_per_s_sent", t.bytes / std::max(1e-9, t.wall_s) / 1e6},
+          {"max_lag_ms", t.max_lag_ms},
+          {"late_frames", t.late_frames},
+          {"max_thread_cpu_fraction", t.cpu_fraction},
+          {"error", t.error}};
+}
+
 // ---------------------------------------------------------------- one run
 
 // Counters whose increase loses data or work: any of them > 0 after a run
@@ -602,27 +830,13 @@ const std::vector<std::string> kDropCounters = {
     "gaitwatch_engine_missing_frames",   "gaitwatch_engine_gaps",
     "gaitwatch_engine_restarts",         "gaitwatch_engine_overrun_samples",
     "gaitwatch_engine_shed_streams",     "gaitwatch_engine_shed_windows",
-    "gaitwatch_engine_dropped_windows",  "gaitwatch_engine_backend_failovers",
-    "gaitwatch_sink_store_errors",       "gaitwatch_slots_late_samples"};
+    "gaitwatch_engine_dropped_windows",  "gaitwatch_engine_lost_windows",
+    "gaitwatch_engine_backend_failovers", "gaitwatch_sink_store_errors",
+    "gaitwatch_slots_late_samples"};
 
 json run_once(const Options& options, int wearers, double duration_s,
               const gw::sensors::Recording& base, const PatternSet& patterns,
               const fs::path& workdir, int run_number) {
-  const fs::path run_dir = workdir / fmt::format("run{:03}-{}", run_number, wearers);
-  fs::create_directories(run_dir);
-  Ports ports;
-  ports.udp = gw::test::free_port(true);
-  ports.tcp = gw::test::free_port(false);
-  ports.publish = gw::test::free_port(false);
-  ports.control = gw::test::free_port(false);
-  ports.metrics = gw::test::free_port(false);
-  const fs::path config = run_dir / "w1.yaml";
-  {
-    std::ofstream out(config);
-    out << w1_config(options, wearers, patterns, workdir / "patterns", run_dir, ports);
-  }
-  const int threads =
-      options.sender_threads > 0 ? options.sender_threads : default_sender_threads(wearers);
   json line;
   line["bench"] = "e2e_run";
   line["wearers"] = wearers;
@@ -630,34 +844,13 @@ json run_once(const Options& options, int wearers, double duration_s,
   line["warmup_s"] = options.warmup_s;
   line["backend"] = options.backend;
 
-  progress(fmt::format("run {}: {} wearers, {} s (+{} s warm-up), {} sender thread(s), {}",
-                       run_number, wearers, duration_s, options.warmup_s, threads,
-                       options.transport));
   const WearerPool pool = make_pool(base, wearers, options);
-
-  gw::test::Process daemon({options.daemon, "--config", config.string()}, run_dir / "daemon.out",
-                           run_dir / "daemon.err");
-  const auto ready_by = Clock::now() + std::chrono::seconds(180);
-  bool ready = false;
-  while (Clock::now() < ready_by && daemon.running()) {
-    try {
-      scrape(ports.metrics);
-      ready = true;
-      break;
-    } catch (const std::exception&) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  if (!ready) {
-    line["error"] = "daemon did not start: " + daemon.err().substr(0, 2000);
+  DaemonRun run(options, wearers, patterns, workdir,
+                workdir / fmt::format("run{:03}-{}", run_number, wearers));
+  if (!run.error.empty()) {
+    line["error"] = run.error;
     return line;
   }
-  // No check of which backend runs: search.backend "cuda" makes the daemon
-  // refuse to start without a usable GPU, and a later fall-back to the CPU
-  // counts backend_failovers, one of kDropCounters.
-
-  Subscriber subscriber(ports.publish);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the SUB connects
 
   const auto start = Clock::now() + std::chrono::milliseconds(200);
   const double start_unix = unix_now() + 0.2;
@@ -665,94 +858,46 @@ json run_once(const Options& options, int wearers, double duration_s,
                                         std::chrono::duration<double>(options.warmup_s));
   const auto end = measure_from + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(duration_s));
-  const int port = options.transport == "tcp" ? ports.tcp : ports.udp;
-  std::vector<SenderStats> sender_stats(threads);
-  std::vector<std::thread> senders;
-  for (int t = 0; t < threads; ++t)
-    senders.emplace_back([&, t] {
-      sender_stats[t] =
-          send_frames(options, pool, wearers, t, threads, start, end, start_unix, port);
-    });
+  SendControl control;
+  control.active = wearers;
+  Senders senders(options, pool, wearers, control, start, end, start_unix, run.port(options));
+  progress(fmt::format("run {}: {} wearers, {} s (+{} s warm-up), {} sender thread(s), {}",
+                       run_number, wearers, duration_s, options.warmup_s, senders.count(),
+                       options.transport));
 
-  // Scrape once a second: queue depths over time, and the window's start.
+  // Queue depths over time, and the window's start.
   std::optional<Scrape> first;
   double max_queue_depth = 0;
   double max_batch_predicted = 0;
   auto next_report = Clock::now() + std::chrono::seconds(30);
-  while (Clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    try {
-      const Scrape s = scrape(ports.metrics);
-      if (Clock::now() >= measure_from) {
-        if (!first) first = s;
-        max_queue_depth = std::max(max_queue_depth, s.get("gaitwatch_ingest_queue_depth"));
-        max_batch_predicted =
-            std::max(max_batch_predicted, s.get("gaitwatch_engine_cost_model_last_predicted_ms"));
-      }
-      if (Clock::now() >= next_report) {
-        progress(fmt::format(
-            "  {} wearers: {:.0f} s, {:.0f} frames accepted, {:.0f} deadline misses, "
-            "{:.0f} deferred, queue {:.0f}, last batch {:.1f} ms",
-            wearers, std::chrono::duration<double>(Clock::now() - start).count(),
-            s.get("gaitwatch_engine_frames_accepted"), s.get("gaitwatch_engine_deadline_misses"),
-            s.get("gaitwatch_engine_deferred_streams"), s.get("gaitwatch_ingest_queue_depth"),
-            s.get("gaitwatch_engine_last_batch_ms")));
-        next_report += std::chrono::seconds(30);
-      }
-    } catch (const std::exception& e) {
-      progress(std::string("  metrics scrape failed: ") + e.what());
+  run.watch(end, [&](const Scrape& s) {
+    if (Clock::now() >= measure_from) {
+      if (!first) first = s;
+      max_queue_depth = std::max(max_queue_depth, s.get("gaitwatch_ingest_queue_depth"));
+      max_batch_predicted =
+          std::max(max_batch_predicted, s.get("gaitwatch_engine_cost_model_last_predicted_ms"));
     }
-    if (!daemon.running()) break;
-  }
-  for (auto& t : senders) t.join();
+    if (Clock::now() >= next_report) {
+      progress(fmt::format(
+          "  {} wearers: {:.0f} s, {:.0f} frames accepted, {:.0f} deadline misses, "
+          "{:.0f} deferred, queue {:.0f}, last batch {:.1f} ms",
+          wearers, std::chrono::duration<double>(Clock::now() - start).count(),
+          s.get("gaitwatch_engine_frames_accepted"), s.get("gaitwatch_engine_deadline_misses"),
+          s.get("gaitwatch_engine_deferred_streams"), s.get("gaitwatch_ingest_queue_depth"),
+          s.get("gaitwatch_engine_last_batch_ms")));
+      next_report += std::chrono::seconds(30);
+    }
+  });
+  senders.join();
   const double send_end_unix = unix_now();
+  const Senders::Totals sent = senders.totals();
 
   // Drain: every frame sent is searched and its alerts published.
-  std::uint64_t frames_sent = 0, bytes_sent = 0, late_frames = 0;
-  double max_lag = 0, sender_cpu = 0, sender_wall = 0;
-  std::string sender_error;
-  for (const auto& s : sender_stats) {
-    frames_sent += s.frames;
-    bytes_sent += s.bytes;
-    late_frames += s.late_frames;
-    max_lag = std::max(max_lag, s.max_lag_ms);
-    sender_cpu = std::max(sender_cpu, s.cpu_s / std::max(1e-9, s.wall_s));
-    sender_wall = std::max(sender_wall, s.wall_s);
-    if (!s.error.empty()) sender_error = s.error;
-  }
-  Scrape last;
-  const auto drain_by = Clock::now() + std::chrono::seconds(20);
-  do {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    try {
-      last = scrape(ports.metrics);
-    } catch (const std::exception&) {
-    }
-  } while (Clock::now() < drain_by && daemon.running() &&
-           last.get("gaitwatch_engine_frames_accepted") +
-                   last.get("gaitwatch_ingest_queue_dropped") <
-               static_cast<double>(frames_sent));
-  std::this_thread::sleep_for(std::chrono::milliseconds(2 * kTickMs + 500));  // the last commit
-  try {
-    last = scrape(ports.metrics);
-  } catch (const std::exception&) {
-  }
+  const Scrape last = run.drain(sent.frames);
   if (!first) first = last;
-
-  // Stop the daemon (SIGTERM drains, commits and publishes the rest) and
-  // count what it stored; the subscriber listens until it has exited.
-  daemon.signal(SIGTERM);
-  const auto exit_code = daemon.wait(std::chrono::seconds(60));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  subscriber.stop();
-  std::uint64_t stored = 0;
-  try {
-    gw::pipeline::HitStore store((run_dir / "hits.db").string(), true);
-    stored = store.count();
-  } catch (const std::exception& e) {
-    line["store_error"] = e.what();
-  }
-
+  const std::uint64_t stored = run.stop(line);
+  const auto& exit_code = run.exit_code;
+  Subscriber& subscriber = *run.subscriber;
   const Scrape& a = *first;
   const Scrape& b = last;
   const double window_s = std::max(1e-9, b.time - a.time);
@@ -771,20 +916,10 @@ json run_once(const Options& options, int wearers, double duration_s,
   const HistogramWindow latency = histogram_window(a, b, "gaitwatch_alert_latency_seconds");
   const HistogramWindow batch = histogram_window(a, b, "gaitwatch_batch_seconds");
 
-  line["sender"] = {{"threads", threads},
-                    {"transport", options.transport},
-                    {"format", options.format},
-                    {"frames_sent", frames_sent},
-                    {"frames_per_s_target", wearers * 1000.0 / kTickMs},
-                    {"frames_per_s_sent", frames_sent / std::max(1e-9, sender_wall)},
-                    {"mb_per_s_sent", bytes_sent / std::max(1e-9, sender_wall) / 1e6},
-                    {"max_lag_ms", max_lag},
-                    {"late_frames", late_frames},
-                    {"max_thread_cpu_fraction", sender_cpu},
-                    {"error", sender_error}};
+  line["sender"] = sender_json(options, senders, sent, wearers * 1000.0 / kTickMs);
   line["window_s"] = window_s;
   line["frames_accepted"] = accepted;
-  line["frames_lost"] = static_cast<double>(frames_sent) - accepted;
+  line["frames_lost"] = static_cast<double>(sent.frames) - accepted;
   // Over the sending part of the window: the drain after it adds frames
   // but would dilute the rate.
   line["frames_per_s_accepted_window"] =
@@ -844,8 +979,8 @@ json run_once(const Options& options, int wearers, double duration_s,
 
   // The verdict.
   std::vector<std::string> reasons;
-  if (!sender_error.empty()) reasons.push_back("sender error");
-  if (late_frames > 0)
+  if (!sent.error.empty()) reasons.push_back("sender error");
+  if (sent.late_frames > 0)
     reasons.push_back(
         "sender more than a tick behind schedule (daemon not reading, or the host starved it)");
   if (line["deadline_misses_window"].get<double>() > 0) reasons.push_back("deadline misses");
@@ -863,7 +998,7 @@ json run_once(const Options& options, int wearers, double duration_s,
   line["sustained"] = reasons.empty();
   line["reasons"] = reasons;
   line["end_unix"] = send_end_unix;
-  if (!options.keep) fs::remove_all(run_dir);
+  if (!options.keep) fs::remove_all(run.dir);
   progress(
       fmt::format("  -> {} wearers: {} (p99 {:.0f} ms daemon / {:.0f} ms subscriber, {} alerts, "
                   "batch p99 {:.0f} ms, {:.0f} deadline misses){}",
@@ -1091,6 +1226,219 @@ void micro_store(const Options& options, const fs::path& workdir) {
   }
 }
 
+// ---------------------------------------------------------------- overload
+
+// The daemon's counters JSON ("stats." message) as the flat names of its
+// /metrics (daemon/metrics.h: gaitwatch_<section>_<path>).
+void flatten(const std::string& prefix, const nlohmann::json& value, Scrape& out) {
+  if (value.is_object()) {
+    for (const auto& [key, child] : value.items()) flatten(prefix + "_" + key, child, out);
+  } else if (value.is_number()) {
+    out.values[prefix] = value.get<double>();
+  } else if (value.is_boolean()) {
+    out.values[prefix] = value.get<bool>() ? 1.0 : 0.0;
+  }
+}
+
+// What one phase changed, between the scrapes at its start and its end.
+json phase_json(const std::string& name, int wearers, const Scrape& a, const Scrape& b,
+                std::uint64_t frames_sent, double max_queue_depth) {
+  const auto delta = [&](const std::string& n) { return b.get(n) - a.get(n); };
+  const HistogramWindow latency = histogram_window(a, b, "gaitwatch_alert_latency_seconds");
+  const HistogramWindow batch = histogram_window(a, b, "gaitwatch_batch_seconds");
+  json p;
+  p["phase"] = name;
+  p["wearers"] = wearers;
+  p["seconds"] = b.time - a.time;
+  p["frames_sent"] = frames_sent;
+  for (const char* c : {"frames_accepted", "batches", "deadline_misses", "deferred_streams",
+                        "shed_streams", "shed_windows", "dropped_windows", "lost_windows",
+                        "overrun_samples", "due_windows", "searched_windows", "alerts"})
+    p[c] = delta(std::string("gaitwatch_engine_") + c);
+  p["queue_dropped"] = delta("gaitwatch_ingest_queue_dropped");
+  p["pending_windows_end"] = b.get("gaitwatch_engine_pending_windows");
+  p["queue_depth_end"] = b.get("gaitwatch_ingest_queue_depth");
+  p["queue_depth_max_sampled"] = max_queue_depth;
+  p["latency_ms"] = {{"count", latency.count}, {"p50", latency.p50_ms}, {"p99", latency.p99_ms}};
+  p["batch_ms"] = {{"count", batch.count}, {"p50", batch.p50_ms}, {"p99", batch.p99_ms}};
+  return p;
+}
+
+// The final accounting, from the daemon's counters after its drain: frames
+// sent = received by the ingest = accepted by the engine + dropped (by
+// reason) + still queued; window-end items due = searched + shed + dropped +
+// lost + pending (pipeline/engine.h).
+json accounting_json(const Scrape& f, std::uint64_t frames_sent, const std::string& transport) {
+  const double received = f.get(transport == "tcp" ? "gaitwatch_ingest_tcp_frames"
+                                                   : "gaitwatch_ingest_datagrams");
+  json reasons = json::object();
+  double dropped = 0;
+  const auto reason = [&](const std::string& name) {
+    const double v = f.get("gaitwatch_" + name);
+    reasons[name] = v;
+    dropped += v;
+  };
+  for (const auto& [key, value] : f.values)
+    if (key.rfind("gaitwatch_ingest_decode_errors_", 0) == 0) reason(key.substr(10));
+  for (const char* name :
+       {"ingest_oversized", "ingest_unknown_device", "ingest_profile_mismatch",
+        "ingest_admission_not_allowed", "ingest_admission_wrong_source",
+        "ingest_admission_missing_mac", "ingest_admission_bad_mac",
+        "ingest_admission_unexpected_mac", "ingest_queue_dropped", "engine_frames_out_of_order",
+        "engine_frames_unknown_device", "engine_frames_profile_mismatch"})
+    reason(name);
+  const double accepted = f.get("gaitwatch_engine_frames_accepted");
+  const double queued = f.get("gaitwatch_ingest_queue_depth");
+  json frames = {{"sent", frames_sent},
+                 {"received", received},
+                 {"accepted", accepted},
+                 {"dropped", dropped},
+                 {"dropped_by_reason", reasons},
+                 {"queued_at_end", queued}};
+  frames["sent_equals_received"] = static_cast<double>(frames_sent) == received;
+  frames["received_equals_accepted_plus_dropped"] = received == accepted + dropped + queued;
+  const auto engine = [&](const char* n) { return f.get(std::string("gaitwatch_engine_") + n); };
+  json windows = {{"due", engine("due_windows")},         {"searched", engine("searched_windows")},
+                  {"shed", engine("shed_windows")},       {"dropped", engine("dropped_windows")},
+                  {"lost", engine("lost_windows")},       {"pending", engine("pending_windows")},
+                  {"overrun_samples", engine("overrun_samples")}};
+  windows["due_equals_searched_shed_dropped_lost_pending"] =
+      engine("due_windows") == engine("searched_windows") + engine("shed_windows") +
+                                   engine("dropped_windows") + engine("lost_windows") +
+                                   engine("pending_windows");
+  return {{"frames", frames}, {"windows", windows}};
+}
+
+// One daemon run: --wearers N for the warm-up, factor x N for --overload-s,
+// N again for --recover-s (its last --recovered-s reported as a phase of its
+// own), then the drain and a clean stop. One "e2e_overload" line.
+json overload_run(const Options& options, const gw::sensors::Recording& base,
+                  const PatternSet& patterns, const fs::path& workdir) {
+  const std::vector<int> counts = gw::bench::parse_counts(options.wearers, "--wearers");
+  if (counts.size() != 1) throw gw::Error("--overload: --wearers takes one count (the normal load)");
+  const int normal = counts.front();
+  const int peak = std::max(normal + 1, static_cast<int>(std::lround(normal * options.overload_factor)));
+  struct Phase {
+    std::string name;
+    int wearers;
+    double seconds;
+  };
+  const double recovered_s = std::min(options.recovered_s, options.recover_s);
+  const std::vector<Phase> phases = {{"warmup", normal, options.warmup_s},
+                                     {"overload", peak, options.overload_s},
+                                     {"recovering", normal, options.recover_s - recovered_s},
+                                     {"recovered", normal, recovered_s}};
+  double total_s = 0;
+  for (const auto& p : phases) total_s += p.seconds;
+
+  json line;
+  line["bench"] = "e2e_overload";
+  line["wearers"] = normal;
+  line["overload_wearers"] = peak;
+  line["overload_factor"] = options.overload_factor;
+  line["policy"] = options.policy;
+  line["backend"] = options.backend;
+  line["search_threads"] = options.threads;
+  line["deadline_ms"] = kDeadlineMs;
+  line["loadavg_at_start"] = loadavg();
+  const WearerPool pool = make_pool(base, peak, options);
+  DaemonRun run(options, peak, patterns, workdir, workdir / fmt::format("overload-{}", normal));
+  line["run_dir"] = run.dir.string();
+  if (!run.error.empty()) {
+    line["error"] = run.error;
+    return line;
+  }
+  SendControl control;
+  control.active = normal;
+  Scrape at = scrape(run.ports.metrics);
+  const auto start = Clock::now() + std::chrono::milliseconds(200);
+  const double start_unix = unix_now() + 0.2;
+  const auto end = start + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(total_s));
+  Senders senders(options, pool, peak, control, start, end, start_unix, run.port(options));
+  progress(fmt::format("overload: {} wearers, {} for {} s, then {} ({} policy, {} s in all)",
+                       normal, peak, options.overload_s, normal, options.policy, total_s));
+  json phase_lines = json::array();
+  auto boundary = start;
+  std::uint64_t frames_at = 0;
+  for (const Phase& phase : phases) {
+    control.active = phase.wearers;
+    boundary += std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(phase.seconds));
+    double max_depth = 0;
+    auto next_report = Clock::now() + std::chrono::seconds(15);
+    run.watch(boundary, [&](const Scrape& s) {
+      max_depth = std::max(max_depth, s.get("gaitwatch_ingest_queue_depth"));
+      if (Clock::now() < next_report) return;
+      next_report += std::chrono::seconds(15);
+      progress(fmt::format("  {} ({} wearers): {:.0f} deadline misses, {:.0f} deferred, {:.0f} "
+                           "shed, {:.0f} lost windows, queue {:.0f}, last batch {:.0f} ms",
+                           phase.name, phase.wearers, s.get("gaitwatch_engine_deadline_misses"),
+                           s.get("gaitwatch_engine_deferred_streams"),
+                           s.get("gaitwatch_engine_shed_streams"),
+                           s.get("gaitwatch_engine_lost_windows"),
+                           s.get("gaitwatch_ingest_queue_depth"),
+                           s.get("gaitwatch_engine_last_batch_ms")));
+    });
+    Scrape b = at;
+    try {
+      b = scrape(run.ports.metrics);
+    } catch (const std::exception& e) {
+      progress(std::string("  metrics scrape failed: ") + e.what());
+    }
+    const std::uint64_t frames_now = control.frames.load();
+    phase_lines.push_back(
+        phase_json(phase.name, phase.wearers, at, b, frames_now - frames_at, max_depth));
+    at = b;
+    frames_at = frames_now;
+  }
+  senders.join();
+  const Senders::Totals sent = senders.totals();
+  const Scrape drained = run.drain(sent.frames, 60);
+  phase_lines.push_back(phase_json("drain", 0, at, drained, 0, drained.get("gaitwatch_ingest_queue_depth")));
+  const std::uint64_t stored = run.stop(line);
+
+  // The counters the daemon published at shutdown, after its drain; the
+  // last scrape if that message did not arrive.
+  Scrape final_counters = drained;
+  const nlohmann::json last_stats = run.subscriber->last_stats();
+  const bool from_shutdown = last_stats.is_object() && last_stats.value("reason", "") == "shutdown";
+  if (from_shutdown) {
+    final_counters = Scrape{};
+    flatten("gaitwatch", last_stats, final_counters);
+  }
+  line["sender"] = sender_json(options, senders, sent, peak * 1000.0 / kTickMs);
+  line["phases"] = phase_lines;
+  line["accounting"] = accounting_json(final_counters, sent.frames, options.transport);
+  line["accounting"]["source"] = from_shutdown ? "stats at shutdown" : "last metrics scrape";
+  line["alerts"] = {{"stored", stored},
+                    {"published", final_counters.get("gaitwatch_sink_published")},
+                    {"received", run.subscriber->alerts().size()}};
+  line["daemon_exit_code"] = run.exit_code ? *run.exit_code : -1;
+  line["loadavg_at_end"] = loadavg();
+  const json& overload = phase_lines[1];
+  const json& recovered = phase_lines[3];
+  const json acc = line["accounting"];  // a copy: adding keys to `line` moves its values
+  line["degraded"] = overload["deferred_streams"].get<double>() +
+                         overload["shed_streams"].get<double>() +
+                         overload["dropped_windows"].get<double>() +
+                         overload["deadline_misses"].get<double>() >
+                     0;
+  line["recovered"] = recovered["deadline_misses"].get<double>() == 0 &&
+                      recovered["deferred_streams"].get<double>() == 0 &&
+                      recovered["shed_streams"].get<double>() == 0 &&
+                      recovered["lost_windows"].get<double>() == 0 &&
+                      recovered["latency_ms"]["p99"].get<double>() <= kDeadlineMs;
+  line["accounted"] = acc["frames"]["sent_equals_received"].get<bool>() &&
+                      acc["frames"]["received_equals_accepted_plus_dropped"].get<bool>() &&
+                      acc["windows"]["due_equals_searched_shed_dropped_lost_pending"].get<bool>();
+  progress(fmt::format("  -> degraded {}, recovered {}, accounted {}, daemon exit {}",
+                       line["degraded"].get<bool>(), line["recovered"].get<bool>(),
+                       line["accounted"].get<bool>(), line["daemon_exit_code"].get<int>()));
+  if (!options.keep) fs::remove_all(run.dir);
+  return line;
+}
+
 // ---------------------------------------------------------------- search
 
 int run(Options options) {
@@ -1127,6 +1475,11 @@ int run(Options options) {
 
   const PatternSet patterns = make_patterns(base, options);
   write_templates(patterns, workdir / "patterns");
+  if (options.overload) {
+    std::cout << overload_run(options, base, patterns, workdir).dump() << std::endl;
+    if (!options.keep) fs::remove_all(workdir);
+    return 0;
+  }
 
   json summary;
   summary["bench"] = "e2e_summary";
@@ -1138,16 +1491,12 @@ int run(Options options) {
   summary["min_dims"] = options.min_dims > 0 ? options.min_dims : patterns.min_dims;
   summary["deadline_ms"] = kDeadlineMs;
   summary["host_cpus"] = std::thread::hardware_concurrency();
-  {
-    double load[3] = {0, 0, 0};
-    if (getloadavg(load, 3) == 3) summary["loadavg_at_start"] = {load[0], load[1], load[2]};
-  }
+  summary["loadavg_at_start"] = loadavg();
   int run_number = 0;
   std::vector<json> runs;
   const auto attempt = [&](int wearers, double duration) {
     json line = run_once(options, wearers, duration, base, patterns, workdir, ++run_number);
-    double load[3] = {0, 0, 0};
-    if (getloadavg(load, 3) == 3) line["loadavg_after"] = {load[0], load[1], load[2]};
+    line["loadavg_after"] = loadavg();
     std::cout << line.dump() << std::endl;
     runs.push_back(line);
     return line.value("sustained", false);
@@ -1211,10 +1560,7 @@ int run(Options options) {
       "after the warm-up: ingest->alert p99 <= 250 ms (daemon and subscriber), zero deadline "
       "misses, "
       "nothing deferred/shed/dropped, every frame sent accepted, sender on schedule";
-  {
-    double load[3] = {0, 0, 0};
-    if (getloadavg(load, 3) == 3) summary["loadavg_at_end"] = {load[0], load[1], load[2]};
-  }
+  summary["loadavg_at_end"] = loadavg();
   std::cout << summary.dump() << std::endl;
   if (!options.keep) fs::remove_all(workdir);
   return 0;
@@ -1274,7 +1620,29 @@ int main(int argc, char** argv) {
   app.add_option("--micro-seconds", options.micro_seconds,
                  "--micro: seconds per decode measurement");
   app.add_option("--micro-hits", options.micro_hits, "--micro: hits per writer measurement");
+  app.add_flag("--overload", options.overload,
+               "one daemon run: --wearers N for --warmup s, --overload-factor x N for "
+               "--overload-s, N for --recover-s, drain, stop; one e2e_overload line");
+  app.add_option("--overload-factor", options.overload_factor,
+                 "--overload: load multiple (default 3)")
+      ->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--overload-s", options.overload_s, "--overload: seconds of overload (default 60)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--recover-s", options.recover_s,
+                 "--overload: seconds of normal load after it (default 60)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--recovered-s", options.recovered_s,
+                 "--overload: the last part of --recover-s reported as phase \"recovered\" "
+                 "(default 20)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--policy", options.policy,
+                 "search.overload_policy: defer | shed | drop_patterns | none (default defer)")
+      ->check(CLI::IsMember({"defer", "shed", "drop_patterns", "none"}));
   CLI11_PARSE(app, argc, argv);
+  if (options.overload && options.wearers.empty()) {
+    std::cerr << "e2e_bench: --overload needs --wearers N (the normal load)\n";
+    return 2;
+  }
   try {
     return run(options);
   } catch (const std::exception& e) {

@@ -483,7 +483,11 @@ class Daemon {
     p.queue.close();
     p.queue.drain(rest);
     for (auto& f : rest) take(f);
-    run_tick(/*final=*/true);
+    // Under overload_policy defer a batch may leave streams for the next
+    // one; the drain searches until nothing is pending (each batch takes at
+    // least one stream, so this ends).
+    do run_tick(/*final=*/true);
+    while (p.engine.counters().pending_windows > 0);
     // Control requests already queued are answered; later ones get
     // "shutting_down".
     p.tasks.close();

@@ -33,7 +33,12 @@ void Engine::reconfigure(const config::Config& config) {
   for (auto& [key, stream] : streams_) {
     stream.trackers.assign(library_.patterns.size(), PatternTracker{});
     stream.views.assign(library_.views.size(), ViewCache{});
+    stream.pending.assign(library_.views.size(), {0, 0});
   }
+  // What was pending belonged to the old views; the new ones count their
+  // due ends afresh.
+  counters_.lost_windows += counters_.pending_windows;
+  counters_.pending_windows = 0;
 }
 
 Engine::Stream& Engine::stream_for(const sensors::Frame& frame,
@@ -47,7 +52,8 @@ Engine::Stream& Engine::stream_for(const sensors::Frame& frame,
                   StreamState(static_cast<int>(profile.channels.size()),
                               config_.ingest.ring_capacity_samples, profile.sample_rate_hz),
                   std::vector<PatternTracker>(library_.patterns.size()),
-                  std::vector<ViewCache>(library_.views.size())};
+                  std::vector<ViewCache>(library_.views.size()),
+                  std::vector<std::pair<std::int64_t, std::int64_t>>(library_.views.size())};
     it = streams_.emplace(key, std::move(stream)).first;
     counters_.streams = streams_.size();
   }
@@ -98,6 +104,17 @@ std::pair<std::int64_t, std::int64_t> Engine::unsearched_ends(const Stream& stre
   const std::int64_t first_new = std::max(st.searched_until(), floor);
   if (view.longest_pattern == 0 || first_new >= end) return {end, end};
   return {first_new, end};
+}
+
+void Engine::account_due(Stream& stream, std::size_t v, std::int64_t first, std::int64_t end) {
+  auto& [from, until] = stream.pending[v];
+  const auto per_end = static_cast<std::uint64_t>(work_per_end_[v]);
+  if (first > from && until > from)
+    counters_.lost_windows += static_cast<std::uint64_t>(std::min(first, until) - from) * per_end;
+  const std::int64_t fresh_from = std::max(first, until);
+  if (end > fresh_from) counters_.due_windows += static_cast<std::uint64_t>(end - fresh_from) * per_end;
+  from = first;
+  until = std::max(first, end);
 }
 
 bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
@@ -156,6 +173,7 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
     for (std::size_t v = 0; v < library_.views.size(); ++v) {
       if (library_.views[v].device != stream.device) continue;
       const auto [first, end] = unsearched_ends(stream, v);
+      account_due(stream, v, first, end);
       d.view_work[v] = static_cast<double>(end - first) * work_per_end_[v];
       d.work += d.view_work[v];
     }
@@ -163,12 +181,17 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
     d.oldest_arrival = stream.state.arrival_s(stream.state.searched_until());
     due.push_back(std::move(d));
   }
+  counters_.pending_windows = 0;
   if (due.empty()) return {};
 
   // Soft deadlines: when the cost model predicts that searching everything
   // would finish after the most urgent stream's deadline, apply the policy.
   std::vector<bool> view_dropped(library_.views.size(), false);
   std::size_t take = due.size();  // streams searched now, in `due` order
+  double pending_work = 0;        // of the deferred streams
+  const auto clear_pending = [](Stream& stream) {
+    for (auto& range : stream.pending) range.first = range.second;
+  };
   const std::string& policy = config_.search.overload_policy;
   double total_work = 0;
   for (const Due& d : due) total_work += d.work;
@@ -211,8 +234,10 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
             ++counters_.shed_streams;
             counters_.shed_windows += static_cast<std::uint64_t>(due[i].work);
             due[i].stream->state.mark_searched(due[i].stream->state.next_index());
+            clear_pending(*due[i].stream);
           } else {
             ++counters_.deferred_streams;
+            pending_work += due[i].work;
           }
         }
       }
@@ -239,6 +264,7 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
     }
     // A stream whose due views were all dropped is marked searched too.
     searched.push_back(&stream);
+    clear_pending(stream);
     newest_arrival =
         std::max(newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
   }
@@ -253,6 +279,8 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   }
   ++counters_.batches;
   counters_.windows += result.stats.windows;
+  counters_.searched_windows += static_cast<std::uint64_t>(searched_work);
+  counters_.pending_windows = static_cast<std::uint64_t>(pending_work);
   counters_.single_dim_matches += result.matches.size();
 
   // The backend sorts matches by slice, then kernel pattern.
@@ -374,6 +402,10 @@ nlohmann::json Engine::stats_json() const {
           {"shed_streams", c.shed_streams},
           {"shed_windows", c.shed_windows},
           {"dropped_windows", c.dropped_windows},
+          {"due_windows", c.due_windows},
+          {"searched_windows", c.searched_windows},
+          {"lost_windows", c.lost_windows},
+          {"pending_windows", c.pending_windows},
           {"backend_failovers", c.backend_failovers},
           {"cost_model", {{"floor_ms", cost_model_.floor_ms()},
                           {"slope_ms_per_item", cost_model_.slope_ms()},

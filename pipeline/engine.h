@@ -48,6 +48,17 @@ struct EngineCounters {
   std::uint64_t shed_streams = 0;       // shed: stream's new samples skipped
   std::uint64_t shed_windows = 0;       //   their (window end x pair) items
   std::uint64_t dropped_windows = 0;    // drop_patterns: items of lower-priority patterns skipped
+  // The accounting of those items: every item a batch finds due is counted
+  // once in due_windows and ends in exactly one of searched_windows (given to
+  // the backend), shed_windows, dropped_windows, lost_windows (deferred, then
+  // skipped before a batch took it: its samples left the ring or a gap/restart
+  // moved the stream's window floor; a reload also moves what was pending
+  // here) or pending_windows (deferred and still due: a gauge). So
+  // due = searched + shed + dropped + lost + pending after every batch.
+  std::uint64_t due_windows = 0;
+  std::uint64_t searched_windows = 0;
+  std::uint64_t lost_windows = 0;
+  std::uint64_t pending_windows = 0;
   std::uint64_t backend_failovers = 0;  // search backend errors that switched to the CPU backend
   double last_predicted_ms = 0;         // cost model's prediction for the last batch
   double last_batch_ms = 0;
@@ -111,7 +122,14 @@ class Engine {
     StreamState state;
     std::vector<PatternTracker> trackers;  // one per library pattern
     std::vector<ViewCache> views;          // one per library view
+    // Per view: the window ends counted in due_windows and not yet searched,
+    // shed or dropped, [first, second).
+    std::vector<std::pair<std::int64_t, std::int64_t>> pending;
   };
+  // Counts the view's due ends [first, end) of `stream`: those new since the
+  // last batch into due_windows, pending ones now before `first` into
+  // lost_windows; the stream's pending range becomes [first, end).
+  void account_due(Stream& stream, std::size_t view, std::int64_t first, std::int64_t end);
   // Appends the slice of `view` for `stream` to the batch when it has window
   // ends to search; returns false when it has none.
   bool add_view_slice(Stream& stream, std::uint64_t key, std::size_t view,

@@ -12,7 +12,6 @@
 // and after every restart new alerts arrive (the daemon resumes).
 //
 // GW_CRASH_SEED=N reproduces a run's kill moments (the seed is printed).
-#include <sqlite3.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -22,6 +21,7 @@
 
 #include "pipeline/store.h"
 #include "tests/daemon/daemon_fixture.h"
+#include "tests/daemon/sqlite_check.h"
 
 namespace {
 
@@ -37,28 +37,7 @@ constexpr int kKillCycles = 24;
 // alerts flow.
 constexpr int kEarlyKillEvery = 4;
 
-std::string integrity_check(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    const std::string message = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return "cannot open: " + message;
-  }
-  std::string result;
-  char* error = nullptr;
-  const int rc = sqlite3_exec(
-      db, "PRAGMA integrity_check",
-      [](void* out, int, char** values, char**) {
-        auto& text = *static_cast<std::string*>(out);
-        text += (text.empty() ? "" : "; ") + std::string(values[0] ? values[0] : "NULL");
-        return 0;
-      },
-      &result, &error);
-  if (rc != SQLITE_OK) result = "integrity_check failed: " + std::string(error ? error : "?");
-  sqlite3_free(error);
-  sqlite3_close(db);
-  return result;
-}
+using gw::test::integrity_check;
 
 // Checks, the moment they arrive, that the alerts received since the last call
 // are already committed: a reader in another process sees their rows. With

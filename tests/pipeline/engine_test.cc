@@ -226,6 +226,16 @@ struct LoadRun {
   std::string backend_after;
 };
 
+// Every window-end item a batch found due is searched, shed, dropped, lost or
+// still pending, after every batch.
+void check_accounting(const gw::pipeline::EngineCounters& c) {
+  INFO("due " << c.due_windows << " searched " << c.searched_windows << " shed "
+              << c.shed_windows << " dropped " << c.dropped_windows << " lost " << c.lost_windows
+              << " pending " << c.pending_windows);
+  REQUIRE(c.due_windows == c.searched_windows + c.shed_windows + c.dropped_windows +
+                               c.lost_windows + c.pending_windows);
+}
+
 // `wearers` wearers each stream the planted shape (different noise), one
 // 10-sample frame per 100 ms tick, on a backend that takes 2 ms + ms_per_window
 // per window; afterwards batches run until nothing is due.
@@ -248,8 +258,12 @@ LoadRun run_under_load(const gw::config::Config& cfg, int wearers, double ms_per
                                  static_cast<std::uint32_t>(w + 1)),
                       clock);
     collect(engine.run_batch(now));
+    check_accounting(engine.counters());
   }
-  for (int extra = 0; extra < 50; ++extra) collect(engine.run_batch(now));
+  for (int extra = 0; extra < 50; ++extra) {
+    collect(engine.run_batch(now));
+    check_accounting(engine.counters());
+  }
   std::sort(out.alerts.begin(), out.alerts.end());
   out.counters = engine.counters();
   out.due_windows = out.counters.windows + out.counters.shed_windows + out.counters.dropped_windows;
@@ -279,6 +293,26 @@ TEST_CASE("soft deadlines: defer searches the most urgent streams and loses noth
   CHECK(defer.alerts == none.alerts);
   // The deferred backlog took extra batches to clear.
   CHECK(defer.counters.batches > none.counters.batches);
+  CHECK(defer.counters.due_windows == none.counters.due_windows);
+  CHECK(defer.counters.searched_windows == none.counters.searched_windows);
+  CHECK(defer.counters.lost_windows == 0);
+  CHECK(defer.counters.pending_windows == 0);
+}
+
+TEST_CASE("soft deadlines: defer with a short ring counts what overran it as lost",
+          "[engine][deadline]") {
+  Fixture fx;
+  fx.config.search.overload_policy = "none";
+  const LoadRun none = run_under_load(fx.config, 8, 1.0);
+  fx.config.search.overload_policy = "defer";
+  // Room for a window and 3 frames: a stream deferred for longer overruns.
+  fx.config.ingest.ring_capacity_samples = kShapeLength + 30;
+  const LoadRun defer = run_under_load(fx.config, 8, 1.0);
+  CHECK(defer.counters.deferred_streams > 0);
+  CHECK(defer.counters.overrun_samples > 0);
+  CHECK(defer.counters.lost_windows > 0);
+  CHECK(defer.counters.pending_windows == 0);
+  CHECK(defer.counters.searched_windows < none.counters.searched_windows);
 }
 
 TEST_CASE("soft deadlines: shed skips what does not fit and counts it", "[engine][deadline]") {
@@ -292,6 +326,8 @@ TEST_CASE("soft deadlines: shed skips what does not fit and counts it", "[engine
   CHECK(shed.counters.windows < none.counters.windows);
   // Counters add up: what was due was either searched or shed.
   CHECK(shed.due_windows == none.counters.windows);
+  CHECK(shed.counters.due_windows == none.counters.due_windows);
+  CHECK(shed.counters.lost_windows == 0);
   CHECK(shed.counters.frames_accepted == none.counters.frames_accepted);
 }
 
