@@ -22,8 +22,11 @@
 // memo and the real searches; not host work of the engine) and phase 2 (the
 // rest of run_batch: trackers, alerts, counters). One JSON line per wearer
 // count ("engine_host"): means and p99 over the measured ticks (after
-// --warmup-ticks), and host microseconds per wearer-tick (on_frame + assembly
-// + phase 2).
+// --warmup-ticks), host microseconds per wearer-tick (on_frame + assembly
+// + phase 2), and a digest of every alert (so that two builds can be shown
+// to raise the same alerts).
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -41,6 +44,7 @@
 #include "common/error.h"
 #include "config/config.h"
 #include "kernels/search.h"
+#include "pipeline/alert.h"
 #include "pipeline/engine.h"
 #include "sensors/frame.h"
 #include "sensors/recording.h"
@@ -215,6 +219,7 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
   std::vector<std::vector<float>> tick_values(static_cast<std::size_t>(distinct));
   std::vector<double> on_frame_ms, assembly_ms, search_ms, phase2_ms;
   std::uint64_t alerts = 0, distinct_slices = 0;
+  std::uint64_t digest = 1469598103934665603ull;  // FNV-1a over the alerts' JSON
   for (int tick = 0; tick < options.ticks; ++tick) {
     const std::size_t length = streams[0].size() / kW1Channels;
     for (int d = 0; d < distinct; ++d) {
@@ -246,6 +251,11 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
     backend->started = backend->ended = t1;
     const auto out = engine.run_batch(now);
     const auto t2 = Clock::now();
+    // Every alert, warm-up included, in the digest (outside the timing): two
+    // builds that agree on it produced the same alerts.
+    for (const gw::pipeline::Alert& a : out)
+      for (const char ch : gw::pipeline::alert_to_json(a).dump())
+        digest = (digest ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
     if (tick < options.warmup_ticks) continue;
     alerts += out.size();
     const bool searched = engine.counters().batches > searched_before && backend->ended > t1;
@@ -293,6 +303,8 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
   line["searched_slices_per_tick"] =
       on_frame_ms.empty() ? 0.0 : static_cast<double>(distinct_slices) / on_frame_ms.size();
   line["batches"] = c.batches;
+  line["alerts_total"] = c.alerts;
+  line["alerts_digest"] = fmt::format("{:016x}", digest);
   line["note"] =
       "host = on_frame + assembly + phase2 (search excluded: memo over the CPU backend, "
       "distinct streams searched once); one thread, simulated clock";
