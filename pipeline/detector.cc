@@ -431,15 +431,21 @@ std::vector<PatternTracker::Detection> PatternTracker::update(
   if (first_end != searched_until_) active_ = false;  // a gap (or the first search)
   for (auto& f : fresh) std::sort(f.begin(), f.end(), by_end);
   std::vector<std::size_t> next(examples, 0);  // per example: first fresh match not yet pushed
+  // per_example_ and decision_ are functions of windows_ alone, kept from
+  // the last call: only an example whose window changes is matched again.
+  if (per_example_.size() != examples) {
+    per_example_.assign(examples, ExampleMatch{});
+    fresh_state_ = true;
+  }
+  std::vector<ExampleMatch>& per_example = per_example_;
+  Decision& decision = decision_;
 
   const auto min_duration =
       static_cast<std::int64_t>(std::llround(pc.min_duration_s * sample_rate_hz));
   const auto cooldown = std::max<std::int64_t>(
       1, static_cast<std::int64_t>(std::llround(pc.cooldown_s * sample_rate_hz)));
   std::vector<Detection> alerts;
-  std::vector<DimCandidate> best_per_pair;
-  std::vector<ExampleMatch> per_example(examples);
-  Decision decision;
+  std::vector<DimCandidate>& best_per_pair = best_per_pair_;
   for (std::int64_t t = first_end; t < searched_until; ++t) {
     // Slide every (example, pair) window to (t - span, t]: each keeps the
     // candidates that can still become its best (a monotonic queue: distances
@@ -447,7 +453,7 @@ std::vector<PatternTracker::Detection> PatternTracker::update(
     bool changed = false;
     for (std::size_t e = 0; e < examples; ++e) {
       auto& by_pair = windows_[e];
-      bool example_changed = t == first_end;
+      bool example_changed = fresh_state_;
       for (; next[e] < fresh[e].size() && fresh[e][next[e]].end <= t; ++next[e]) {
         const DimCandidate& c = fresh[e][next[e]];
         if (euclidean &&
@@ -461,11 +467,14 @@ std::vector<PatternTracker::Detection> PatternTracker::update(
         queue.push_back(c);
         example_changed = true;
       }
-      for (auto& [pair, queue] : by_pair) {
+      for (auto it = by_pair.begin(); it != by_pair.end();) {
+        auto& queue = it->second;
         while (!queue.empty() && queue.front().end <= t - span) {
           queue.pop_front();
           example_changed = true;
         }
+        // An empty pair is dropped: it would be walked at every window end.
+        it = queue.empty() ? by_pair.erase(it) : std::next(it);
       }
       if (!example_changed) continue;
       changed = true;
@@ -491,7 +500,10 @@ std::vector<PatternTracker::Detection> PatternTracker::update(
           match.completed -= weighted - std::min(weighted, unmatched);
         }
     }
-    if (changed) {
+    fresh_state_ = false;
+    // At the first end of a search the decision is applied even when no
+    // window changed: after a gap (active_ cleared) an episode may re-enter.
+    if (changed || (t == first_end && examples > 0)) {
       decision = decide(pattern, per_example);
       if (active_ && !decision.hold) active_ = false;
       if (!active_ && decision.enter) {
@@ -510,6 +522,9 @@ std::vector<PatternTracker::Detection> PatternTracker::update(
 
 void PatternTracker::reset() {
   windows_.clear();
+  per_example_.clear();
+  decision_ = Decision{};
+  fresh_state_ = true;
   searched_until_ = -1;
   active_ = false;
   episode_start_ = 0;

@@ -191,6 +191,12 @@ class PatternTracker {
   // Per example and (pattern dim, stream dim) pair: the candidates of the
   // current window that can still become its best, best first.
   std::vector<std::map<std::pair<int, int>, std::deque<DimCandidate>>> windows_;
+  // Per example: its best combination over windows_ as it is now; and the
+  // decision over them. fresh_state_: not computed yet (the first update).
+  std::vector<ExampleMatch> per_example_;
+  Decision decision_;
+  bool fresh_state_ = true;
+  std::vector<DimCandidate> best_per_pair_;  // scratch, kept for its storage
   std::int64_t searched_until_ = -1;
   bool active_ = false;              // inside a detection episode (entered, still holding)
   std::int64_t episode_start_ = 0;   // window end the episode entered at

@@ -125,19 +125,20 @@ bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
   if (first_new >= end) return false;
   const std::int64_t floor = st.window_floor() + view.history;
   const std::int64_t first_index = std::max(floor, first_new - (view.longest_pattern - 1));
-  std::vector<float> samples;
+  const float* samples = nullptr;
+  scratch_.clear();
   if (view.raw) {
-    st.copy(first_index, end, samples);
+    st.copy(first_index, end, scratch_);
+    samples = scratch_.data();
   } else {
     ViewCache& cache = stream.views[v];
     if (first_index < cache.begin || first_index > cache.end)
       cache = {first_index, first_index, {}};
     if (cache.end < end) {
       // Raw inputs of the new samples, with the history they read.
-      std::vector<float> raw;
-      st.copy(cache.end - view.history, end, raw);
+      st.copy(cache.end - view.history, end, scratch_);
       const auto rows = static_cast<int>(end - (cache.end - view.history));
-      view_samples(view, raw.data(), rows, st.channels(), cache.values);
+      view_samples(view, scratch_.data(), rows, st.channels(), cache.values);
       cache.end = end;
     }
     const auto out_channels = static_cast<std::size_t>(view.chain->output_channels());
@@ -146,11 +147,11 @@ bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
                            static_cast<std::ptrdiff_t>(
                                static_cast<std::size_t>(first_index - cache.begin) * out_channels));
     cache.begin = first_index;
-    samples = cache.values;
+    samples = cache.values.data();
   }
   // Streaming-mode state is kept per stream key: one per (stream, view).
   const std::uint64_t view_key = view.raw ? key : key | (static_cast<std::uint64_t>(v + 1) << 48);
-  batch.add_slice(view.profile, static_cast<int>(view.channel_names.size()), samples.data(),
+  batch.add_slice(view.profile, static_cast<int>(view.channel_names.size()), samples,
                   static_cast<int>(end - first_index), first_index, first_new, view_key);
   return true;
 }
@@ -245,7 +246,9 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   }
 
   // Cut one slice per (stream, view) that has unsearched window ends.
-  kernels::SearchBatch batch;
+  kernels::SearchBatch& batch = batch_;
+  batch.streams.clear();
+  batch.data.clear();
   struct SliceOwner {
     Stream* stream;
     std::size_t view;
@@ -288,11 +291,12 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
   std::size_t at = 0;
   const std::size_t kernels_count = library_.kernel_library->patterns.size();
+  std::vector<std::vector<DimCandidate>> by_kernel(kernels_count);  // per slice; storage reused
   for (std::size_t s = 0; s < batch.streams.size(); ++s) {
     Stream& stream = *owners[s].stream;
     const kernels::StreamSlice& slice = batch.streams[s];
     const std::int64_t searched_until = slice.first_index + slice.length;
-    std::vector<std::vector<DimCandidate>> by_kernel(kernels_count);
+    for (auto& matches : by_kernel) matches.clear();
     for (; at < result.matches.size() && result.matches[at].slice == s; ++at) {
       const kernels::Match& m = result.matches[at];
       by_kernel[m.pattern].push_back({m.end, m.pattern_dim, m.stream_dim, m.distance, m.start});

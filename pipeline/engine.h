@@ -145,6 +145,11 @@ class Engine {
   config::Config config_;
   std::unique_ptr<kernels::SearchBackend> backend_;
   kernels::SearchResult search_result_;  // kept across batches: its match storage is reused
+  // Kept across batches too: a W1 batch holds ~110 KB of samples per wearer,
+  // and fresh storage every tick costs page faults (docs/benchmarks.md,
+  // "Engine host path").
+  kernels::SearchBatch batch_;
+  std::vector<float> scratch_;  // add_view_slice: raw samples of one slice
   BatchCostModel cost_model_;
   std::vector<double> work_per_end_;  // per view: dim pairs searched per window end
   std::vector<int> view_priority_;    // per view: highest severity of its patterns (0..2)

@@ -68,9 +68,14 @@ std::int64_t StreamState::window_floor() const { return std::max(gap_floor_, old
 void StreamState::copy(std::int64_t begin, std::int64_t end, std::vector<float>& out) const {
   const auto c = static_cast<std::size_t>(channels_);
   out.reserve(out.size() + static_cast<std::size_t>(end - begin) * c);
-  for (std::int64_t i = begin; i < end; ++i) {
-    const auto from = values_.begin() + static_cast<std::ptrdiff_t>(slot(i) * c);
-    out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(c));
+  // At most two contiguous runs of the ring: up to its end, then from slot 0.
+  while (begin < end) {
+    const std::size_t at = slot(begin);
+    const auto run = static_cast<std::int64_t>(
+        std::min<std::size_t>(capacity_ - at, static_cast<std::size_t>(end - begin)));
+    const auto from = values_.begin() + static_cast<std::ptrdiff_t>(at * c);
+    out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(run) * c));
+    begin += run;
   }
 }
 

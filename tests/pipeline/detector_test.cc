@@ -263,6 +263,65 @@ TEST_CASE("minimum duration: the decision must hold that long before an alert", 
   }
 }
 
+TEST_CASE("after a gap a still-holding window enters a new episode at the first end", "[track]") {
+  CompiledPattern p = make_pattern(1, {false}, 5.0);
+  p.config.min_dims = 1;
+  p.config.cooldown_s = 0.5;  // 5 samples at 10 Hz
+  PatternTracker tracker;
+  auto alerts = tracker.update({{{20, 0, 0, 1.0}}}, 0, 25, p, 10.0);
+  REQUIRE(alerts.size() == 1);
+  CHECK(alerts[0].end == 20);
+  // Ends 25 and 26 were never searched; nothing new arrives, but the match
+  // at 20 is still in the window (until 29): the episode re-enters at 27.
+  alerts = tracker.update({}, 27, 29, p, 10.0);
+  REQUIRE(alerts.size() == 1);
+  CHECK(alerts[0].end == 27);
+}
+
+TEST_CASE("tracker alerts do not depend on how the window ends are split into searches",
+          "[track]") {
+  // Random single-dim matches of two positive and one negative example over
+  // three dims, tracked in one search and in searches of random lengths.
+  std::mt19937 rng(7);
+  std::size_t alerts = 0;
+  for (int round = 0; round < 20; ++round) {
+    CompiledPattern p = make_pattern(3, {false, false, true}, 5.0);
+    p.config.min_dims = 2;
+    p.config.margin = 0.3;
+    p.config.hysteresis = 0.4;
+    p.config.min_duration_s = 0.3;
+    p.config.cooldown_s = 0.7;
+    std::vector<std::vector<DimCandidate>> matches(3);
+    std::uniform_int_distribution<int> end(0, 399), dim(0, 2), example(0, 2);
+    std::uniform_real_distribution<double> distance(0.2, 5.0);
+    for (int m = 0; m < 120; ++m)
+      matches[static_cast<std::size_t>(example(rng))].push_back(
+          {end(rng), dim(rng), dim(rng), distance(rng)});
+    PatternTracker whole;
+    const auto expected = whole.update(matches, 0, 400, p, 10.0);
+    alerts += expected.size();
+    PatternTracker split;
+    std::vector<PatternTracker::Detection> got;
+    std::uniform_int_distribution<int> step(1, 25);
+    for (std::int64_t from = 0; from < 400;) {
+      const std::int64_t to = std::min<std::int64_t>(400, from + step(rng));
+      std::vector<std::vector<DimCandidate>> fresh(3);
+      for (std::size_t e = 0; e < 3; ++e)
+        for (const auto& c : matches[e])
+          if (c.end >= from && c.end < to) fresh[e].push_back(c);
+      for (auto& d : split.update(fresh, from, to, p, 10.0)) got.push_back(d);
+      from = to;
+    }
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CHECK(got[i].end == expected[i].end);
+      CHECK(got[i].decision.evidence == expected[i].decision.evidence);
+      CHECK(got[i].decision.positive.example == expected[i].decision.positive.example);
+    }
+  }
+  CHECK(alerts > 20);  // the case exercises the gating, not only silence
+}
+
 TEST_CASE("hysteresis: a strong match starts an episode, a weaker one keeps it", "[track]") {
   CompiledPattern p = make_pattern(1, {false}, 5.0);
   p.config.min_dims = 1;

@@ -91,3 +91,17 @@ TEST_CASE("the ring keeps the newest capacity samples and counts unsearched over
   CHECK(st.overrun_samples() == 4);
   CHECK(st.searched_until() == 10);
 }
+
+TEST_CASE("copy reads a range that wraps around the ring's end in order", "[stream]") {
+  StreamState st(2, 8, 100);
+  st.apply(frame(0, 6, 2, 0), 0);
+  st.apply(frame(1, 4, 2, 6), 0);  // samples 0..9; 8 and 9 in slots 0 and 1
+  std::vector<float> out = {-1.0f};  // copy() appends
+  st.copy(5, 10, out);                // slots 5, 6, 7, 0, 1
+  REQUIRE(out.size() == 11);
+  CHECK(out[0] == -1.0f);
+  for (int s = 0; s < 5; ++s) {
+    CHECK(out[1 + 2 * s] == static_cast<float>(5 + s));
+    CHECK(out[2 + 2 * s] == static_cast<float>(105 + s));
+  }
+}
