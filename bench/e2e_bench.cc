@@ -158,19 +158,6 @@ double thread_cpu_s() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-std::string channel_name(int c) {
-  if (c < kW1InsoleChannels) return "l" + std::to_string(c);
-  if (c < 2 * kW1InsoleChannels) return "r" + std::to_string(c - kW1InsoleChannels);
-  static const char* axes[] = {"ax", "ay", "az"};
-  return axes[c - 2 * kW1InsoleChannels];
-}
-
-std::string name_list(int first, int end) {
-  std::string out = "[";
-  for (int c = first; c < end; ++c) out += (c > first ? ", " : "") + channel_name(c);
-  return out + "]";
-}
-
 // ---------------------------------------------------------------- workload
 
 // Per-wearer sample streams, generated once before a run so that the sender
@@ -198,61 +185,12 @@ WearerPool make_pool(const gw::sensors::Recording& base, int wearers, const Opti
   return pool;
 }
 
-// The 16 W1 patterns, dim-major [d * m + s], and the default threshold and
-// min_dims of their source.
-struct PatternSet {
-  std::vector<std::vector<float>> values;
-  double threshold = 0;
-  int min_dims = 1;
-};
-
-PatternSet make_patterns(const gw::sensors::Recording& base, const Options& options) {
-  PatternSet set;
-  if (options.patterns == "random-walk") {
-    for (int p = 0; p < kW1Patterns; ++p)
-      set.values.push_back(gw::bench::random_walk_pattern(kW1Dims, kW1Length, options.seed, p));
-    set.threshold = 2.0;  // search_bench's default
-    set.min_dims = 1;
-    return set;
-  }
-  // "synthetic": windows of other synthetic wearers (another seed).
-  gw::sensors::SyntheticW1Source source(base, kW1Patterns, options.seed + 1000);
-  for (int p = 0; p < kW1Patterns; ++p) {
-    std::vector<float> rows;
-    source.next(p, kW1Length, rows);
-    std::vector<float> dim_major(rows.size());
-    for (int s = 0; s < kW1Length; ++s)
-      for (int d = 0; d < kW1Dims; ++d)
-        dim_major[static_cast<std::size_t>(d) * kW1Length + s] =
-            rows[static_cast<std::size_t>(s) * kW1Dims + d];
-    set.values.push_back(std::move(dim_major));
-  }
-  set.threshold = 4.0;
-  set.min_dims = 1;
-  return set;
-}
-
-void write_templates(const PatternSet& set, const fs::path& dir) {
-  fs::create_directories(dir);
-  for (std::size_t p = 0; p < set.values.size(); ++p) {
-    std::ofstream out(dir / fmt::format("w1_p{:02}.csv", p));
-    for (int d = 0; d < kW1Dims; ++d) out << (d ? "," : "") << channel_name(d);
-    out << "\n";
-    for (int s = 0; s < kW1Length; ++s) {
-      for (int d = 0; d < kW1Dims; ++d)
-        out << (d ? "," : "") << set.values[p][static_cast<std::size_t>(d) * kW1Length + s];
-      out << "\n";
-    }
-    if (!out) throw gw::Error("cannot write pattern templates in " + dir.string());
-  }
-}
-
 struct Ports {
   int udp = 0, tcp = 0, publish = 0, control = 0, metrics = 0;
 };
 
 // The W1 daemon configuration of one run.
-std::string w1_config(const Options& options, int wearers, const PatternSet& set,
+std::string w1_config(const Options& options, int wearers, const gw::bench::W1PatternSet& set,
                       const fs::path& templates, const fs::path& run_dir, const Ports& ports) {
   const std::string hashtable = options.backend == "cpu" ? "cpu" : "auto";
   // A few ticks of every wearer's frames fit the queue; a ring holds the
@@ -267,67 +205,21 @@ ingest:
   queue_capacity: {queue}
   queue_overflow: drop_newest
   ring_capacity_samples: 1024
-devices:
-  - id: {device}
-    name: w1
-    kind: generic
-    sample_rate_hz: {rate}
-    channels: {channels}
-    groups:
-      - {{name: left_insole, first: 0, last: {left_last}}}
-      - {{name: right_insole, first: {right_first}, last: {right_last}}}
-      - {{name: accelerometer, first: {acc_first}, last: {acc_last}}}
-    status:
-      accel: [ax, ay, az]
-      vertical: ay
-      gravity: 1
-      left_load: {left}
-      right_load: {right}
 search:
   backend: {backend}
   threads: {threads}
   tick_ms: {tick}
   deadline_ms: {deadline}
   overload_policy: {policy}
-patterns:
 )",
       fmt::arg("udp", ports.udp), fmt::arg("tcp", ports.tcp), fmt::arg("queue", queue),
-      fmt::arg("device", kDeviceId), fmt::arg("rate", kSampleRateHz),
-      fmt::arg("channels", name_list(0, kW1Channels)), fmt::arg("left_last", kW1InsoleChannels - 1),
-      fmt::arg("right_first", kW1InsoleChannels), fmt::arg("right_last", 2 * kW1InsoleChannels - 1),
-      fmt::arg("acc_first", 2 * kW1InsoleChannels), fmt::arg("acc_last", kW1Channels - 1),
-      fmt::arg("left", name_list(0, kW1InsoleChannels)),
-      fmt::arg("right", name_list(kW1InsoleChannels, 2 * kW1InsoleChannels)),
       fmt::arg("backend", options.backend), fmt::arg("threads", options.threads),
-      fmt::arg("tick", kTickMs), fmt::arg("policy", options.policy), fmt::arg("deadline", static_cast<int>(kDeadlineMs)));
-  const double threshold = options.threshold > 0 ? options.threshold : set.threshold;
-  const int min_dims = options.min_dims > 0 ? options.min_dims : set.min_dims;
-  for (std::size_t p = 0; p < set.values.size(); ++p) {
-    // nr 3 covers the 3-channel accelerometer group whole, which is W1's
-    // nr 2 there (bench/w1_workload.h's pairs).
-    yaml +=
-        fmt::format(R"(  - name: w1_p{p:02}
-    device: w1
-    channels: all_channels
-    length: {m}
-    band: 0.1
-    znorm: true
-    mode: window
-    nr: 3
-    threshold: {threshold}
-    min_dims: {min_dims}
-    template: {dir}/w1_p{p:02}.csv
-)",
-                    fmt::arg("p", p), fmt::arg("m", kW1Length), fmt::arg("threshold", threshold),
-                    fmt::arg("min_dims", min_dims), fmt::arg("dir", templates.string()));
-  }
-  // One channel list for every pattern: a YAML anchor keeps the file small.
-  const std::string all = name_list(0, kW1Channels);
-  const std::string first_use = "channels: all_channels";
-  const auto at = yaml.find(first_use);
-  yaml.replace(at, first_use.size(), "channels: &all " + all);
-  for (auto next = yaml.find(first_use); next != std::string::npos; next = yaml.find(first_use))
-    yaml.replace(next, first_use.size(), "channels: *all");
+      fmt::arg("tick", kTickMs), fmt::arg("policy", options.policy),
+      fmt::arg("deadline", static_cast<int>(kDeadlineMs)));
+  yaml += gw::bench::w1_devices_yaml(kDeviceId);
+  yaml += gw::bench::w1_patterns_yaml(set.values.size(), templates,
+                                      options.threshold > 0 ? options.threshold : set.threshold,
+                                      options.min_dims > 0 ? options.min_dims : set.min_dims);
   yaml += fmt::format(R"(storage:
   path: {db}
 metrics:
@@ -705,7 +597,7 @@ struct DaemonRun {
   std::string error;  // set when the daemon did not start
   std::optional<int> exit_code;
 
-  DaemonRun(const Options& options, int max_wearers, const PatternSet& patterns,
+  DaemonRun(const Options& options, int max_wearers, const gw::bench::W1PatternSet& patterns,
             const fs::path& workdir, const fs::path& run_dir)
       : dir(run_dir) {
     fs::create_directories(dir);
@@ -835,7 +727,7 @@ const std::vector<std::string> kDropCounters = {
     "gaitwatch_slots_late_samples"};
 
 json run_once(const Options& options, int wearers, double duration_s,
-              const gw::sensors::Recording& base, const PatternSet& patterns,
+              const gw::sensors::Recording& base, const gw::bench::W1PatternSet& patterns,
               const fs::path& workdir, int run_number) {
   json line;
   line["bench"] = "e2e_run";
@@ -1063,8 +955,8 @@ void micro_decode(const Options& options, const gw::sensors::Recording& base,
 // less than the wall-clock rate.
 void micro_ingest(const Options& options, const gw::sensors::Recording& base,
                   const fs::path& workdir) {
-  const PatternSet patterns = make_patterns(base, options);
-  write_templates(patterns, workdir / "patterns");
+  const gw::bench::W1PatternSet patterns = gw::bench::w1_patterns(base, options.patterns, options.seed);
+  gw::bench::write_w1_templates(patterns, workdir / "patterns");
   Ports ports;  // udp 0: that transport off; the others only have to be valid
   ports.tcp = gw::test::free_port(false);
   ports.publish = ports.tcp + 1;
@@ -1313,7 +1205,7 @@ json accounting_json(const Scrape& f, std::uint64_t frames_sent, const std::stri
 // N again for --recover-s (its last --recovered-s reported as a phase of its
 // own), then the drain and a clean stop. One "e2e_overload" line.
 json overload_run(const Options& options, const gw::sensors::Recording& base,
-                  const PatternSet& patterns, const fs::path& workdir) {
+                  const gw::bench::W1PatternSet& patterns, const fs::path& workdir) {
   const std::vector<int> counts = gw::bench::parse_counts(options.wearers, "--wearers");
   if (counts.size() != 1) throw gw::Error("--overload: --wearers takes one count (the normal load)");
   const int normal = counts.front();
@@ -1473,8 +1365,8 @@ int run(Options options) {
   if (!fs::exists(options.daemon))
     throw gw::Error("no daemon at " + options.daemon + " (--daemon)");
 
-  const PatternSet patterns = make_patterns(base, options);
-  write_templates(patterns, workdir / "patterns");
+  const gw::bench::W1PatternSet patterns = gw::bench::w1_patterns(base, options.patterns, options.seed);
+  gw::bench::write_w1_templates(patterns, workdir / "patterns");
   if (options.overload) {
     std::cout << overload_run(options, base, patterns, workdir).dump() << std::endl;
     if (!options.keep) fs::remove_all(workdir);
