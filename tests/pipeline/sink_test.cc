@@ -339,9 +339,11 @@ TEST_CASE("AlertSink: 5000 alerts from 2 producer threads commit with gapless se
   std::thread second(produce, 2);
   // Receive while producing, on this thread (Catch assertions are not
   // thread-safe): the test, not the PUB socket, is the buffer.
+  // A silence of 60 s ends the wait: under TSan on a loaded 2-core host one
+  // commit's fsync took longer than receive()'s default 5 s.
   std::vector<Message> received;
   while (received.size() < std::size_t{2 * kPerProducer}) {
-    auto message = sub.receive();
+    auto message = sub.receive(60s);
     if (!message) break;  // checked below, after the producers are joined
     if (!message->is_stats()) received.push_back(std::move(*message));
   }
