@@ -90,8 +90,10 @@ using gw::bench::kW1Patterns;
 using gw::sensors::kW1Channels;
 using gw::sensors::kW1InsoleChannels;
 
-constexpr int kTickMs = 100;
-constexpr int kFrameSamples = kSampleRateHz * kTickMs / 1000;  // one frame per wearer per tick
+// Every wearer sends one frame of 10 samples each 100 ms (W1); the daemon's
+// batcher tick (--tick-ms) is a separate setting.
+constexpr int kFramePeriodMs = 100;
+constexpr int kFrameSamples = kSampleRateHz * kFramePeriodMs / 1000;
 constexpr int kDeviceId = 1;
 constexpr double kDeadlineMs = 250;
 static_assert(kW1Dims == kW1Channels);
@@ -114,6 +116,8 @@ struct Options {
   std::string format = "int16";
   int sender_threads = 0;
   std::string patterns = "random-walk";
+  int tick_ms = 100;     // search.tick_ms
+  int commit_ms = 50;    // storage.commit_interval_ms
   double threshold = 0;  // 0: the default of the pattern source
   int min_dims = 0;      // 0: the default of the pattern source
   std::string data;
@@ -214,7 +218,7 @@ search:
 )",
       fmt::arg("udp", ports.udp), fmt::arg("tcp", ports.tcp), fmt::arg("queue", queue),
       fmt::arg("backend", options.backend), fmt::arg("threads", options.threads),
-      fmt::arg("tick", kTickMs), fmt::arg("policy", options.policy),
+      fmt::arg("tick", options.tick_ms), fmt::arg("policy", options.policy),
       fmt::arg("deadline", static_cast<int>(kDeadlineMs)));
   yaml += gw::bench::w1_devices_yaml(kDeviceId);
   yaml += gw::bench::w1_patterns_yaml(set.values.size(), templates,
@@ -222,6 +226,7 @@ search:
                                       options.min_dims > 0 ? options.min_dims : set.min_dims);
   yaml += fmt::format(R"(storage:
   path: {db}
+  commit_interval_ms: {commit}
 metrics:
   bind: 127.0.0.1
   port: {metrics}
@@ -236,7 +241,7 @@ zones:
   - name: loopback
     sources: [127.0.0.1]
 )",
-                      fmt::arg("db", (run_dir / "hits.db").string()),
+                      fmt::arg("db", (run_dir / "hits.db").string()), fmt::arg("commit", options.commit_ms),
                       fmt::arg("metrics", ports.metrics), fmt::arg("publish", ports.publish),
                       fmt::arg("control", ports.control), fmt::arg("hashtable", hashtable));
   return yaml;
@@ -485,7 +490,7 @@ SenderStats send_frames(const Options& options, const WearerPool& pool, int max_
       udp.connect({address, static_cast<unsigned short>(port)});
     }
     const bool int16 = options.format == "int16";
-    const auto tick = std::chrono::milliseconds(kTickMs);
+    const auto tick = std::chrono::milliseconds(kFramePeriodMs);
     std::vector<int> mine;
     for (int w = index; w < max_wearers; w += threads) mine.push_back(w);
     for (std::uint32_t k = 0;; ++k) {
@@ -495,7 +500,7 @@ SenderStats send_frames(const Options& options, const WearerPool& pool, int max_
       for (int w : mine) {
         if (w >= active) break;
         const auto phase =
-            std::chrono::microseconds(static_cast<std::int64_t>(kTickMs) * 1000 * w / active);
+            std::chrono::microseconds(static_cast<std::int64_t>(kFramePeriodMs) * 1000 * w / active);
         const auto due = tick_start + phase;
         if (Clock::now() < due) std::this_thread::sleep_until(due);
         const double due_unix = start_unix + std::chrono::duration<double>(due - start).count();
@@ -520,7 +525,7 @@ SenderStats send_frames(const Options& options, const WearerPool& pool, int max_
         stats.bytes += bytes.size();
         const double lag = std::chrono::duration<double, std::milli>(Clock::now() - due).count();
         stats.max_lag_ms = std::max(stats.max_lag_ms, lag);
-        if (lag > kTickMs) ++stats.late_frames;
+        if (lag > kFramePeriodMs) ++stats.late_frames;
       }
     }
   } catch (const std::exception& e) {
@@ -671,7 +676,7 @@ struct DaemonRun {
              last.get("gaitwatch_engine_frames_accepted") +
                      last.get("gaitwatch_ingest_queue_dropped") <
                  static_cast<double>(frames_sent));
-    std::this_thread::sleep_for(std::chrono::milliseconds(2 * kTickMs + 500));  // the last commit
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 * kFramePeriodMs + 500));  // the last commit
     try {
       last = scrape(ports.metrics);
     } catch (const std::exception&) {
@@ -735,6 +740,8 @@ json run_once(const Options& options, int wearers, double duration_s,
   line["duration_s"] = duration_s;
   line["warmup_s"] = options.warmup_s;
   line["backend"] = options.backend;
+  line["tick_ms"] = options.tick_ms;
+  line["commit_interval_ms"] = options.commit_ms;
 
   const WearerPool pool = make_pool(base, wearers, options);
   DaemonRun run(options, wearers, patterns, workdir,
@@ -808,7 +815,7 @@ json run_once(const Options& options, int wearers, double duration_s,
   const HistogramWindow latency = histogram_window(a, b, "gaitwatch_alert_latency_seconds");
   const HistogramWindow batch = histogram_window(a, b, "gaitwatch_batch_seconds");
 
-  line["sender"] = sender_json(options, senders, sent, wearers * 1000.0 / kTickMs);
+  line["sender"] = sender_json(options, senders, sent, wearers * 1000.0 / kFramePeriodMs);
   line["window_s"] = window_s;
   line["frames_accepted"] = accepted;
   line["frames_lost"] = static_cast<double>(sent.frames) - accepted;
@@ -940,7 +947,7 @@ void micro_decode(const Options& options, const gw::sensors::Recording& base,
   line["seconds"] = elapsed;
   line["frames_per_s"] = decoded / elapsed;
   line["mb_per_s"] = bytes / elapsed / 1e6;
-  line["w1_wearers_per_ingest_thread"] = decoded / elapsed / (1000.0 / kTickMs);
+  line["w1_wearers_per_ingest_thread"] = decoded / elapsed / (1000.0 / kFramePeriodMs);
   line["note"] =
       "one thread: decode_frame (header, counts, CRC, int16 scaling / float checks) on "
       "W1 frames of 10 samples x 201 channels; W1 wearers = frames/s / 10";
@@ -1230,6 +1237,8 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   line["overload_factor"] = options.overload_factor;
   line["policy"] = options.policy;
   line["backend"] = options.backend;
+  line["tick_ms"] = options.tick_ms;
+  line["commit_interval_ms"] = options.commit_ms;
   line["search_threads"] = options.threads;
   line["deadline_ms"] = kDeadlineMs;
   line["loadavg_at_start"] = loadavg();
@@ -1299,7 +1308,7 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
     final_counters = Scrape{};
     flatten("gaitwatch", last_stats, final_counters);
   }
-  line["sender"] = sender_json(options, senders, sent, peak * 1000.0 / kTickMs);
+  line["sender"] = sender_json(options, senders, sent, peak * 1000.0 / kFramePeriodMs);
   line["phases"] = phase_lines;
   line["accounting"] = accounting_json(final_counters, sent.frames, options.transport);
   line["accounting"]["source"] = from_shutdown ? "stats at shutdown" : "last metrics scrape";
@@ -1382,6 +1391,8 @@ int run(Options options) {
   summary["threshold"] = options.threshold > 0 ? options.threshold : patterns.threshold;
   summary["min_dims"] = options.min_dims > 0 ? options.min_dims : patterns.min_dims;
   summary["deadline_ms"] = kDeadlineMs;
+  summary["tick_ms"] = options.tick_ms;
+  summary["commit_interval_ms"] = options.commit_ms;
   summary["host_cpus"] = std::thread::hardware_concurrency();
   summary["loadavg_at_start"] = loadavg();
   int run_number = 0;
@@ -1500,6 +1511,11 @@ int main(int argc, char** argv) {
                  "load generator threads (0: by wearer count)");
   app.add_option("--patterns", options.patterns, "random-walk (search_bench's library) | synthetic")
       ->check(CLI::IsMember({"random-walk", "synthetic"}));
+  app.add_option("--tick-ms", options.tick_ms, "the daemon's search.tick_ms (default 100)")
+      ->check(CLI::Range(10, 1000));
+  app.add_option("--commit-ms", options.commit_ms,
+                 "the daemon's storage.commit_interval_ms (default 50)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--threshold", options.threshold,
                  "per-dim DTW threshold (default: the pattern source's)");
   app.add_option("--min-dims", options.min_dims,
