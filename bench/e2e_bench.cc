@@ -131,6 +131,8 @@ struct Options {
   // overload mode
   bool overload = false;
   double overload_factor = 3;
+  std::string overload_of = "normal";  // normal | sustainable (estimated in the warm-up)
+  int overload_max = 64;               // --overload-of sustainable: largest overload count
   double overload_s = 60;
   double recover_s = 60;
   double recovered_s = 20;
@@ -1216,14 +1218,21 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   const std::vector<int> counts = gw::bench::parse_counts(options.wearers, "--wearers");
   if (counts.size() != 1) throw gw::Error("--overload: --wearers takes one count (the normal load)");
   const int normal = counts.front();
-  const int peak = std::max(normal + 1, static_cast<int>(std::lround(normal * options.overload_factor)));
+  auto times_factor = [&](int base) {
+    return std::max(normal + 1, static_cast<int>(std::lround(base * options.overload_factor)));
+  };
+  // With --overload-of sustainable the overload count is only known after
+  // the warm-up: everything is sized for the largest it may be.
+  const bool of_sustainable = options.overload_of == "sustainable";
+  int peak = of_sustainable ? std::max(times_factor(normal), options.overload_max) : times_factor(normal);
+  const int capacity = peak;
   struct Phase {
     std::string name;
     int wearers;
     double seconds;
   };
   const double recovered_s = std::min(options.recovered_s, options.recover_s);
-  const std::vector<Phase> phases = {{"warmup", normal, options.warmup_s},
+  std::vector<Phase> phases = {{"warmup", normal, options.warmup_s},
                                      {"overload", peak, options.overload_s},
                                      {"recovering", normal, options.recover_s - recovered_s},
                                      {"recovered", normal, recovered_s}};
@@ -1235,6 +1244,7 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   line["wearers"] = normal;
   line["overload_wearers"] = peak;
   line["overload_factor"] = options.overload_factor;
+  line["overload_of"] = options.overload_of;
   line["policy"] = options.policy;
   line["backend"] = options.backend;
   line["tick_ms"] = options.tick_ms;
@@ -1242,8 +1252,8 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   line["search_threads"] = options.threads;
   line["deadline_ms"] = kDeadlineMs;
   line["loadavg_at_start"] = loadavg();
-  const WearerPool pool = make_pool(base, peak, options);
-  DaemonRun run(options, peak, patterns, workdir, workdir / fmt::format("overload-{}", normal));
+  const WearerPool pool = make_pool(base, capacity, options);
+  DaemonRun run(options, capacity, patterns, workdir, workdir / fmt::format("overload-{}", normal));
   line["run_dir"] = run.dir.string();
   if (!run.error.empty()) {
     line["error"] = run.error;
@@ -1256,13 +1266,32 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   const double start_unix = unix_now() + 0.2;
   const auto end = start + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(total_s));
-  Senders senders(options, pool, peak, control, start, end, start_unix, run.port(options));
+  Senders senders(options, pool, capacity, control, start, end, start_unix, run.port(options));
   progress(fmt::format("overload: {} wearers, {} for {} s, then {} ({} policy, {} s in all)",
-                       normal, peak, options.overload_s, normal, options.policy, total_s));
+                       normal, of_sustainable ? std::string("factor x sustainable") : std::to_string(peak),
+                       options.overload_s, normal, options.policy, total_s));
   json phase_lines = json::array();
   auto boundary = start;
   std::uint64_t frames_at = 0;
-  for (const Phase& phase : phases) {
+  for (Phase& phase : phases) {
+    if (of_sustainable && phase.name == "overload") {
+      // Sustainable estimate from the warm-up: the wearers whose batches
+      // would fill 90 % of a tick at the warm-up's median batch time per
+      // wearer. The batch floor makes it an underestimate, so the overload
+      // is at least factor x the estimate and the estimate at least normal.
+      const double batch_p50 = phase_lines.back()["batch_ms"]["p50"].get<double>();
+      const double per_wearer_ms = batch_p50 / normal;
+      const int sustainable =
+          per_wearer_ms > 0 ? std::max(normal, static_cast<int>(0.9 * options.tick_ms / per_wearer_ms))
+                            : normal;
+      peak = std::min(times_factor(sustainable), capacity);
+      phase.wearers = peak;
+      line["sustainable_estimate"] = sustainable;
+      line["warmup_batch_ms_p50"] = batch_p50;
+      line["overload_wearers"] = peak;
+      progress(fmt::format("  warm-up batch p50 {:.1f} ms for {} wearers: sustainable ~{}, "
+                           "overload {} wearers", batch_p50, normal, sustainable, peak));
+    }
     control.active = phase.wearers;
     boundary += std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(phase.seconds));
@@ -1534,6 +1563,13 @@ int main(int argc, char** argv) {
   app.add_option("--overload-factor", options.overload_factor,
                  "--overload: load multiple (default 3)")
       ->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--overload-of", options.overload_of,
+                 "--overload: what the factor multiplies: normal (--wearers) or sustainable "
+                 "(estimated from the warm-up's median batch time; default normal)")
+      ->check(CLI::IsMember({"normal", "sustainable"}));
+  app.add_option("--overload-max", options.overload_max,
+                 "--overload-of sustainable: largest overload wearer count (default 64)")
+      ->check(CLI::Range(2, 100000));
   app.add_option("--overload-s", options.overload_s, "--overload: seconds of overload (default 60)")
       ->check(CLI::PositiveNumber);
   app.add_option("--recover-s", options.recover_s,
