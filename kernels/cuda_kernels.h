@@ -52,9 +52,6 @@ struct FilterPlan {
 // Cuts the window ends of `slices` (host copies of the batch's SliceViews)
 // into segments and groups for the filter of `rows`.
 FilterPlan plan_window_filter(const std::vector<SliceView>& slices, const RowPairsView& rows);
-// Dynamic shared memory of a filter launch whose groups need `shared_floats`,
-// with rounds of `round_pairs` pairs; above 48 KiB the launch opts in.
-std::size_t window_filter_shared_bytes(int shared_floats, int round_pairs);
 // The most shared memory a plan for patterns up to max_length with this band
 // can need (set_library refuses patterns beyond the device's per-block limit).
 std::size_t window_filter_max_shared_bytes(int max_length, int band);

@@ -91,20 +91,46 @@ __device__ __forceinline__ float min3_nonnegative(float a, float b, float c) {
 #endif
 }
 
+// A window's LB_Kim endpoints: x[0], x[1], x[2], x[m-3], x[m-2], x[m-1],
+// normalised as a pair reads them. Loaded once per window and pattern length,
+// max(a, b, 0) of finite floats: a non-negative float orders like its bit
+// pattern as int32 and a negative one below int 0, so Hopper's DPX three-way
+// integer maximum does it in one instruction. A lower-bound term
+// (c - U)+^2 + (L - c)+^2 with U >= L is max(c - U, L - c, 0)^2: at most one
+// of the two differences is positive.
+__device__ __forceinline__ float max_with_zero(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  return __int_as_float(__vimax3_s32(__float_as_int(a), __float_as_int(b), 0));
+#else
+  return fmaxf(fmaxf(a, b), 0.f);
+#endif
+}
+
+// not once per pair.
+struct KimEnds {
+  float v[6];
+};
+
+__device__ __forceinline__ KimEnds kim_ends(const float* x, int m, float mean, float inv_std) {
+  KimEnds e;
+  const int at[6] = {0, 1, 2, m - 3, m - 2, m - 1};
+#pragma unroll
+  for (int k = 0; k < 6; ++k) e.v[k] = (x[max(at[k], 0)] - mean) * inv_std;
+  return e;
+}
+
 // LB_Kim with up to three layers at each end (UCR Suite's hierarchy): every
 // warping path passes through one cell of each layer {max(row, col) == a} at
 // the start and at the end, so the sum of each layer's cheapest cell is a lower
 // bound of the DTW for any band. Layers may not share cells: three need m >= 6.
-// kq = q[0], q[1], q[2], q[m-3], q[m-2], q[m-1]. Returns as soon as the
-// partial sum exceeds `prune_sq`.
-__device__ __forceinline__ float lb_kim_hierarchy(const float* kq, const float* x, int m, float mean,
-                                                  float inv_std, float prune_sq) {
-  auto c = [&](int k) { return (x[k] - mean) * inv_std; };
+// kq = q[0], q[1], q[2], q[m-3], q[m-2], q[m-1]; e: the window's (kim_ends).
+// Returns as soon as the partial sum exceeds `prune_sq`.
+__device__ __forceinline__ float lb_kim_hierarchy(const float* kq, const KimEnds& e, int m,
+                                                  float prune_sq) {
   auto dist = [](float a, float b) { return (a - b) * (a - b); };
-  const float x0 = c(0), xl = c(m - 1);
+  const float x0 = e.v[0], x1 = e.v[1], x2 = e.v[2], xl2 = e.v[3], xl1 = e.v[4], xl = e.v[5];
   float lb = dist(x0, kq[0]) + dist(xl, kq[5]);
   if (lb > prune_sq || m < 6) return lb;
-  const float x1 = c(1), x2 = c(2), xl1 = c(m - 2), xl2 = c(m - 3);
   lb += fminf(fminf(dist(x1, kq[0]), dist(x0, kq[1])), dist(x1, kq[1]));
   if (lb > prune_sq) return lb;
   lb += fminf(fminf(dist(xl1, kq[5]), dist(xl, kq[4])), dist(xl1, kq[4]));
@@ -134,9 +160,17 @@ __device__ __forceinline__ void add_stat(unsigned long long* counter, unsigned l
   if (v) atomicAdd(counter, v);
 }
 
-// Block-wide sum of per-thread counters, then one atomic per block.
+// Sum of per-thread counters, then one atomic per block. Blocks of one warp
+// need no barrier (a warp that is done leaves at once).
+template <int BlockThreads = 128>
 __device__ __forceinline__ void flush_block_counter(unsigned long long mine,
                                                     unsigned long long* global) {
+  if constexpr (BlockThreads == 32) {
+    for (int offset = 16; offset > 0; offset >>= 1)
+      mine += __shfl_down_sync(0xffffffffu, mine, offset);
+    if (threadIdx.x == 0) add_stat(global, mine);
+    return;
+  }
   __shared__ unsigned long long total;
   if (threadIdx.x == 0) total = 0;
   __syncthreads();
@@ -238,28 +272,55 @@ __global__ void assemble_kernel(BatchView b, float* data, const float* staging,
 // own list (32 * RoundPairs entries: pair of the round << 5 | lane of the
 // window). Smaller rounds need less shared memory (more resident blocks) but
 // fill the later passes' chunks less: picked by measurement (docs/gpu.md).
-constexpr int kFilterTile = kThreads;  // window ends of a segment, at most
 constexpr int kMaxRoundPairs = 16;
 constexpr int kDefaultRoundPairs = 8;
+constexpr bool kDefaultPaaInList = true;
 constexpr int kWarps = kThreads / 32;
-// Sample buffer of a group (floats): several W1 slices' ends share a block.
-constexpr int kFilterGroupFloats = 2048;
+// Sample buffer of a group (floats) per filter thread: several W1 slices'
+// ends share a block.
+constexpr int kFilterGroupFloatsPerThread = 16;
+// Filter block sizes: one warp (no barrier waits for the slowest warp of a
+// block; measured, docs/gpu.md) or four.
+constexpr int kMaxFilterThreads = 128;
+constexpr int kDefaultFilterThreads = 32;
+// Resident filter threads per SM the register budget is sized for (64
+// registers each): the filter is latency-bound, so warps beat registers.
+constexpr int kFilterThreadsPerSm = 1024;
 // LB_Keogh EQ positions (UCR order) of the staged filter's first pass.
 constexpr int kEqPrefix = 24;
+// A warp list entry: the low kEntryBits bits hold (pair of the round << 5 |
+// lane of the window); the others a partial lower bound with those mantissa
+// bits cleared, i.e. rounded toward zero, which keeps a sum of non-negative
+// terms a lower bound. One word per entry, so a pass resumes the bound an
+// earlier pass started without a second shared array (fewer bytes per
+// block, more resident blocks).
+constexpr int kEntryBits = 9;  // kMaxRoundPairs - 1 << 5 | 31 fits
+constexpr unsigned kEntryMask = (1u << kEntryBits) - 1;
+static_assert((kMaxRoundPairs - 1) << 5 | 31 <= static_cast<int>(kEntryMask));
+__device__ __forceinline__ unsigned pack_entry(int entry, float partial) {
+  return (__float_as_uint(partial) & ~kEntryMask) | static_cast<unsigned>(entry);
+}
+__device__ __forceinline__ float entry_partial(unsigned word) {
+  return __uint_as_float(word & ~kEntryMask);
+}
 
-// Sum of term(position record) over a query's positions in UCR order (see
-// LibraryView::ordered), testing the partial sum against prune_sq every
-// kStep positions so a step's loads issue together; returns once it exceeds.
+// Adds term(position record, partial sum) over `count` positions of a query
+// in UCR order (see LibraryView::ordered) to `lb`, testing the partial sum
+// against prune_sq every kStep positions so a step's loads issue together;
+// returns once it exceeds. `term` returns the partial sum with its term added.
 template <typename Term>
-__device__ __forceinline__ float ucr_order_bound(const float4* ordered, int m, float prune_sq,
-                                                 Term term) {
+__device__ __forceinline__ float ucr_order_bound(const float4* ordered, int count, float lb,
+                                                 float prune_sq, Term term) {
   constexpr int kStep = 4;
-  float lb = 0.f;
-  for (int k0 = 0; k0 < m && lb <= prune_sq; k0 += kStep) {
+  int k = 0;
+  for (; k + kStep <= count && lb <= prune_sq; k += kStep) {
+    float4 q[kStep];
 #pragma unroll
-    for (int k = k0; k < k0 + kStep; ++k)
-      if (k < m) lb += term(ordered[k]);
+    for (int j = 0; j < kStep; ++j) q[j] = ordered[k + j];
+#pragma unroll
+    for (int j = 0; j < kStep; ++j) lb = term(q[j], lb);
   }
+  for (; k < count && lb <= prune_sq; ++k) lb = term(ordered[k], lb);
   return lb;
 }
 
@@ -278,9 +339,8 @@ __device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* pa
 #pragma unroll
   for (int g = 0; g < kPaaSegments; ++g) {
     const float c = rpair.znorm ? paa_centred[g] * inv_std : paa_centred[g] + mean;
-    const float over = fmaxf(c - rpair.paa_upper[g], 0.f);
-    const float under = fmaxf(rpair.paa_lower[g] - c, 0.f);
-    lb += over * over + under * under;
+    const float d = max_with_zero(c - rpair.paa_upper[g], rpair.paa_lower[g] - c);
+    lb = fmaf(d, d, lb);
   }
   return lb * run * (1.f - 1e-5f);
 }
@@ -293,11 +353,14 @@ __device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* pa
 // per pattern length, and then every thread tests its window against each
 // pair in turn, so a pair's record and query are read by the whole block at
 // once. LB_Kim runs on every (pair, window); a warp's Kim survivors of a round
-// go to its list, and the warp runs LB_Keogh EQ, then EC, on the list, where
-// neighbouring entries mostly share a pair (broadcast reads of the query).
-// Survivors go to `out` for the DTW kernel.
-template <int RoundPairs>
-__global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, LibraryView lib,
+// go to its list, and the warp runs the PAA bound, LB_Keogh EQ, then EC, on
+// the list, where neighbouring entries mostly share a pair (broadcast reads of
+// the query). Survivors go to `out` for the DTW kernel.
+// PaaInList: the PAA bound runs as the first list pass (lanes compacted, the
+// window's segment means fetched from its owner lane) instead of inside the
+// Kim loop, where it ran on the ~1/5 of lanes that Kim left (measured: docs/gpu.md).
+template <int Threads, int RoundPairs, bool PaaInList>
+__global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_filter_kernel(BatchView b, LibraryView lib,
                                                                 RowPairsView rp,
                                                                 FilterPlanView plan,
                                                                 FilterOptions opt,
@@ -306,10 +369,8 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
   extern __shared__ __align__(16) unsigned char filter_shared[];
   constexpr int kWarpList = 32 * RoundPairs;
   static_assert(RoundPairs <= kMaxRoundPairs);
-  int* lists = reinterpret_cast<int*>(filter_shared);
-  float* partials = reinterpret_cast<float*>(lists + kWarps * kWarpList);
-  FilterSegment* segs = reinterpret_cast<FilterSegment*>(partials + kWarps * kWarpList);
-  float* x = reinterpret_cast<float*>(segs + kFilterTile);
+  unsigned* lists = reinterpret_cast<unsigned*>(filter_shared);
+  float* x = reinterpret_cast<float*>(lists + (Threads / 32) * kWarpList);
   float* env_upper = x + plan.shared_floats;
   float* env_lower = env_upper + plan.shared_floats;
 
@@ -319,16 +380,16 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
   const int key = group.slot * rp.dim_stride + dim;
   const int pair_begin = rp.offsets[key], pair_end = rp.offsets[key + 1];
   if (pair_begin == pair_end) return;  // uniform over the block
+  // Read in the set-up only (L1 serves the repeats): kept out of shared
+  // memory, which limits how many blocks an SM holds.
+  const FilterSegment* segs = plan.segments + group.segment_begin;
   const int segment_count = group.segment_end - group.segment_begin;
-  for (int g = threadIdx.x; g < segment_count; g += kThreads)
-    segs[g] = plan.segments[group.segment_begin + g];
-  __syncthreads();
   for (int g = 0; g < segment_count; ++g) {
     const FilterSegment seg = segs[g];
     const SliceView sv = b.slices[seg.slice];
     if (dim >= sv.dims) continue;
     const float* row = b.data + sv.offset + static_cast<long long>(dim) * sv.length + seg.lo;
-    for (int k = threadIdx.x; k < seg.span; k += kThreads) x[seg.x_offset + k] = row[k];
+    for (int k = threadIdx.x; k < seg.span; k += Threads) x[seg.x_offset + k] = row[k];
   }
   __syncthreads();
   // Data envelope over +-band clipped to the loaded samples (the CPU's EC
@@ -337,7 +398,7 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
     for (int g = 0; g < segment_count; ++g) {
       const FilterSegment seg = segs[g];
       const float* xs = x + seg.x_offset;
-      for (int k = threadIdx.x; k < seg.span; k += kThreads) {
+      for (int k = threadIdx.x; k < seg.span; k += Threads) {
         const int from = max(0, k - rp.band), to = min(seg.span - 1, k + rp.band);
         float u = xs[from], l = xs[from];
         for (int o = from + 1; o <= to; ++o) {
@@ -353,18 +414,19 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
   // slice would sit in x.
   int slice = -1, end = 0, origin = 0;
   for (int g = 0; g < segment_count; ++g) {
-    const int w = static_cast<int>(threadIdx.x) - segs[g].window_begin;
-    if (w >= 0 && w < segs[g].ends) {
-      slice = segs[g].slice;
-      end = segs[g].first_end + w;
-      origin = segs[g].x_offset - segs[g].lo;
+    const FilterSegment seg = segs[g];
+    const int w = static_cast<int>(threadIdx.x) - seg.window_begin;
+    if (w >= 0 && w < seg.ends) {
+      slice = seg.slice;
+      end = seg.first_end + w;
+      origin = seg.x_offset - seg.lo;
     }
   }
   if (slice >= 0 && dim >= b.slices[slice].dims) slice = -1;
   __syncthreads();
 
   const int lane = threadIdx.x & 31;
-  int* list = lists + (threadIdx.x >> 5) * kWarpList;
+  unsigned* list = lists + (threadIdx.x >> 5) * kWarpList;
   unsigned long long considered = 0, kim = 0, eq = 0, ec = 0;
   for (int p0 = pair_begin; p0 < pair_end;) {
     // The row's pairs are sorted by length: [p0, p1) share m.
@@ -373,7 +435,12 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
     const bool valid = slice >= 0 && end >= m - 1;
     const int first = origin + end - m + 1;  // x index of the window's first sample
     float mean = 0.f, inv_std = 0.f;
-    if (valid) window_stats_two_pass(x + first, m, &mean, &inv_std);
+    KimEnds raw_ends{}, znorm_ends{};
+    if (valid) {
+      window_stats_two_pass(x + first, m, &mean, &inv_std);
+      raw_ends = kim_ends(x + first, m, 0.f, 1.f);
+      znorm_ends = kim_ends(x + first, m, mean, inv_std);
+    }
     // Means of the window's PAA segments less the window mean (see
     // paa_bound): centred per sample, as LB_Keogh normalises, so a large
     // offset does not cancel digits away.
@@ -389,91 +456,96 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
     for (int k0 = p0; k0 < p1; k0 += RoundPairs) {
       const int k1 = min(p1, k0 + RoundPairs);
       int n = 0;  // warp-uniform
-      for (int k = k0; k < k1; ++k) {
+#pragma unroll
+      for (int kk = 0; kk < RoundPairs; ++kk) {
+        const int k = k0 + kk;
+        if (k >= k1) break;  // uniform
         bool keep = valid;
         if (valid) {
           considered += 1;
-          if (opt.lb_kim) {
-            const RowPair& rpair = rp.pairs[k];
-            if (lb_kim_hierarchy(rpair.kim_query, x + first, m, rpair.znorm ? mean : 0.f,
-                                 rpair.znorm ? inv_std : 1.f, rpair.prune_sq) > rpair.prune_sq) {
-              keep = false;
-              kim += 1;
-            }
+          const RowPair& rpair = rp.pairs[k];
+          if (opt.lb_kim && lb_kim_hierarchy(rpair.kim_query, rpair.znorm ? znorm_ends : raw_ends,
+                                             m, rpair.prune_sq) > rpair.prune_sq) {
+            keep = false;
+            kim += 1;
           }
           // The PAA bound is below LB_Keogh EQ, so what it prunes EQ would
           // have pruned: counted as EQ, at an eighth of EQ's cost for W1.
-          if (keep && opt.lb_paa) {
-            const RowPair& rpair = rp.pairs[k];
-            if (paa_bound(rpair, paa_centred, paa_run, mean, inv_std) > rpair.prune_sq) {
-              keep = false;
-              eq += 1;
-            }
+          if (!PaaInList && keep && opt.lb_paa &&
+              paa_bound(rpair, paa_centred, paa_run, mean, inv_std) > rpair.prune_sq) {
+            keep = false;
+            eq += 1;
           }
         }
         const unsigned mask = __ballot_sync(0xffffffffu, keep);
-        if (keep) list[n + __popc(mask & ((1u << lane) - 1))] = ((k - k0) << 5) | lane;
+        if (keep) list[n + __popc(mask & ((1u << lane) - 1))] = (kk << 5) | lane;
         n += __popc(mask);
       }
       __syncwarp();
-      // Three passes over the list, compacting it after each, so a pass's
-      // lanes do work of one kind: (a) LB_Keogh EQ over the first
-      // kEqPrefix positions in UCR order (where most windows exceed the
-      // threshold), (b) the rest of EQ, (c) EC.
-      float* partial = partials + (threadIdx.x >> 5) * kWarpList;
-      for (int pass = 0; pass < 3; ++pass) {
-        const bool enabled = pass < 2 ? opt.lb_keogh_eq : opt.lb_keogh_ec;
+      // Passes over the list, compacting it after each, so a pass's lanes do
+      // work of one kind: (0) the PAA bound (PaaInList), (1) LB_Keogh EQ over
+      // the first kEqPrefix positions in UCR order (where most windows exceed
+      // the threshold), (2) the rest of EQ, resuming pass 1's partial sum from
+      // the entry, (3) EC.
+#pragma unroll
+      for (int pass = PaaInList ? 0 : 1; pass < 4; ++pass) {
+        const bool enabled = pass == 0 ? opt.lb_paa : pass < 3 ? opt.lb_keogh_eq : opt.lb_keogh_ec;
         if (!enabled) continue;
         int kept = 0;
         for (int r0 = 0; r0 < n; r0 += 32) {
           const int idx = r0 + lane;
-          const int entry = idx < n ? list[idx] : 0;
-          float lb = idx < n && pass == 1 ? partial[idx] : 0.f;
+          const unsigned word = idx < n ? list[idx] : 0u;
+          const int entry = static_cast<int>(word & kEntryMask);
+          float lb = pass == 2 ? entry_partial(word) : 0.f;
           const int owner = entry & 31;
           const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
           const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
           const int w_first = __shfl_sync(0xffffffffu, first, owner);
+          float w_paa[kPaaSegments];
+          if (pass == 0) {
+#pragma unroll
+            for (int g = 0; g < kPaaSegments; ++g)
+              w_paa[g] = __shfl_sync(0xffffffffu, paa_centred[g], owner);
+          }
           bool keep = false;
           if (idx < n) {
             const RowPair& rpair = rp.pairs[k0 + (entry >> 5)];
             const float prune_sq = rpair.prune_sq;
-            const float mu = rpair.znorm ? w_mean : 0.f;
+            // c = (x - mean) * inv_std as one FMA (raw pairs: x itself).
             const float is = rpair.znorm ? w_inv_std : 1.f;
+            const float shift = rpair.znorm ? -w_mean * w_inv_std : 0.f;
             const float4* ordered = lib.ordered + rpair.query_offset;
             // LB_Keogh EQ: the window against the query's envelope;
             // EC: the query against the window's envelope.
-            auto eq_term = [&](const float4& qe) {
-              const float c = (x[w_first + __float_as_int(qe.w)] - mu) * is;
-              const float over = fmaxf(c - qe.x, 0.f), under = fmaxf(qe.y - c, 0.f);
-              return over * over + under * under;
+            auto eq_term = [&](const float4& qe, float sum) {
+              const float c = fmaf(x[w_first + __float_as_int(qe.w)], is, shift);
+              const float d = max_with_zero(c - qe.x, qe.y - c);
+              return fmaf(d, d, sum);
             };
-            auto ec_term = [&](const float4& qe) {
+            auto ec_term = [&](const float4& qe, float sum) {
               const int o = w_first + __float_as_int(qe.w);
-              const float uc = (env_upper[o] - mu) * is;
-              const float lc = (env_lower[o] - mu) * is;
-              const float over = fmaxf(qe.z - uc, 0.f), under = fmaxf(lc - qe.z, 0.f);
-              return over * over + under * under;
+              const float d = max_with_zero(qe.z - fmaf(env_upper[o], is, shift),
+                                            fmaf(env_lower[o], is, shift) - qe.z);
+              return fmaf(d, d, sum);
             };
             if (pass == 0)
-              lb = ucr_order_bound(ordered, min(m, kEqPrefix), prune_sq, eq_term);
-            else if (pass == 1 && m > kEqPrefix)
-              lb += ucr_order_bound(ordered + kEqPrefix, m - kEqPrefix, prune_sq - lb, eq_term);
-            else if (pass == 2)
-              lb = ucr_order_bound(ordered, m, prune_sq, ec_term);
+              lb = paa_bound(rpair, w_paa, paa_run, w_mean, w_inv_std);
+            else if (pass == 1)
+              lb = ucr_order_bound(ordered, min(m, kEqPrefix), 0.f, prune_sq, eq_term);
+            else if (pass == 2 && m > kEqPrefix)
+              lb = ucr_order_bound(ordered + kEqPrefix, m - kEqPrefix, lb, prune_sq, eq_term);
+            else if (pass == 3)
+              lb = ucr_order_bound(ordered, m, 0.f, prune_sq, ec_term);
             keep = lb <= prune_sq;
             if (!keep) {
-              if (pass < 2) eq += 1; else ec += 1;
+              if (pass < 3) eq += 1; else ec += 1;
             }
           }
           // In place: survivors move to [0, kept), kept <= r0, and this
           // chunk's entries are in registers already.
           const unsigned mask = __ballot_sync(0xffffffffu, keep);
           __syncwarp();
-          if (keep) {
-            const int at = kept + __popc(mask & ((1u << lane) - 1));
-            list[at] = entry;
-            partial[at] = lb;
-          }
+          if (keep) list[kept + __popc(mask & ((1u << lane) - 1))] = pack_entry(entry, lb);
           kept += __popc(mask);
           __syncwarp();
         }
@@ -481,7 +553,7 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
       }
       for (int r0 = 0; r0 < n; r0 += 32) {
         const int idx = r0 + lane;
-        const int entry = idx < n ? list[idx] : 0;
+        const int entry = idx < n ? static_cast<int>(list[idx] & kEntryMask) : 0;
         const int owner = entry & 31;
         const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
         const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
@@ -499,10 +571,10 @@ __global__ void __launch_bounds__(kThreads) fused_filter_kernel(BatchView b, Lib
     }
     p0 = p1;
   }
-  flush_block_counter(considered, &stats->windows);
-  flush_block_counter(kim, &stats->pruned_kim);
-  flush_block_counter(eq, &stats->pruned_keogh_eq);
-  flush_block_counter(ec, &stats->pruned_keogh_ec);
+  flush_block_counter<Threads>(considered, &stats->windows);
+  flush_block_counter<Threads>(kim, &stats->pruned_kim);
+  flush_block_counter<Threads>(eq, &stats->pruned_keogh_eq);
+  flush_block_counter<Threads>(ec, &stats->pruned_keogh_ec);
 }
 
 // Banded DTW of one window against one query with the band row in registers.
@@ -831,23 +903,64 @@ void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cuda
 }
 
 namespace {
-// The largest segment's sample buffer, with room for the bank padding.
-int segment_floats(int max_length, int band) { return kFilterTile + max_length - 1 + 2 * band + 31; }
-}  // namespace
+// The filter's shape, from the environment once (A/B runs, docs/gpu.md):
+// GW_CUDA_FILTER_THREADS=32|128 (block size = window ends per group),
+// GW_CUDA_ROUND_PAIRS=8|16, GW_CUDA_PAA_LIST=0|1 (where the PAA bound runs),
+// GW_CUDA_PAA=0 (PAA bound off).
+struct FilterShape {
+  int threads = kDefaultFilterThreads;
+  int round_pairs = kDefaultRoundPairs;
+  bool paa_in_list = kDefaultPaaInList;
+  bool paa = true;
+};
 
-std::size_t window_filter_shared_bytes(int shared_floats, int round_pairs) {
-  return static_cast<std::size_t>(kWarps) * 32 * round_pairs * (sizeof(int) + sizeof(float)) +
-         kFilterTile * sizeof(FilterSegment) + 3 * static_cast<std::size_t>(shared_floats) * sizeof(float);
+const FilterShape& filter_shape() {
+  static const FilterShape shape = [] {
+    FilterShape f;
+    auto env_int = [](const char* name) {
+      const char* v = std::getenv(name);
+      return v == nullptr ? 0 : std::atoi(v);
+    };
+    const int threads = env_int("GW_CUDA_FILTER_THREADS");
+    if (threads == 32 || threads == 128) f.threads = threads;
+    const int round = env_int("GW_CUDA_ROUND_PAIRS");
+    if (round == 8 || round == 16) f.round_pairs = round;
+    if (const char* v = std::getenv("GW_CUDA_PAA_LIST")) f.paa_in_list = std::string(v) != "0";
+    if (const char* v = std::getenv("GW_CUDA_PAA")) f.paa = std::string(v) != "0";
+    return f;
+  }();
+  return shape;
 }
 
+// The largest segment's sample buffer, with room for the bank padding.
+int segment_floats(int tile, int max_length, int band) { return tile + max_length - 1 + 2 * band + 31; }
+
+int group_budget_floats(int tile, int max_length, int band) {
+  return std::max(segment_floats(tile, max_length, band), kFilterGroupFloatsPerThread * tile);
+}
+
+std::size_t filter_shared_bytes(int threads, int shared_floats, int round_pairs) {
+  return static_cast<std::size_t>(threads) * round_pairs * sizeof(unsigned) +
+         3 * static_cast<std::size_t>(shared_floats) * sizeof(float);
+}
+
+template <int Threads, int RoundPairs>
+auto filter_kernel(bool paa_in_list) {
+  return paa_in_list ? fused_filter_kernel<Threads, RoundPairs, true>
+                     : fused_filter_kernel<Threads, RoundPairs, false>;
+}
+}  // namespace
+
 std::size_t window_filter_max_shared_bytes(int max_length, int band) {
-  return window_filter_shared_bytes(std::max(segment_floats(max_length, band), kFilterGroupFloats),
-                                    kMaxRoundPairs);
+  return filter_shared_bytes(kMaxFilterThreads,
+                             group_budget_floats(kMaxFilterThreads, max_length, band),
+                             kMaxRoundPairs);
 }
 
 FilterPlan plan_window_filter(const std::vector<SliceView>& slices, const RowPairsView& rows) {
   FilterPlan plan;
-  const int budget = std::max(segment_floats(rows.max_length, rows.band), kFilterGroupFloats);
+  const int tile = filter_shape().threads;
+  const int budget = group_budget_floats(tile, rows.max_length, rows.band);
   FilterGroup group;
   int windows = 0, cursor = 0;
   bool open = false;
@@ -862,8 +975,8 @@ FilterPlan plan_window_filter(const std::vector<SliceView>& slices, const RowPai
     const SliceView& sv = slices[s];
     if (sv.profile_slot < 0 || sv.profile_slot >= rows.slots || sv.dims <= 0) continue;
     for (int first_end = std::max(sv.first_new, rows.min_length - 1); first_end < sv.length;
-         first_end += kFilterTile) {
-      const int ends = std::min(kFilterTile, sv.length - first_end);
+         first_end += tile) {
+      const int ends = std::min(tile, sv.length - first_end);
       const int lo = std::max(0, first_end - rows.max_length + 1 - rows.band);
       const int hi = std::min(sv.length - 1, first_end + ends - 1 + rows.band);
       const int span = hi - lo + 1;
@@ -874,7 +987,7 @@ FilterPlan plan_window_filter(const std::vector<SliceView>& slices, const RowPai
         const int start = at + first_end - rows.max_length + 1 - lo;
         return ((window - start) % 32 + 32) % 32;
       };
-      if (open && (group.slot != sv.profile_slot || windows + ends > kFilterTile ||
+      if (open && (group.slot != sv.profile_slot || windows + ends > tile ||
                    cursor + padding(cursor, windows) + span > budget))
         close();
       if (!open) {
@@ -898,27 +1011,20 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library,
                           FilterOptions options, AppendBuffer<Candidate> candidates,
                           DeviceStats* stats, cudaStream_t stream) {
   if (plan.group_count == 0 || rows.dim_stride == 0) return;
-  static const bool paa = [] {
-    const char* v = std::getenv("GW_CUDA_PAA");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  // GW_CUDA_ROUND_PAIRS=4|8|16 forces a round size (A/B runs).
-  static const int round_pairs = [] {
-    const char* v = std::getenv("GW_CUDA_ROUND_PAIRS");
-    const int n = v == nullptr ? 0 : std::atoi(v);
-    return n == 4 || n == 8 || n == 16 ? n : kDefaultRoundPairs;
-  }();
-  options.lb_paa = options.lb_paa && options.lb_keogh_eq && paa;
-  const std::size_t shared = window_filter_shared_bytes(plan.shared_floats, round_pairs);
-  auto kernel = round_pairs == 4 ? fused_filter_kernel<4>
-                : round_pairs == 8 ? fused_filter_kernel<8>
-                                   : fused_filter_kernel<16>;
+  const FilterShape& shape = filter_shape();
+  options.lb_paa = options.lb_paa && options.lb_keogh_eq && shape.paa;
+  const std::size_t shared = filter_shared_bytes(shape.threads, plan.shared_floats, shape.round_pairs);
+  auto kernel = shape.threads == 32
+                    ? (shape.round_pairs == 8 ? filter_kernel<32, 8>(shape.paa_in_list)
+                                              : filter_kernel<32, 16>(shape.paa_in_list))
+                    : (shape.round_pairs == 8 ? filter_kernel<128, 8>(shape.paa_in_list)
+                                              : filter_kernel<128, 16>(shape.paa_in_list));
   if (shared > 48 * 1024)
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(shared));
   const dim3 grid(static_cast<unsigned>(plan.group_count), static_cast<unsigned>(rows.dim_stride));
-  kernel<<<grid, kThreads, shared, stream>>>(batch, library, rows, plan, options, candidates,
-                                             stats);
+  kernel<<<grid, shape.threads, shared, stream>>>(batch, library, rows, plan, options, candidates,
+                                                  stats);
 }
 
 void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& library,
