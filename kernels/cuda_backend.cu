@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -240,6 +241,10 @@ class CudaBackend final : public SearchBackend {
           "shared memory limit");
     for (std::size_t p = 0; p < library->patterns.size(); ++p) {
       const Pattern& pat = library->patterns[p];
+      if (pat.mode == SearchMode::kWindow && pat.length > kMaxWindowLength)
+        throw Error("CUDA backend: pattern " + std::to_string(p) + ": length " +
+                    std::to_string(pat.length) + " exceeds " + std::to_string(kMaxWindowLength) +
+                    " in window mode (use the CPU backend)");
       if (pat.mode == SearchMode::kWindow &&
           window_filter_max_shared_bytes(pat.length, pat.band) > static_cast<std::size_t>(shared_limit))
         throw Error("CUDA backend: pattern " + std::to_string(p) + ": length " +
@@ -258,7 +263,7 @@ class CudaBackend final : public SearchBackend {
     std::vector<PairView> pairs;
     std::vector<QueryView> queries;
     std::vector<float> values, upper, lower;
-    std::vector<float4> ordered;
+    std::vector<float4> eq_packed, ec_packed;
     std::vector<BandGroup> groups;
     std::vector<SpringPattern> springs;
     std::vector<int> query_of(library->patterns.size());
@@ -282,17 +287,32 @@ class CudaBackend final : public SearchBackend {
           upper.push_back(static_cast<float>(u));
           lower.push_back(static_cast<float>(l));
         }
-        const std::size_t at = queries.back().offset;
-        std::vector<unsigned short> visit(pat.length);
-        std::iota(visit.begin(), visit.end(), 0);
-        std::stable_sort(visit.begin(), visit.end(), [&](int a, int b) {
-          return std::fabs(values[at + a]) > std::fabs(values[at + b]);
-        });
-        for (const unsigned short k : visit) {
-          float position;
-          const int position_bits = k;
-          std::memcpy(&position, &position_bits, sizeof(position));
-          ordered.push_back({upper[at + k], lower[at + k], values[at + k], position});
+        if (window) {
+          // UCR Suite's visiting order: |value| descending, so the lower
+          // bounds' partial sums grow fastest.
+          const std::size_t at = queries.back().offset;
+          std::vector<int> visit(pat.length);
+          std::iota(visit.begin(), visit.end(), 0);
+          std::stable_sort(visit.begin(), visit.end(), [&](int a, int b) {
+            return std::fabs(values[at + a]) > std::fabs(values[at + b]);
+          });
+          queries.back().packed_group = static_cast<int>(ec_packed.size());
+          for (std::size_t g0 = 0; g0 < visit.size(); g0 += 3) {
+            float u[3] = {0, 0, 0}, l[3] = {0, 0, 0}, v[3] = {0, 0, 0};
+            std::uint32_t positions = 0;
+            for (std::size_t j = 0; j < 3 && g0 + j < visit.size(); ++j) {
+              const int k = visit[g0 + j];
+              u[j] = upper[at + k];
+              l[j] = lower[at + k];
+              v[j] = values[at + k];
+              positions |= static_cast<std::uint32_t>(k) << (10 * j);
+            }
+            float packed;
+            std::memcpy(&packed, &positions, sizeof(packed));
+            eq_packed.push_back({u[0], l[0], u[1], l[1]});
+            eq_packed.push_back({u[2], l[2], packed, 0.f});
+            ec_packed.push_back({v[0], v[1], v[2], packed});
+          }
         }
       }
       const int begin = static_cast<int>(pairs.size());
@@ -346,7 +366,8 @@ class CudaBackend final : public SearchBackend {
     values_.upload(values, stream_);
     upper_.upload(upper, stream_);
     lower_.upload(lower, stream_);
-    ordered_.upload(ordered, stream_);
+    eq_packed_.upload(eq_packed, stream_);
+    ec_packed_.upload(ec_packed, stream_);
     check(cudaStreamSynchronize(stream_), "library upload");
     host_pairs_ = std::move(pairs);
     groups_ = std::move(groups);
@@ -448,8 +469,8 @@ class CudaBackend final : public SearchBackend {
       view.prefix_sum = prefix_sum_.get();
       view.prefix_sumsq = prefix_sumsq_.get();
     }
-    LibraryView lv{pairs_.get(), queries_.get(), values_.get(),
-                   upper_.get(), lower_.get(),   ordered_.get()};
+    LibraryView lv{pairs_.get(), queries_.get(), values_.get(), upper_.get(),
+                   lower_.get(), eq_packed_.get(), ec_packed_.get()};
     timer.mark("upload+assemble");
 
     check(cudaMemsetAsync(stats_.get(), 0, sizeof(DeviceStats), stream_), "memset");
@@ -650,6 +671,7 @@ class CudaBackend final : public SearchBackend {
         RowPair r;
         r.pair = q;
         r.query_offset = static_cast<int>(qv.offset);
+        r.packed_group = qv.packed_group;
         r.length = pat.length;
         r.znorm = pat.znorm ? 1 : 0;
         r.prune_sq = prune_threshold_sq(pat.threshold);
@@ -867,7 +889,8 @@ class CudaBackend final : public SearchBackend {
   DeviceBuffer<PairView> pairs_;
   DeviceBuffer<QueryView> queries_;
   DeviceBuffer<float> values_, upper_, lower_;
-  DeviceBuffer<float4> ordered_;
+  DeviceBuffer<float4> eq_packed_;
+  DeviceBuffer<float4> ec_packed_;
   PinnedBuffer<Match> pinned_matches_;
   DeviceBuffer<PatternOutput> pattern_outputs_;
   DeviceBuffer<Match> final_all_, final_out_;

@@ -46,6 +46,7 @@ struct alignas(16) RowPair {
   // Query envelope per PAA segment: max of upper, min of lower over the run.
   float paa_upper[kPaaSegments] = {};
   float paa_lower[kPaaSegments] = {};
+  int packed_group = 0;   // QueryView::packed_group of the pair's query
 };
 
 // Window mode, fused filter: the pairs of one band group that read each
@@ -94,7 +95,12 @@ struct FilterPlanView {
 struct QueryView {
   long long offset = 0;  // into LibraryView::values / upper / lower
   int length = 0;
+  int packed_group = 0;  // first record of the query in LibraryView::ec_packed (eq_packed: twice that)
 };
+
+// Window patterns the CUDA backend takes are at most this long: the packed
+// UCR-order records hold positions in 10 bits.
+inline constexpr int kMaxWindowLength = 1024;
 
 // A run of consecutive window ends of one slice searched for one pattern.
 struct Segment {
@@ -132,10 +138,16 @@ struct LibraryView {
   const float* values = nullptr;  // normalised query values
   const float* upper = nullptr;   // query envelope
   const float* lower = nullptr;
-  // The same per query in UCR Suite's visiting order (|value| descending, so
-  // the lower bounds' partial sums grow fastest), one 16-byte load per
-  // position: x = upper, y = lower, z = value, w = the position (int bits).
-  const float4* ordered = nullptr;
+  // Window-mode queries in UCR Suite's visiting order (|value| descending,
+  // so the lower bounds' partial sums grow fastest), three positions to a
+  // 16-byte record where they fit (a third of the loads of one record per
+  // position; docs/gpu.md). Positions p0, p1, p2 of a group are one 32-bit
+  // word, p0 | p1 << 10 | p2 << 20 (as float bits). A query's last group may
+  // be partial.
+  // EQ: two records per group, {U0, L0, U1, L1}, {U2, L2, positions, 0}.
+  const float4* eq_packed = nullptr;
+  // EC: one record per group, {q0, q1, q2, positions}.
+  const float4* ec_packed = nullptr;
 };
 
 struct BatchView {

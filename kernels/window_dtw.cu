@@ -13,6 +13,7 @@
 // than kMaxRegisterBand use a general kernel.
 #include <algorithm>
 #include <cfloat>
+#include <cstddef>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -268,35 +269,36 @@ __global__ void assemble_kernel(BatchView b, float* data, const float* staging,
 
 // Fused filter geometry: a block tests one group (FilterGroup: window ends of
 // one or more slices, one window per thread) on one stream dim, in rounds of
-// RoundPairs pairs; each warp keeps its LB_Kim survivors of a round in its
-// own list (32 * RoundPairs entries: pair of the round << 5 | lane of the
+// kRoundPairs pairs; each warp keeps its LB_Kim survivors of a round in its
+// own list (32 * kRoundPairs entries: pair of the round << 5 | lane of the
 // window). Smaller rounds need less shared memory (more resident blocks) but
 // fill the later passes' chunks less: picked by measurement (docs/gpu.md).
-constexpr int kMaxRoundPairs = 16;
-constexpr int kDefaultRoundPairs = 8;
-constexpr bool kDefaultPaaInList = true;
+constexpr int kRoundPairs = 8;
 constexpr int kWarps = kThreads / 32;
 // Sample buffer of a group (floats) per filter thread: several W1 slices'
 // ends share a block.
 constexpr int kFilterGroupFloatsPerThread = 16;
-// Filter block sizes: one warp (no barrier waits for the slowest warp of a
-// block; measured, docs/gpu.md) or four.
+// Filter block sizes: four warps, or one (no barrier waits for the slowest
+// warp of a block, but 4x the pair-record reads per window): within 2 % of
+// each other on the H100, four ahead with the packed records (docs/gpu.md).
 constexpr int kMaxFilterThreads = 128;
-constexpr int kDefaultFilterThreads = 32;
+constexpr int kDefaultFilterThreads = 128;
 // Resident filter threads per SM the register budget is sized for (64
 // registers each): the filter is latency-bound, so warps beat registers.
 constexpr int kFilterThreadsPerSm = 1024;
-// LB_Keogh EQ positions (UCR order) of the staged filter's first pass.
+// LB_Keogh EQ positions (UCR order) of the staged filter's first pass (a
+// multiple of 3: passes start on a packed group).
 constexpr int kEqPrefix = 24;
+static_assert(kEqPrefix % 3 == 0);
 // A warp list entry: the low kEntryBits bits hold (pair of the round << 5 |
 // lane of the window); the others a partial lower bound with those mantissa
 // bits cleared, i.e. rounded toward zero, which keeps a sum of non-negative
 // terms a lower bound. One word per entry, so a pass resumes the bound an
 // earlier pass started without a second shared array (fewer bytes per
 // block, more resident blocks).
-constexpr int kEntryBits = 9;  // kMaxRoundPairs - 1 << 5 | 31 fits
+constexpr int kEntryBits = 9;
 constexpr unsigned kEntryMask = (1u << kEntryBits) - 1;
-static_assert((kMaxRoundPairs - 1) << 5 | 31 <= static_cast<int>(kEntryMask));
+static_assert(((kRoundPairs - 1) << 5 | 31) <= static_cast<int>(kEntryMask));
 __device__ __forceinline__ unsigned pack_entry(int entry, float partial) {
   return (__float_as_uint(partial) & ~kEntryMask) | static_cast<unsigned>(entry);
 }
@@ -304,23 +306,81 @@ __device__ __forceinline__ float entry_partial(unsigned word) {
   return __uint_as_float(word & ~kEntryMask);
 }
 
-// Adds term(position record, partial sum) over `count` positions of a query
-// in UCR order (see LibraryView::ordered) to `lb`, testing the partial sum
-// against prune_sq every kStep positions so a step's loads issue together;
-// returns once it exceeds. `term` returns the partial sum with its term added.
+// Position j (0..2) of a packed group's positions word (LibraryView::eq_packed).
+__device__ __forceinline__ int packed_position(float word, int j) {
+  return (__float_as_int(word) >> (10 * j)) & 1023;
+}
+
+// Groups of three positions per test of the partial sum against prune_sq:
+// a step's loads issue together.
+constexpr int kGroupsPerStep = 2;
+
+// Adds LB_Keogh EQ terms, term(position, U, L, sum), of the query positions
+// [begin, end) in UCR order from the query's eq_packed records to `lb`;
+// returns once the sum exceeds prune_sq. begin is a multiple of 3.
 template <typename Term>
-__device__ __forceinline__ float ucr_order_bound(const float4* ordered, int count, float lb,
+__device__ __forceinline__ float eq_packed_bound(const float4* rec, int begin, int end, float lb,
                                                  float prune_sq, Term term) {
-  constexpr int kStep = 4;
-  int k = 0;
-  for (; k + kStep <= count && lb <= prune_sq; k += kStep) {
-    float4 q[kStep];
+  int g = begin / 3;
+  const int full = end / 3;
+  for (; g + kGroupsPerStep <= full && lb <= prune_sq; g += kGroupsPerStep) {
+    float4 a[kGroupsPerStep], b[kGroupsPerStep];
 #pragma unroll
-    for (int j = 0; j < kStep; ++j) q[j] = ordered[k + j];
+    for (int j = 0; j < kGroupsPerStep; ++j) {
+      a[j] = rec[2 * (g + j)];
+      b[j] = rec[2 * (g + j) + 1];
+    }
 #pragma unroll
-    for (int j = 0; j < kStep; ++j) lb = term(q[j], lb);
+    for (int j = 0; j < kGroupsPerStep; ++j) {
+      lb = term(packed_position(b[j].z, 0), a[j].x, a[j].y, lb);
+      lb = term(packed_position(b[j].z, 1), a[j].z, a[j].w, lb);
+      lb = term(packed_position(b[j].z, 2), b[j].x, b[j].y, lb);
+    }
   }
-  for (; k < count && lb <= prune_sq; ++k) lb = term(ordered[k], lb);
+  for (; g < full && lb <= prune_sq; ++g) {
+    const float4 a = rec[2 * g], b = rec[2 * g + 1];
+    lb = term(packed_position(b.z, 0), a.x, a.y, lb);
+    lb = term(packed_position(b.z, 1), a.z, a.w, lb);
+    lb = term(packed_position(b.z, 2), b.x, b.y, lb);
+  }
+  if (3 * g < end && lb <= prune_sq) {  // a partial last group: one or two positions
+    const float4 a = rec[2 * g], b = rec[2 * g + 1];
+    lb = term(packed_position(b.z, 0), a.x, a.y, lb);
+    if (end - 3 * g > 1) lb = term(packed_position(b.z, 1), a.z, a.w, lb);
+  }
+  return lb;
+}
+
+// The same for LB_Keogh EC, term(position, q, sum), over all `count`
+// positions from the query's ec_packed records.
+template <typename Term>
+__device__ __forceinline__ float ec_packed_bound(const float4* rec, int count, float prune_sq,
+                                                 Term term) {
+  float lb = 0.f;
+  int g = 0;
+  const int full = count / 3;
+  for (; g + kGroupsPerStep <= full && lb <= prune_sq; g += kGroupsPerStep) {
+    float4 r[kGroupsPerStep];
+#pragma unroll
+    for (int j = 0; j < kGroupsPerStep; ++j) r[j] = rec[g + j];
+#pragma unroll
+    for (int j = 0; j < kGroupsPerStep; ++j) {
+      lb = term(packed_position(r[j].w, 0), r[j].x, lb);
+      lb = term(packed_position(r[j].w, 1), r[j].y, lb);
+      lb = term(packed_position(r[j].w, 2), r[j].z, lb);
+    }
+  }
+  for (; g < full && lb <= prune_sq; ++g) {
+    const float4 r = rec[g];
+    lb = term(packed_position(r.w, 0), r.x, lb);
+    lb = term(packed_position(r.w, 1), r.y, lb);
+    lb = term(packed_position(r.w, 2), r.z, lb);
+  }
+  if (3 * g < count && lb <= prune_sq) {
+    const float4 r = rec[g];
+    lb = term(packed_position(r.w, 0), r.x, lb);
+    if (count - 3 * g > 1) lb = term(packed_position(r.w, 1), r.y, lb);
+  }
   return lb;
 }
 
@@ -333,14 +393,24 @@ __device__ __forceinline__ float ucr_order_bound(const float4* ordered, int coun
 // A rounding slack of 1e-5 relative keeps float error from making it exceed
 // LB_Keogh where the two are equal (run == 1).
 // paa_centred: the window's segment means less its mean.
+static_assert(offsetof(RowPair, paa_upper) % 16 == 0 && offsetof(RowPair, paa_lower) % 16 == 0);
 __device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* paa_centred, int run,
                                            float mean, float inv_std) {
   float lb = 0.f;
+  // Four segments per load (the filter is bound by L1 requests).
+  const float4* upper = reinterpret_cast<const float4*>(rpair.paa_upper);
+  const float4* lower = reinterpret_cast<const float4*>(rpair.paa_lower);
 #pragma unroll
-  for (int g = 0; g < kPaaSegments; ++g) {
-    const float c = rpair.znorm ? paa_centred[g] * inv_std : paa_centred[g] + mean;
-    const float d = max_with_zero(c - rpair.paa_upper[g], rpair.paa_lower[g] - c);
-    lb = fmaf(d, d, lb);
+  for (int g4 = 0; g4 < kPaaSegments / 4; ++g4) {
+    const float4 u = upper[g4], l = lower[g4];
+    const float us[4] = {u.x, u.y, u.z, u.w}, ls[4] = {l.x, l.y, l.z, l.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int g = 4 * g4 + j;
+      const float c = rpair.znorm ? paa_centred[g] * inv_std : paa_centred[g] + mean;
+      const float d = max_with_zero(c - us[j], ls[j] - c);
+      lb = fmaf(d, d, lb);
+    }
   }
   return lb * run * (1.f - 1e-5f);
 }
@@ -356,10 +426,10 @@ __device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* pa
 // go to its list, and the warp runs the PAA bound, LB_Keogh EQ, then EC, on
 // the list, where neighbouring entries mostly share a pair (broadcast reads of
 // the query). Survivors go to `out` for the DTW kernel.
-// PaaInList: the PAA bound runs as the first list pass (lanes compacted, the
-// window's segment means fetched from its owner lane) instead of inside the
-// Kim loop, where it ran on the ~1/5 of lanes that Kim left (measured: docs/gpu.md).
-template <int Threads, int RoundPairs, bool PaaInList>
+// The PAA bound is the first list pass (lanes compacted, the window's segment
+// means fetched from its owner lane), not a step of the Kim loop, where it
+// ran on the ~1/5 of lanes that Kim left.
+template <int Threads>
 __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_filter_kernel(BatchView b, LibraryView lib,
                                                                 RowPairsView rp,
                                                                 FilterPlanView plan,
@@ -367,8 +437,7 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
                                                                 AppendBuffer<Candidate> out,
                                                                 DeviceStats* stats) {
   extern __shared__ __align__(16) unsigned char filter_shared[];
-  constexpr int kWarpList = 32 * RoundPairs;
-  static_assert(RoundPairs <= kMaxRoundPairs);
+  constexpr int kWarpList = 32 * kRoundPairs;
   unsigned* lists = reinterpret_cast<unsigned*>(filter_shared);
   float* x = reinterpret_cast<float*>(lists + (Threads / 32) * kWarpList);
   float* env_upper = x + plan.shared_floats;
@@ -453,11 +522,11 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
         for (int k = 0; k < paa_run; ++k) sum += x[first + g * paa_run + k] - mean;
       paa_centred[g] = paa_run > 0 ? sum / paa_run : 0.f;
     }
-    for (int k0 = p0; k0 < p1; k0 += RoundPairs) {
-      const int k1 = min(p1, k0 + RoundPairs);
+    for (int k0 = p0; k0 < p1; k0 += kRoundPairs) {
+      const int k1 = min(p1, k0 + kRoundPairs);
       int n = 0;  // warp-uniform
 #pragma unroll
-      for (int kk = 0; kk < RoundPairs; ++kk) {
+      for (int kk = 0; kk < kRoundPairs; ++kk) {
         const int k = k0 + kk;
         if (k >= k1) break;  // uniform
         bool keep = valid;
@@ -469,13 +538,6 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
             keep = false;
             kim += 1;
           }
-          // The PAA bound is below LB_Keogh EQ, so what it prunes EQ would
-          // have pruned: counted as EQ, at an eighth of EQ's cost for W1.
-          if (!PaaInList && keep && opt.lb_paa &&
-              paa_bound(rpair, paa_centred, paa_run, mean, inv_std) > rpair.prune_sq) {
-            keep = false;
-            eq += 1;
-          }
         }
         const unsigned mask = __ballot_sync(0xffffffffu, keep);
         if (keep) list[n + __popc(mask & ((1u << lane) - 1))] = (kk << 5) | lane;
@@ -483,12 +545,12 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
       }
       __syncwarp();
       // Passes over the list, compacting it after each, so a pass's lanes do
-      // work of one kind: (0) the PAA bound (PaaInList), (1) LB_Keogh EQ over
+      // work of one kind: (0) the PAA bound, (1) LB_Keogh EQ over
       // the first kEqPrefix positions in UCR order (where most windows exceed
       // the threshold), (2) the rest of EQ, resuming pass 1's partial sum from
       // the entry, (3) EC.
 #pragma unroll
-      for (int pass = PaaInList ? 0 : 1; pass < 4; ++pass) {
+      for (int pass = 0; pass < 4; ++pass) {
         const bool enabled = pass == 0 ? opt.lb_paa : pass < 3 ? opt.lb_keogh_eq : opt.lb_keogh_ec;
         if (!enabled) continue;
         int kept = 0;
@@ -514,28 +576,28 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
             // c = (x - mean) * inv_std as one FMA (raw pairs: x itself).
             const float is = rpair.znorm ? w_inv_std : 1.f;
             const float shift = rpair.znorm ? -w_mean * w_inv_std : 0.f;
-            const float4* ordered = lib.ordered + rpair.query_offset;
             // LB_Keogh EQ: the window against the query's envelope;
             // EC: the query against the window's envelope.
-            auto eq_term = [&](const float4& qe, float sum) {
-              const float c = fmaf(x[w_first + __float_as_int(qe.w)], is, shift);
-              const float d = max_with_zero(c - qe.x, qe.y - c);
+            auto eq_term = [&](int position, float u, float l, float sum) {
+              const float c = fmaf(x[w_first + position], is, shift);
+              const float d = max_with_zero(c - u, l - c);
               return fmaf(d, d, sum);
             };
-            auto ec_term = [&](const float4& qe, float sum) {
-              const int o = w_first + __float_as_int(qe.w);
-              const float d = max_with_zero(qe.z - fmaf(env_upper[o], is, shift),
-                                            fmaf(env_lower[o], is, shift) - qe.z);
+            auto ec_term = [&](int position, float q, float sum) {
+              const int o = w_first + position;
+              const float d = max_with_zero(q - fmaf(env_upper[o], is, shift),
+                                            fmaf(env_lower[o], is, shift) - q);
               return fmaf(d, d, sum);
             };
+            const float4* eq_rec = lib.eq_packed + 2 * static_cast<long long>(rpair.packed_group);
             if (pass == 0)
               lb = paa_bound(rpair, w_paa, paa_run, w_mean, w_inv_std);
             else if (pass == 1)
-              lb = ucr_order_bound(ordered, min(m, kEqPrefix), 0.f, prune_sq, eq_term);
+              lb = eq_packed_bound(eq_rec, 0, min(m, kEqPrefix), 0.f, prune_sq, eq_term);
             else if (pass == 2 && m > kEqPrefix)
-              lb = ucr_order_bound(ordered + kEqPrefix, m - kEqPrefix, lb, prune_sq, eq_term);
+              lb = eq_packed_bound(eq_rec, kEqPrefix, m, lb, prune_sq, eq_term);
             else if (pass == 3)
-              lb = ucr_order_bound(ordered, m, 0.f, prune_sq, ec_term);
+              lb = ec_packed_bound(lib.ec_packed + rpair.packed_group, m, prune_sq, ec_term);
             keep = lb <= prune_sq;
             if (!keep) {
               if (pass < 3) eq += 1; else ec += 1;
@@ -905,28 +967,26 @@ void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cuda
 namespace {
 // The filter's shape, from the environment once (A/B runs, docs/gpu.md):
 // GW_CUDA_FILTER_THREADS=32|128 (block size = window ends per group),
-// GW_CUDA_ROUND_PAIRS=8|16, GW_CUDA_PAA_LIST=0|1 (where the PAA bound runs),
-// GW_CUDA_PAA=0 (PAA bound off).
+// GW_CUDA_FILTER_CARVEOUT=percent (shared memory's share of L1, 0..100;
+// unset: the driver's choice), GW_CUDA_PAA=0 (PAA bound off).
 struct FilterShape {
   int threads = kDefaultFilterThreads;
-  int round_pairs = kDefaultRoundPairs;
-  bool paa_in_list = kDefaultPaaInList;
+  int carveout = -1;
   bool paa = true;
 };
 
 const FilterShape& filter_shape() {
   static const FilterShape shape = [] {
     FilterShape f;
-    auto env_int = [](const char* name) {
+    auto env_int = [](const char* name, int unset) {
       const char* v = std::getenv(name);
-      return v == nullptr ? 0 : std::atoi(v);
+      return v == nullptr ? unset : std::atoi(v);
     };
-    const int threads = env_int("GW_CUDA_FILTER_THREADS");
+    const int threads = env_int("GW_CUDA_FILTER_THREADS", 0);
     if (threads == 32 || threads == 128) f.threads = threads;
-    const int round = env_int("GW_CUDA_ROUND_PAIRS");
-    if (round == 8 || round == 16) f.round_pairs = round;
-    if (const char* v = std::getenv("GW_CUDA_PAA_LIST")) f.paa_in_list = std::string(v) != "0";
-    if (const char* v = std::getenv("GW_CUDA_PAA")) f.paa = std::string(v) != "0";
+    const int carveout = env_int("GW_CUDA_FILTER_CARVEOUT", -1);
+    if (carveout >= 0 && carveout <= 100) f.carveout = carveout;
+    f.paa = env_int("GW_CUDA_PAA", 1) != 0;
     return f;
   }();
   return shape;
@@ -939,22 +999,16 @@ int group_budget_floats(int tile, int max_length, int band) {
   return std::max(segment_floats(tile, max_length, band), kFilterGroupFloatsPerThread * tile);
 }
 
-std::size_t filter_shared_bytes(int threads, int shared_floats, int round_pairs) {
-  return static_cast<std::size_t>(threads) * round_pairs * sizeof(unsigned) +
+std::size_t filter_shared_bytes(int threads, int shared_floats) {
+  return static_cast<std::size_t>(threads) * kRoundPairs * sizeof(unsigned) +
          3 * static_cast<std::size_t>(shared_floats) * sizeof(float);
 }
 
-template <int Threads, int RoundPairs>
-auto filter_kernel(bool paa_in_list) {
-  return paa_in_list ? fused_filter_kernel<Threads, RoundPairs, true>
-                     : fused_filter_kernel<Threads, RoundPairs, false>;
-}
 }  // namespace
 
 std::size_t window_filter_max_shared_bytes(int max_length, int band) {
   return filter_shared_bytes(kMaxFilterThreads,
-                             group_budget_floats(kMaxFilterThreads, max_length, band),
-                             kMaxRoundPairs);
+                             group_budget_floats(kMaxFilterThreads, max_length, band));
 }
 
 FilterPlan plan_window_filter(const std::vector<SliceView>& slices, const RowPairsView& rows) {
@@ -1013,12 +1067,11 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library,
   if (plan.group_count == 0 || rows.dim_stride == 0) return;
   const FilterShape& shape = filter_shape();
   options.lb_paa = options.lb_paa && options.lb_keogh_eq && shape.paa;
-  const std::size_t shared = filter_shared_bytes(shape.threads, plan.shared_floats, shape.round_pairs);
+  const std::size_t shared = filter_shared_bytes(shape.threads, plan.shared_floats);
   auto kernel = shape.threads == 32
-                    ? (shape.round_pairs == 8 ? filter_kernel<32, 8>(shape.paa_in_list)
-                                              : filter_kernel<32, 16>(shape.paa_in_list))
-                    : (shape.round_pairs == 8 ? filter_kernel<128, 8>(shape.paa_in_list)
-                                              : filter_kernel<128, 16>(shape.paa_in_list));
+                    ? fused_filter_kernel<32> : fused_filter_kernel<128>;
+  if (shape.carveout >= 0)
+    cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, shape.carveout);
   if (shared > 48 * 1024)
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(shared));
