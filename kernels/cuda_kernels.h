@@ -43,6 +43,9 @@ struct FilterOptions {
   // The PAA bound before LB_Keogh EQ (only with lb_keogh_eq; it prunes a
   // subset of what EQ prunes, cheaper). GW_CUDA_PAA=0 turns it off (A/B).
   bool lb_paa = true;
+  // Positions (a multiple of 3) of the first LB_Keogh EQ pass, in UCR order;
+  // the rest follow in a second pass on its survivors.
+  int eq_prefix = 24;
 };
 struct FilterPlan {
   std::vector<FilterGroup> groups;

@@ -278,18 +278,17 @@ constexpr int kWarps = kThreads / 32;
 // Sample buffer of a group (floats) per filter thread: several W1 slices'
 // ends share a block.
 constexpr int kFilterGroupFloatsPerThread = 16;
-// Filter block sizes: four warps, or one (no barrier waits for the slowest
-// warp of a block, but 4x the pair-record reads per window): within 2 % of
-// each other on the H100, four ahead with the packed records (docs/gpu.md).
-constexpr int kMaxFilterThreads = 128;
-constexpr int kDefaultFilterThreads = 128;
+// Filter block sizes (window ends per group): 32, 128, 256 or 512. Larger
+// blocks share each pair record's trip from L2 among more warps but wait
+// longer for their slowest warp; 256 measured best on the H100 (docs/gpu.md).
+constexpr int kDefaultFilterThreads = 256;
 // Resident filter threads per SM the register budget is sized for (64
 // registers each): the filter is latency-bound, so warps beat registers.
 constexpr int kFilterThreadsPerSm = 1024;
 // LB_Keogh EQ positions (UCR order) of the staged filter's first pass (a
 // multiple of 3: passes start on a packed group).
-constexpr int kEqPrefix = 24;
-static_assert(kEqPrefix % 3 == 0);
+constexpr int kDefaultEqPrefix = 24;
+static_assert(kDefaultEqPrefix % 3 == 0 && kDefaultEqPrefix == FilterOptions{}.eq_prefix);
 // A warp list entry: the low kEntryBits bits hold (pair of the round << 5 |
 // lane of the window); the others a partial lower bound with those mantissa
 // bits cleared, i.e. rounded toward zero, which keeps a sum of non-negative
@@ -546,7 +545,7 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
       __syncwarp();
       // Passes over the list, compacting it after each, so a pass's lanes do
       // work of one kind: (0) the PAA bound, (1) LB_Keogh EQ over
-      // the first kEqPrefix positions in UCR order (where most windows exceed
+      // the first opt.eq_prefix positions in UCR order (where most windows exceed
       // the threshold), (2) the rest of EQ, resuming pass 1's partial sum from
       // the entry, (3) EC.
 #pragma unroll
@@ -593,9 +592,9 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
             if (pass == 0)
               lb = paa_bound(rpair, w_paa, paa_run, w_mean, w_inv_std);
             else if (pass == 1)
-              lb = eq_packed_bound(eq_rec, 0, min(m, kEqPrefix), 0.f, prune_sq, eq_term);
-            else if (pass == 2 && m > kEqPrefix)
-              lb = eq_packed_bound(eq_rec, kEqPrefix, m, lb, prune_sq, eq_term);
+              lb = eq_packed_bound(eq_rec, 0, min(m, opt.eq_prefix), 0.f, prune_sq, eq_term);
+            else if (pass == 2 && m > opt.eq_prefix)
+              lb = eq_packed_bound(eq_rec, opt.eq_prefix, m, lb, prune_sq, eq_term);
             else if (pass == 3)
               lb = ec_packed_bound(lib.ec_packed + rpair.packed_group, m, prune_sq, ec_term);
             keep = lb <= prune_sq;
@@ -966,12 +965,14 @@ void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cuda
 
 namespace {
 // The filter's shape, from the environment once (A/B runs, docs/gpu.md):
-// GW_CUDA_FILTER_THREADS=32|128 (block size = window ends per group),
+// GW_CUDA_FILTER_THREADS=32|128|256|512 (block size = window ends per group),
 // GW_CUDA_FILTER_CARVEOUT=percent (shared memory's share of L1, 0..100;
-// unset: the driver's choice), GW_CUDA_PAA=0 (PAA bound off).
+// unset: the driver's choice), GW_CUDA_EQ_PREFIX=3k (positions of the first
+// LB_Keogh EQ pass), GW_CUDA_PAA=0 (PAA bound off).
 struct FilterShape {
   int threads = kDefaultFilterThreads;
   int carveout = -1;
+  int eq_prefix = kDefaultEqPrefix;
   bool paa = true;
 };
 
@@ -983,10 +984,12 @@ const FilterShape& filter_shape() {
       return v == nullptr ? unset : std::atoi(v);
     };
     const int threads = env_int("GW_CUDA_FILTER_THREADS", 0);
-    if (threads == 32 || threads == 128) f.threads = threads;
+    if (threads == 32 || threads == 128 || threads == 256 || threads == 512) f.threads = threads;
     const int carveout = env_int("GW_CUDA_FILTER_CARVEOUT", -1);
     if (carveout >= 0 && carveout <= 100) f.carveout = carveout;
     f.paa = env_int("GW_CUDA_PAA", 1) != 0;
+    const int prefix = env_int("GW_CUDA_EQ_PREFIX", 0);
+    if (prefix > 0 && prefix % 3 == 0) f.eq_prefix = prefix;
     return f;
   }();
   return shape;
@@ -1007,8 +1010,8 @@ std::size_t filter_shared_bytes(int threads, int shared_floats) {
 }  // namespace
 
 std::size_t window_filter_max_shared_bytes(int max_length, int band) {
-  return filter_shared_bytes(kMaxFilterThreads,
-                             group_budget_floats(kMaxFilterThreads, max_length, band));
+  const int threads = filter_shape().threads;
+  return filter_shared_bytes(threads, group_budget_floats(threads, max_length, band));
 }
 
 FilterPlan plan_window_filter(const std::vector<SliceView>& slices, const RowPairsView& rows) {
@@ -1067,9 +1070,12 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library,
   if (plan.group_count == 0 || rows.dim_stride == 0) return;
   const FilterShape& shape = filter_shape();
   options.lb_paa = options.lb_paa && options.lb_keogh_eq && shape.paa;
+  options.eq_prefix = shape.eq_prefix;
   const std::size_t shared = filter_shared_bytes(shape.threads, plan.shared_floats);
-  auto kernel = shape.threads == 32
-                    ? fused_filter_kernel<32> : fused_filter_kernel<128>;
+  auto kernel = shape.threads == 32    ? fused_filter_kernel<32>
+                : shape.threads == 256 ? fused_filter_kernel<256>
+                : shape.threads == 512 ? fused_filter_kernel<512>
+                                       : fused_filter_kernel<128>;
   if (shape.carveout >= 0)
     cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, shape.carveout);
   if (shared > 48 * 1024)
