@@ -46,6 +46,9 @@ struct FilterOptions {
   // Positions (a multiple of 3) of the first LB_Keogh EQ pass, in UCR order;
   // the rest follow in a second pass on its survivors.
   int eq_prefix = 24;
+  // Whether the second pass runs LB_Keogh EQ over the positions after the
+  // prefix (off: survivors of the prefix go straight to EC).
+  bool eq_rest = true;
 };
 struct FilterPlan {
   std::vector<FilterGroup> groups;

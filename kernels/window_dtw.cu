@@ -593,7 +593,7 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
               lb = paa_bound(rpair, w_paa, paa_run, w_mean, w_inv_std);
             else if (pass == 1)
               lb = eq_packed_bound(eq_rec, 0, min(m, opt.eq_prefix), 0.f, prune_sq, eq_term);
-            else if (pass == 2 && m > opt.eq_prefix)
+            else if (pass == 2 && opt.eq_rest && m > opt.eq_prefix)
               lb = eq_packed_bound(eq_rec, opt.eq_prefix, m, lb, prune_sq, eq_term);
             else if (pass == 3)
               lb = ec_packed_bound(lib.ec_packed + rpair.packed_group, m, prune_sq, ec_term);
@@ -968,11 +968,13 @@ namespace {
 // GW_CUDA_FILTER_THREADS=32|128|256|512 (block size = window ends per group),
 // GW_CUDA_FILTER_CARVEOUT=percent (shared memory's share of L1, 0..100;
 // unset: the driver's choice), GW_CUDA_EQ_PREFIX=3k (positions of the first
-// LB_Keogh EQ pass), GW_CUDA_PAA=0 (PAA bound off).
+// LB_Keogh EQ pass), GW_CUDA_EQ_REST=0 (no second EQ pass), GW_CUDA_PAA=0
+// (PAA bound off).
 struct FilterShape {
   int threads = kDefaultFilterThreads;
   int carveout = -1;
   int eq_prefix = kDefaultEqPrefix;
+  bool eq_rest = true;
   bool paa = true;
 };
 
@@ -990,6 +992,7 @@ const FilterShape& filter_shape() {
     f.paa = env_int("GW_CUDA_PAA", 1) != 0;
     const int prefix = env_int("GW_CUDA_EQ_PREFIX", 0);
     if (prefix > 0 && prefix % 3 == 0) f.eq_prefix = prefix;
+    f.eq_rest = env_int("GW_CUDA_EQ_REST", 1) != 0;
     return f;
   }();
   return shape;
@@ -1071,6 +1074,7 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library,
   const FilterShape& shape = filter_shape();
   options.lb_paa = options.lb_paa && options.lb_keogh_eq && shape.paa;
   options.eq_prefix = shape.eq_prefix;
+  options.eq_rest = shape.eq_rest;
   const std::size_t shared = filter_shared_bytes(shape.threads, plan.shared_floats);
   auto kernel = shape.threads == 32    ? fused_filter_kernel<32>
                 : shape.threads == 256 ? fused_filter_kernel<256>
