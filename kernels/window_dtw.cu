@@ -416,7 +416,7 @@ __device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* pa
 
 // Window mode filter, fused (seed 002: many tasks of one shape against one
 // query). The W1 load has ~110 pairs per stream dim but only ~10 new window
-// ends per slice and tick, so a block takes the new ends of ~12 slices (one
+// ends per slice and tick, so a block takes the new ends of ~25 slices (one
 // window per thread) on one stream dim: it loads those rows' samples and data
 // envelopes into shared memory once, each thread normalises its window once
 // per pattern length, and then every thread tests its window against each
