@@ -364,8 +364,6 @@ class CudaBackend final : public SearchBackend {
     pairs_.upload(pairs, stream_);
     queries_.upload(queries, stream_);
     values_.upload(values, stream_);
-    upper_.upload(upper, stream_);
-    lower_.upload(lower, stream_);
     eq_packed_.upload(eq_packed, stream_);
     ec_packed_.upload(ec_packed, stream_);
     check(cudaStreamSynchronize(stream_), "library upload");
@@ -469,8 +467,8 @@ class CudaBackend final : public SearchBackend {
       view.prefix_sum = prefix_sum_.get();
       view.prefix_sumsq = prefix_sumsq_.get();
     }
-    LibraryView lv{pairs_.get(), queries_.get(), values_.get(), upper_.get(),
-                   lower_.get(), eq_packed_.get(), ec_packed_.get()};
+    LibraryView lv{pairs_.get(), queries_.get(), values_.get(), eq_packed_.get(),
+                   ec_packed_.get()};
     timer.mark("upload+assemble");
 
     check(cudaMemsetAsync(stats_.get(), 0, sizeof(DeviceStats), stream_), "memset");
@@ -670,7 +668,6 @@ class CudaBackend final : public SearchBackend {
         const QueryView& qv = queries[pairs[q].query];
         RowPair r;
         r.pair = q;
-        r.query_offset = static_cast<int>(qv.offset);
         r.packed_group = qv.packed_group;
         r.length = pat.length;
         r.znorm = pat.znorm ? 1 : 0;
@@ -888,7 +885,7 @@ class CudaBackend final : public SearchBackend {
   std::vector<SpringPattern> springs_;
   DeviceBuffer<PairView> pairs_;
   DeviceBuffer<QueryView> queries_;
-  DeviceBuffer<float> values_, upper_, lower_;
+  DeviceBuffer<float> values_;
   DeviceBuffer<float4> eq_packed_;
   DeviceBuffer<float4> ec_packed_;
   PinnedBuffer<Match> pinned_matches_;

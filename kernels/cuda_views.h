@@ -37,7 +37,7 @@ constexpr int kPaaSegments = 16;
 // besides the window.
 struct alignas(16) RowPair {
   int pair = 0;           // global pair index
-  int query_offset = 0;   // into LibraryView::values / upper / lower
+  int packed_group = 0;   // QueryView::packed_group of the pair's query
   int length = 0;         // m
   int znorm = 1;
   float prune_sq = 0;     // PatternWork::prune_sq of the pair's pattern
@@ -46,7 +46,6 @@ struct alignas(16) RowPair {
   // Query envelope per PAA segment: max of upper, min of lower over the run.
   float paa_upper[kPaaSegments] = {};
   float paa_lower[kPaaSegments] = {};
-  int packed_group = 0;   // QueryView::packed_group of the pair's query
 };
 
 // Window mode, fused filter: the pairs of one band group that read each
@@ -93,7 +92,7 @@ struct FilterPlanView {
 
 // A normalised pattern dim with its envelope over +-band.
 struct QueryView {
-  long long offset = 0;  // into LibraryView::values / upper / lower
+  long long offset = 0;  // into LibraryView::values
   int length = 0;
   int packed_group = 0;  // first record of the query in LibraryView::ec_packed (eq_packed: twice that)
 };
@@ -136,8 +135,6 @@ struct LibraryView {
   const PairView* pairs = nullptr;
   const QueryView* queries = nullptr;
   const float* values = nullptr;  // normalised query values
-  const float* upper = nullptr;   // query envelope
-  const float* lower = nullptr;
   // Window-mode queries in UCR Suite's visiting order (|value| descending,
   // so the lower bounds' partial sums grow fastest), three positions to a
   // 16-byte record where they fit (a third of the loads of one record per

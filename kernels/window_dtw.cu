@@ -112,11 +112,18 @@ struct KimEnds {
   float v[6];
 };
 
-__device__ __forceinline__ KimEnds kim_ends(const float* x, int m, float mean, float inv_std) {
+__device__ __forceinline__ KimEnds kim_ends(const float* x, int m) {
   KimEnds e;
   const int at[6] = {0, 1, 2, m - 3, m - 2, m - 1};
 #pragma unroll
-  for (int k = 0; k < 6; ++k) e.v[k] = (x[max(at[k], 0)] - mean) * inv_std;
+  for (int k = 0; k < 6; ++k) e.v[k] = x[max(at[k], 0)];
+  return e;
+}
+
+__device__ __forceinline__ KimEnds normalised(const KimEnds& raw, float mean, float inv_std) {
+  KimEnds e;
+#pragma unroll
+  for (int k = 0; k < 6; ++k) e.v[k] = (raw.v[k] - mean) * inv_std;
   return e;
 }
 
@@ -506,8 +513,8 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
     KimEnds raw_ends{}, znorm_ends{};
     if (valid) {
       window_stats_two_pass(x + first, m, &mean, &inv_std);
-      raw_ends = kim_ends(x + first, m, 0.f, 1.f);
-      znorm_ends = kim_ends(x + first, m, mean, inv_std);
+      raw_ends = kim_ends(x + first, m);
+      znorm_ends = normalised(raw_ends, mean, inv_std);
     }
     // Means of the window's PAA segments less the window mean (see
     // paa_bound): centred per sample, as LB_Keogh normalises, so a large
