@@ -122,6 +122,11 @@ class PinnedBuffer {
 // The window-mode pairs of one band: one filter launch and one DTW kernel.
 // A lower bound prunes a window only when it exceeds threshold^2 by this
 // relative margin, so float rounding never prunes a match (docs/gpu.md).
+// threshold^2 as the kernels compare a distance^2 with it.
+float cutoff_threshold_sq(double threshold) {
+  return std::isinf(threshold) ? INFINITY : static_cast<float>(threshold * threshold);
+}
+
 float prune_threshold_sq(double threshold) {
   return std::isinf(threshold) ? INFINITY
                                : static_cast<float>(threshold * threshold * (1 + 1e-4) + 1e-6);
@@ -364,6 +369,8 @@ class CudaBackend final : public SearchBackend {
     pairs_.upload(pairs, stream_);
     queries_.upload(queries, stream_);
     values_.upload(values, stream_);
+    upper_.upload(upper, stream_);
+    lower_.upload(lower, stream_);
     eq_packed_.upload(eq_packed, stream_);
     ec_packed_.upload(ec_packed, stream_);
     check(cudaStreamSynchronize(stream_), "library upload");
@@ -429,7 +436,7 @@ class CudaBackend final : public SearchBackend {
       pw.band = pat.band;
       pw.znorm = pat.znorm ? 1 : 0;
       const double t = pat.threshold;
-      pw.cutoff_sq = std::isinf(t) ? INFINITY : static_cast<float>(t * t);
+      pw.cutoff_sq = cutoff_threshold_sq(t);
       pw.prune_sq = prune_threshold_sq(t);
       pw.segment_begin = static_cast<int>(segments.size());
       if (pat.mode == SearchMode::kWindow) {
@@ -467,8 +474,8 @@ class CudaBackend final : public SearchBackend {
       view.prefix_sum = prefix_sum_.get();
       view.prefix_sumsq = prefix_sumsq_.get();
     }
-    LibraryView lv{pairs_.get(), queries_.get(), values_.get(), eq_packed_.get(),
-                   ec_packed_.get()};
+    LibraryView lv{pairs_.get(), queries_.get(), values_.get(), upper_.get(),
+                   lower_.get(), eq_packed_.get(), ec_packed_.get()};
     timer.mark("upload+assemble");
 
     check(cudaMemsetAsync(stats_.get(), 0, sizeof(DeviceStats), stream_), "memset");
@@ -672,6 +679,8 @@ class CudaBackend final : public SearchBackend {
         r.length = pat.length;
         r.znorm = pat.znorm ? 1 : 0;
         r.prune_sq = prune_threshold_sq(pat.threshold);
+        r.cutoff_sq = cutoff_threshold_sq(pat.threshold);
+        r.query_offset = static_cast<int>(qv.offset);
         const int m = pat.length;
         const int at[6] = {0, std::min(1, m - 1), std::min(2, m - 1), std::max(0, m - 3),
                            std::max(0, m - 2), m - 1};
@@ -885,7 +894,7 @@ class CudaBackend final : public SearchBackend {
   std::vector<SpringPattern> springs_;
   DeviceBuffer<PairView> pairs_;
   DeviceBuffer<QueryView> queries_;
-  DeviceBuffer<float> values_;
+  DeviceBuffer<float> values_, upper_, lower_;
   DeviceBuffer<float4> eq_packed_;
   DeviceBuffer<float4> ec_packed_;
   PinnedBuffer<Match> pinned_matches_;

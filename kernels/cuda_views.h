@@ -43,6 +43,10 @@ struct alignas(16) RowPair {
   float prune_sq = 0;     // PatternWork::prune_sq of the pair's pattern
   int run_end = 0;        // end of the run of pairs with this length in RowPairsView::pairs
   float kim_query[6] = {};  // q[0], q[1], q[2], q[m-3], q[m-2], q[m-1] (normalised)
+  // What the filter copies into a survivor's Candidate for the DTW.
+  float cutoff_sq = 0;    // PatternWork::cutoff_sq of the pair's pattern
+  int query_offset = 0;   // QueryView::offset of the pair's query
+  int unused[2] = {};     // keeps the PAA envelopes 16-byte aligned
   // Query envelope per PAA segment: max of upper, min of lower over the run.
   float paa_upper[kPaaSegments] = {};
   float paa_lower[kPaaSegments] = {};
@@ -92,7 +96,7 @@ struct FilterPlanView {
 
 // A normalised pattern dim with its envelope over +-band.
 struct QueryView {
-  long long offset = 0;  // into LibraryView::values
+  long long offset = 0;  // into LibraryView::values / upper / lower
   int length = 0;
   int packed_group = 0;  // first record of the query in LibraryView::ec_packed (eq_packed: twice that)
 };
@@ -135,6 +139,9 @@ struct LibraryView {
   const PairView* pairs = nullptr;
   const QueryView* queries = nullptr;
   const float* values = nullptr;  // normalised query values
+  // The query envelope over +-band, by position (the DTW kernels' tail bound).
+  const float* upper = nullptr;
+  const float* lower = nullptr;
   // Window-mode queries in UCR Suite's visiting order (|value| descending,
   // so the lower bounds' partial sums grow fastest), three positions to a
   // 16-byte record where they fit (a third of the loads of one record per
@@ -161,14 +168,27 @@ struct BatchView {
   const double* prefix_sumsq = nullptr;
 };
 
-// A window that survived the lower bounds, with its normalisation.
-struct Candidate {
+// A window that survived the lower bounds: everything the DTW reads for it,
+// so the DTW kernel loads one 48-byte record per alignment and follows no
+// further index (its lanes fetch the next candidate while they compute).
+struct alignas(16) Candidate {
+  long long x_offset = 0;  // the window's first sample in BatchView::data
   int pair = 0;
   int slice = 0;
-  int end = 0;  // relative to the slice's sample 0
+  int end = 0;           // relative to the slice's sample 0
+  int query_offset = 0;  // the pair's query in LibraryView::values / upper / lower
+  int length = 0;        // m
   float mean = 0;
-  float inv_std = 0;  // 0 for a constant window (it normalises to zeros)
+  float inv_std = 0;     // 0 for a constant window (it normalises to zeros)
+  // A lower bound of the window's LB_Keogh EQ sum over all positions (the
+  // filter's, rounded toward zero; 0 when it did not compute one). The DTW
+  // subtracts the columns it has reached to bound the rest (UCR Suite's
+  // cumulative bound).
+  float eq_bound = 0;
+  float prune_sq = 0;    // PatternWork::prune_sq / cutoff_sq of the pair's pattern
+  float cutoff_sq = 0;
 };
+static_assert(sizeof(Candidate) == 48);
 
 struct RawMatch {
   int pair = 0;

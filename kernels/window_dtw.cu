@@ -497,7 +497,13 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
       origin = seg.x_offset - seg.lo;
     }
   }
-  if (slice >= 0 && dim >= b.slices[slice].dims) slice = -1;
+  // Where the window's row starts in b.data (the DTW reads the window there).
+  long long row_offset = 0;
+  if (slice >= 0) {
+    const SliceView sv = b.slices[slice];
+    if (dim >= sv.dims) slice = -1;
+    row_offset = sv.offset + static_cast<long long>(dim) * sv.length;
+  }
   __syncthreads();
 
   const int lane = threadIdx.x & 31;
@@ -613,7 +619,11 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
           // chunk's entries are in registers already.
           const unsigned mask = __ballot_sync(0xffffffffu, keep);
           __syncwarp();
-          if (keep) list[kept + __popc(mask & ((1u << lane) - 1))] = pack_entry(entry, lb);
+          // EC's bound is not a sum over columns: the entry keeps EQ's, which
+          // the DTW's tail bound needs (Candidate::eq_bound).
+          if (keep)
+            list[kept + __popc(mask & ((1u << lane) - 1))] =
+                pack_entry(entry, pass == 3 ? entry_partial(word) : lb);
           kept += __popc(mask);
           __syncwarp();
         }
@@ -621,17 +631,30 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
       }
       for (int r0 = 0; r0 < n; r0 += 32) {
         const int idx = r0 + lane;
-        const int entry = idx < n ? static_cast<int>(list[idx] & kEntryMask) : 0;
+        const unsigned word = idx < n ? list[idx] : 0u;
+        const int entry = static_cast<int>(word & kEntryMask);
         const int owner = entry & 31;
         const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
         const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
         const int w_slice = __shfl_sync(0xffffffffu, slice, owner);
         const int w_end = __shfl_sync(0xffffffffu, end, owner);
+        const long long w_row = __shfl_sync(0xffffffffu, row_offset, owner);
         Candidate cand{};
         if (idx < n) {
           const RowPair& rpair = rp.pairs[k0 + (entry >> 5)];
-          cand = Candidate{rpair.pair, w_slice, w_end, rpair.znorm ? w_mean : 0.f,
-                           rpair.znorm ? w_inv_std : 1.f};
+          cand.x_offset = w_row + w_end - m + 1;
+          cand.pair = rpair.pair;
+          cand.slice = w_slice;
+          cand.end = w_end;
+          cand.query_offset = rpair.query_offset;
+          cand.length = m;
+          cand.mean = rpair.znorm ? w_mean : 0.f;
+          cand.inv_std = rpair.znorm ? w_inv_std : 1.f;
+          // The entry's bound is EQ's sum, or without the EQ passes the PAA
+          // bound (at most that sum), or 0.
+          cand.eq_bound = entry_partial(word);
+          cand.prune_sq = rpair.prune_sq;
+          cand.cutoff_sq = rpair.cutoff_sq;
         }
         append_warp(out, cand, idx < n);
       }
@@ -645,6 +668,141 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
   flush_block_counter<Threads>(ec, &stats->pruned_keogh_ec);
 }
 
+// UCR Suite's cumulative lower bound for early abandoning: once the band
+// rows up to i are done, every column j > i + r is still to be matched by
+// some later row k (|k - j| <= r) at a cost of at least its LB_Keogh EQ term,
+// in cells disjoint from those rows, so DTW >= (row minimum) + (those terms).
+// Their sum is bounded by the candidate's eq_bound less the terms of the
+// columns reached. Both sums carry float error below m * 2^-24 relative,
+// which the start value takes off (3e-7 * m > 4 m 2^-24), so the bound
+// never exceeds the exact one.
+struct TailBound {
+  float remaining = 0.f;
+  __device__ __forceinline__ void start(float eq_bound, int m) {
+    remaining = eq_bound * (1.f - 3e-7f * m);
+  }
+  // Column reached: its normalised value and the query envelope there.
+  __device__ __forceinline__ void reach(float c, float upper, float lower) {
+    const float d = max_with_zero(c - upper, lower - c);
+    remaining = fmaf(-d, d, remaining);
+  }
+  __device__ __forceinline__ float value() const { return fmaxf(remaining, 0.f); }
+};
+
+// The register band (seed 003, cuDTW++): row i of the band holds cells
+// (i, i - R .. i + R) in prev[0 .. W-1]; the normalised data value of column j
+// sits in c[(j + R) mod W], so the band slides without register moves. Row
+// i0 + u of an unrolled block of W rows (u compile-time after unrolling)
+// takes the new column i0 + u + R's value `c_new` and the query value qi.
+template <int W>
+__device__ __forceinline__ void band_row(float (&c)[W], float (&prev)[W + 1], int u, float qi,
+                                         float c_new) {
+  c[(u + W - 1) % W] = c_new;
+  float left = kInf;
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    const float d = qi - c[(u + k) % W];
+    const float best = min3_nonnegative(prev[k], prev[k + 1], left);
+    const float v = fmaf(d, d, best);
+    left = v;
+    prev[k] = v;
+  }
+}
+
+// Before row 0: columns 0 .. R-1 normalised, the rest of c outside, and
+// D(-1, -1) = 0 (the path starts at (0, 0)).
+template <int W>
+__device__ __forceinline__ void band_start(float (&c)[W], float (&prev)[W + 1],
+                                           const float* __restrict__ x, int m, float mean,
+                                           float inv_std) {
+  constexpr int R = (W - 1) / 2;
+#pragma unroll
+  for (int s = 0; s < W; ++s) {
+    c[s] = kOutside;
+    prev[s] = kInf;
+  }
+#pragma unroll
+  for (int j = 0; j < R; ++j)
+    if (j < m) c[j + R] = (x[j] - mean) * inv_std;
+  prev[W] = kInf;
+  prev[R] = 0.f;
+}
+
+template <int W>
+__device__ __forceinline__ float band_row_min(const float (&prev)[W + 1]) {
+  float row_min = prev[0];
+#pragma unroll
+  for (int k = 1; k + 1 < W; k += 2) row_min = min3_nonnegative(row_min, prev[k], prev[k + 1]);
+  if constexpr (W % 2 == 0) row_min = fminf(row_min, prev[W - 1]);
+  return row_min;
+}
+
+// One alignment's band in registers and what its rows read next: the raw
+// window x, the normalised query q and, with Tail, the query envelope for
+// the tail bound. Each row's values are loaded one row ahead, so their
+// latency hides behind a row of cells.
+template <int W, bool Tail>
+struct RegisterBand {
+  static constexpr int R = (W - 1) / 2;
+  float c[W];
+  float prev[W + 1];
+  const float* x = nullptr;
+  const float* q = nullptr;
+  const float* upper = nullptr;
+  const float* lower = nullptr;
+  float mean = 0.f, inv_std = 0.f;
+  float q_next = 0.f, x_next = 0.f, u_next = 0.f, l_next = 0.f;
+  TailBound tail;
+
+  // eq_bound: Candidate::eq_bound (0 for no tail bound); Tail only.
+  __device__ __forceinline__ void start(int m, float eq_bound = 0.f) {
+    band_start<W>(c, prev, x, m, mean, inv_std);
+    if constexpr (Tail) {
+      tail.start(eq_bound, m);
+#pragma unroll
+      for (int j = 0; j < R; ++j)
+        if (j < m) tail.reach(c[j + R], upper[j], lower[j]);
+      u_next = R < m ? upper[R] : 0.f;
+      l_next = R < m ? lower[R] : 0.f;
+    }
+    q_next = q[0];
+    x_next = R < m ? x[R] : 0.f;
+  }
+
+  // Rows i0 .. i0 + W - 1 (those below m); returns the row minimum plus the
+  // tail bound (Tail) after them.
+  __device__ __forceinline__ float block(int i0, int m) {
+#pragma unroll
+    for (int u = 0; u < W; ++u) {
+      const int i = i0 + u;
+      if (i < m) {
+        const int j_new = i + R;
+        const float qi = q_next;
+        const float x_new = x_next, u_new = u_next, l_new = l_next;
+        if (i + 1 < m) q_next = q[i + 1];
+        if (j_new + 1 < m) {
+          x_next = x[j_new + 1];
+          if constexpr (Tail) {
+            u_next = upper[j_new + 1];
+            l_next = lower[j_new + 1];
+          }
+        }
+        float c_new = kOutside;
+        if (j_new < m) {
+          c_new = (x_new - mean) * inv_std;
+          if constexpr (Tail) tail.reach(c_new, u_new, l_new);
+        }
+        band_row<W>(c, prev, u, qi, c_new);
+      }
+    }
+    const float row_min = band_row_min<W>(prev);
+    if constexpr (Tail) return row_min + tail.value();
+    return row_min;
+  }
+
+  __device__ __forceinline__ float distance_sq() const { return prev[R]; }
+};
+
 // Banded DTW of one window against one query with the band row in registers.
 // x: raw window (m values), q: normalised query; returns distance^2, or +inf
 // when abandoned (row minimum above `abandon_sq`). `rows` gets rows computed.
@@ -653,65 +811,39 @@ __device__ __forceinline__ float banded_dtw_registers(const float* __restrict__ 
                                                       const float* __restrict__ q, int m,
                                                       float mean, float inv_std, float abandon_sq,
                                                       int* rows) {
-  constexpr int R = (W - 1) / 2;
-  float c[W];
-  float prev[W + 1];
-#pragma unroll
-  for (int s = 0; s < W; ++s) {
-    const int j = s - R;
-    c[s] = (s < W - 1 && j >= 0 && j < m) ? (x[j] - mean) * inv_std : kOutside;
-    prev[s] = kInf;
-  }
-  prev[W] = kInf;
-  prev[R] = 0.f;  // D(-1, -1) = 0: the path starts at (0, 0)
-  // Each row's query value and new data value are loaded one row ahead, so
-  // their latency hides behind a row of cells.
-  float q_next = q[0];
-  float x_next = R < m ? x[R] : 0.f;
-  int i0 = 0;
-  for (; i0 < m; i0 += W) {
-#pragma unroll
-    for (int u = 0; u < W; ++u) {
-      const int i = i0 + u;
-      if (i < m) {
-        const int j_new = i + R;
-        const float qi = q_next;
-        const float x_new = x_next;
-        if (i + 1 < m) q_next = q[i + 1];
-        if (j_new + 1 < m) x_next = x[j_new + 1];
-        c[(u + W - 1) % W] = j_new < m ? (x_new - mean) * inv_std : kOutside;
-        float left = kInf;
-#pragma unroll
-        for (int k = 0; k < W; ++k) {
-          const float d = qi - c[(u + k) % W];
-          const float best = min3_nonnegative(prev[k], prev[k + 1], left);
-          const float v = fmaf(d, d, best);
-          left = v;
-          prev[k] = v;
-        }
-      }
-    }
-    float row_min = prev[0];
-#pragma unroll
-    for (int k = 1; k < W; ++k) row_min = fminf(row_min, prev[k]);
-    if (row_min > abandon_sq) {
+  RegisterBand<W, false> band;
+  band.x = x;
+  band.q = q;
+  band.mean = mean;
+  band.inv_std = inv_std;
+  band.start(m);
+  for (int i0 = 0; i0 < m; i0 += W) {
+    if (band.block(i0, m) > abandon_sq) {
       *rows = min(m, i0 + W);
       return kInf;
     }
   }
   *rows = m;
-  return prev[R];
+  return band.distance_sq();
 }
 
-// The same computation for any band, with the row in local memory.
+// The same computation for any band, with the row in local memory. With
+// `upper` (the query envelope) it abandons on the tail bound from eq_bound,
+// without, on the row minimum alone.
 __device__ float banded_dtw_general(const float* __restrict__ x, const float* __restrict__ q,
                                     int m, int band, float mean, float inv_std, float abandon_sq,
-                                    int* rows) {
+                                    int* rows, const float* __restrict__ upper = nullptr,
+                                    const float* __restrict__ lower = nullptr,
+                                    float eq_bound = 0.f) {
   constexpr int kMaxW = 2 * kMaxGeneralBand + 1;
   float prev[kMaxW + 1];
   const int w = 2 * band + 1;
   for (int k = 0; k <= w; ++k) prev[k] = kInf;
   prev[band] = 0.f;
+  TailBound tail;
+  tail.start(upper != nullptr ? eq_bound : 0.f, m);
+  if (upper != nullptr)
+    for (int j = 0; j < min(band, m); ++j) tail.reach((x[j] - mean) * inv_std, upper[j], lower[j]);
   for (int i = 0; i < m; ++i) {
     const float qi = q[i];
     float left = kInf;
@@ -723,10 +855,12 @@ __device__ float banded_dtw_general(const float* __restrict__ x, const float* __
       left = v;
       prev[k] = v;
     }
+    if (upper != nullptr && i + band < m)
+      tail.reach((x[i + band] - mean) * inv_std, upper[i + band], lower[i + band]);
     if ((i & 15) == 15) {
       float row_min = prev[0];
       for (int k = 1; k < w; ++k) row_min = fminf(row_min, prev[k]);
-      if (row_min > abandon_sq) {
+      if (row_min + tail.value() > abandon_sq) {
         *rows = i + 1;
         return kInf;
       }
@@ -745,24 +879,6 @@ __device__ __forceinline__ float banded_dtw(const float* x, const float* q, int 
   } else {
     return banded_dtw_general(x, q, m, band, mean, inv_std, abandon_sq, rows);
   }
-}
-
-// What a DTW kernel reads for one candidate: its pattern's work record, the
-// raw window and the normalised query.
-struct CandidateDtw {
-  PatternWork pw;
-  const float* x;
-  const float* q;
-};
-
-__device__ __forceinline__ CandidateDtw candidate_dtw(const BatchView& b, const LibraryView& lib,
-                                                      const Candidate& cand) {
-  const PairView pair = lib.pairs[cand.pair];
-  const PatternWork pw = b.patterns[pair.pattern];
-  const SliceView s = b.slices[cand.slice];
-  const float* x = b.data + s.offset + static_cast<long long>(pair.stream_dim) * s.length +
-                   cand.end - pw.length + 1;
-  return {pw, x, lib.values + lib.queries[pair.query].offset};
 }
 
 // A thread's DTW outcomes: abandoned (+inf before the last row) or run to
@@ -789,22 +905,97 @@ struct DtwTally {
   }
 };
 
-// W > 0: the register kernel for band (W-1)/2; W == 0: the general kernel.
-template <int W>
-__global__ void __launch_bounds__(kThreads) dtw_candidates_kernel(
+// Bands above the register kernels': one candidate per thread.
+__global__ void __launch_bounds__(kThreads) dtw_candidates_general_kernel(
     BatchView b, LibraryView lib, const Candidate* candidates, unsigned long long n, int band,
-    bool early_abandon, AppendBuffer<RawMatch> out, DeviceStats* stats) {
+    bool early_abandon, bool tail_bound, AppendBuffer<RawMatch> out, DeviceStats* stats) {
   const unsigned long long idx = blockIdx.x * static_cast<unsigned long long>(kThreads) + threadIdx.x;
   DtwTally tally;
   if (idx < n) {
     const Candidate cand = candidates[idx];
-    const CandidateDtw c = candidate_dtw(b, lib, cand);
-    const int m = c.pw.length;
+    const int m = cand.length;
     int rows = 0;
-    const float d2 = banded_dtw<W>(c.x, c.q, m, band, cand.mean, cand.inv_std,
-                                   early_abandon ? c.pw.prune_sq : kInf, &rows);
-    tally.add(d2, rows, m, 2 * band + 1, c.pw.cutoff_sq,
+    const float d2 = banded_dtw_general(
+        b.data + cand.x_offset, lib.values + cand.query_offset, m, band, cand.mean, cand.inv_std,
+        early_abandon ? cand.prune_sq : kInf, &rows,
+        tail_bound ? lib.upper + cand.query_offset : nullptr, lib.lower + cand.query_offset,
+        cand.eq_bound);
+    tally.add(d2, rows, m, 2 * band + 1, cand.cutoff_sq,
               RawMatch{cand.pair, cand.slice, cand.end, d2, 0}, out);
+  }
+  tally.flush(stats);
+}
+
+// Register bands, W = 2r+1. Each warp owns the candidates [32 * per_lane *
+// warp, + 32 * per_lane); after every unrolled block of W rows a lane tests
+// its alignment against the tail bound and, once it has ended (abandoned, or
+// at the last row), takes the warp's next candidate. With one alignment per
+// thread for its whole length a warp ran as long as its slowest lane, and
+// ~1 in 10 candidates runs to the end, so nearly every warp did all m rows.
+// Checking more often than once per block (lanes starting mid-block with
+// their columns laid out for that phase) abandoned earlier but was slower:
+// each refill waits on its window's first samples (docs/gpu.md).
+template <int W>
+__global__ void __launch_bounds__(kThreads) dtw_candidates_kernel(
+    BatchView b, LibraryView lib, const Candidate* candidates, unsigned long long n, int per_lane,
+    bool early_abandon, bool tail_bound, AppendBuffer<RawMatch> out, DeviceStats* stats) {
+  const unsigned lane = threadIdx.x & 31;
+  const unsigned long long warp =
+      (blockIdx.x * static_cast<unsigned long long>(kThreads) + threadIdx.x) >> 5;
+  unsigned long long next = warp * 32ull * per_lane;  // warp-uniform: the next candidate to take
+  const unsigned long long last = min(n, next + 32ull * per_lane);
+  DtwTally tally;
+  bool active = false;
+  Candidate cand{};
+  int i0 = 0;  // the alignment's first row of the next block
+  float abandon_sq = 0.f;
+  RegisterBand<W, true> band;
+  for (;;) {
+    const unsigned idle = __ballot_sync(0xffffffffu, !active);
+    if (idle != 0 && next < last) {  // uniform
+      const unsigned long long idx = next + __popc(idle & ((1u << lane) - 1));
+      next += __popc(idle);
+      if (!active && idx < last) {
+        cand = candidates[idx];
+        abandon_sq = early_abandon ? cand.prune_sq : kInf;
+        band.x = b.data + cand.x_offset;
+        band.q = lib.values + cand.query_offset;
+        band.upper = lib.upper + cand.query_offset;
+        band.lower = lib.lower + cand.query_offset;
+        band.mean = cand.mean;
+        band.inv_std = cand.inv_std;
+        band.start(cand.length, tail_bound ? cand.eq_bound : 0.f);
+        i0 = 0;
+        active = true;
+      }
+    }
+    if (!__any_sync(0xffffffffu, active)) break;
+    bool matched = false;
+    float d2 = kInf;
+    if (active) {
+      const int m = cand.length;
+      const float bound = band.block(i0, m);
+      i0 += W;
+      bool ended = false;
+      if (bound > abandon_sq) {
+        ended = true;
+      } else if (i0 >= m) {
+        ended = true;
+        d2 = band.distance_sq();
+      }
+      if (ended) {
+        const int rows = min(m, i0);
+        tally.cells += static_cast<unsigned long long>(rows) * W;
+        if (d2 == kInf && rows < m) {
+          tally.abandoned += 1;
+        } else {
+          tally.full += 1;
+          matched = d2 <= cand.cutoff_sq;
+        }
+        active = false;
+      }
+    }
+    append_warp(out, RawMatch{cand.pair, cand.slice, cand.end, d2, 0}, matched);
   }
   tally.flush(stats);
 }
@@ -848,6 +1039,14 @@ __global__ void __launch_bounds__(kThreads) dtw_all_kernel(BatchView b, LibraryV
 // Below this many candidates a band wider than the register kernels' uses
 // one warp per alignment (measured crossover, docs/gpu.md).
 constexpr unsigned long long kWarpDtwMaxCandidates = 4096;
+// Candidates a warp of the register DTW kernel owns, per lane, at most: more
+// shortens the time lanes wait at the end of the warp's share (16: DTW 18.8
+// ms, 32: 18.4 ms at 10k W1 wearers), but a small batch needs the warps to
+// fill the GPU, so the share shrinks until there are kDtwWarpsPerSm warps per
+// SM (four times the ~16 resident at ~118 registers), down to one candidate
+// per lane.
+constexpr int kDtwCandidatesPerLane = 32;
+constexpr int kDtwWarpsPerSm = 64;
 
 // One alignment per warp (cuDTW++'s other shape): the warp computes each band
 // row together, lane l holding cells l, l+32, ... The row's left-to-right
@@ -868,12 +1067,10 @@ __global__ void __launch_bounds__(kThreads) dtw_candidates_warp_kernel(
   DtwTally tally;
   if (idx < n) {  // uniform over the warp
     const Candidate cand = candidates[idx];
-    const CandidateDtw c = candidate_dtw(b, lib, cand);
-    const PatternWork& pw = c.pw;
-    const float* x = c.x;
-    const float* q = c.q;
-    const int m = pw.length;
-    const float abandon_sq = early_abandon ? pw.prune_sq : kInf;
+    const float* x = b.data + cand.x_offset;
+    const float* q = lib.values + cand.query_offset;
+    const int m = cand.length;
+    const float abandon_sq = early_abandon ? cand.prune_sq : kInf;
     for (int k = lane; k <= w; k += 32) prev[k] = k == band ? 0.f : kInf;
     __syncwarp();
     int rows = m;
@@ -925,7 +1122,7 @@ __global__ void __launch_bounds__(kThreads) dtw_candidates_warp_kernel(
     }
     const float d2 = gave_up ? kInf : prev[band];
     if (lane == 0)
-      tally.add(d2, rows, m, w, pw.cutoff_sq, RawMatch{cand.pair, cand.slice, cand.end, d2, 0},
+      tally.add(d2, rows, m, w, cand.cutoff_sq, RawMatch{cand.pair, cand.slice, cand.end, d2, 0},
                 out);
   }
   tally.flush(stats);
@@ -985,13 +1182,15 @@ struct FilterShape {
   bool paa = true;
 };
 
+// An integer A/B switch from the environment (docs/gpu.md), `unset` without it.
+int env_int(const char* name, int unset) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? unset : std::atoi(v);
+}
+
 const FilterShape& filter_shape() {
   static const FilterShape shape = [] {
     FilterShape f;
-    auto env_int = [](const char* name, int unset) {
-      const char* v = std::getenv(name);
-      return v == nullptr ? unset : std::atoi(v);
-    };
     const int threads = env_int("GW_CUDA_FILTER_THREADS", 0);
     if (threads == 32 || threads == 128 || threads == 256 || threads == 512) f.threads = threads;
     const int carveout = env_int("GW_CUDA_FILTER_CARVEOUT", -1);
@@ -1121,10 +1320,32 @@ void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& lib
         batch, library, candidates, count, band, early_abandon, matches, stats);
     return;
   }
-  const unsigned blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
+  // A/B switches (docs/gpu.md): GW_CUDA_DTW_TAIL=0 abandons on the row
+  // minimum alone; GW_CUDA_DTW_PER_LANE fixes the candidates a warp owns per
+  // lane (1: no refill, one alignment per thread; the GPU tests run again
+  // with 4, so their small batches exercise the refill).
+  static const bool tail_bound = env_int("GW_CUDA_DTW_TAIL", 1) != 0;
+  static const int forced_per_lane = env_int("GW_CUDA_DTW_PER_LANE", 0);
+  int device = 0, sms = 1;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const unsigned long long fill = 32ull * std::max(sms, 1) * kDtwWarpsPerSm;
+  const int per_lane =
+      forced_per_lane > 0
+          ? forced_per_lane
+          : static_cast<int>(std::clamp<unsigned long long>(count / fill, 1, kDtwCandidatesPerLane));
+  if (band > kMaxRegisterBand) {
+    const unsigned blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
+    dtw_candidates_general_kernel<<<blocks, kThreads, 0, stream>>>(
+        batch, library, candidates, count, band, early_abandon, tail_bound, matches, stats);
+    return;
+  }
+  const unsigned long long per_block = static_cast<unsigned long long>(kThreads) * per_lane;
+  const unsigned blocks = static_cast<unsigned>((count + per_block - 1) / per_block);
   dispatch_band(band, [&](auto w) {
-    dtw_candidates_kernel<decltype(w)::value><<<blocks, kThreads, 0, stream>>>(
-        batch, library, candidates, count, band, early_abandon, matches, stats);
+    if constexpr (decltype(w)::value > 0)
+      dtw_candidates_kernel<decltype(w)::value><<<blocks, kThreads, 0, stream>>>(
+          batch, library, candidates, count, per_lane, early_abandon, tail_bound, matches, stats);
   });
 }
 

@@ -40,7 +40,7 @@ for round in $(seq 1 ${AB_ROUNDS:-2}); do
     env "${envs[@]}" GW_CUDA_STAGE_TIMES=1 $bin --backend cuda --mode window \
       --pruning ${AB_PRUNING:-on} --sweep-wearers ${AB_WEARERS:-10000} --sweep-repeats 2 \
       > "$OUT/ab-$tag-$round.jsonl" 2> "$OUT/ab-$tag-$round.err"
-    echo "== $tag ($round): $(grep -o '"filter":[0-9.]*' "$OUT/ab-$tag-$round.err" | tail -2 | tr '\n' ' ')" \
+    echo "== $tag ($round): $(grep -o '"filter":[0-9.]*\|"dtw":[0-9.]*' "$OUT/ab-$tag-$round.err" | tail -4 | tr '\n' ' ')" \
       "$(grep -o '"matches":[0-9]*' "$OUT/ab-$tag-$round.err" | tail -1)" \
       "$(grep -o '"batch_s_median":[0-9.e+-]*\|"pruned_[a-z_]*":[0-9.e+-]*' "$OUT/ab-$tag-$round.jsonl" | head -4 | tr '\n' ' ')"
   done
