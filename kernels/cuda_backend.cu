@@ -6,10 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <thread>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <map>
 #include <numeric>
 #include <string>
@@ -119,19 +119,19 @@ class PinnedBuffer {
   std::size_t capacity_ = 0;
 };
 
-// The window-mode pairs of one band: one filter launch and one DTW kernel.
-// A lower bound prunes a window only when it exceeds threshold^2 by this
-// relative margin, so float rounding never prunes a match (docs/gpu.md).
 // threshold^2 as the kernels compare a distance^2 with it.
 float cutoff_threshold_sq(double threshold) {
   return std::isinf(threshold) ? INFINITY : static_cast<float>(threshold * threshold);
 }
 
+// A lower bound prunes a window only when it exceeds threshold^2 by this
+// relative margin, so float rounding never prunes a match (docs/gpu.md).
 float prune_threshold_sq(double threshold) {
   return std::isinf(threshold) ? INFINITY
                                : static_cast<float>(threshold * threshold * (1 + 1e-4) + 1e-6);
 }
 
+// The window-mode pairs of one band: one filter launch and one DTW kernel.
 struct BandGroup {
   int band = 0;
   int pair_begin = 0;

@@ -169,8 +169,8 @@ struct BatchView {
 };
 
 // A window that survived the lower bounds: everything the DTW reads for it,
-// so the DTW kernel loads one 48-byte record per alignment and follows no
-// further index (its lanes fetch the next candidate while they compute).
+// so a DTW lane that takes a new candidate loads one 48-byte record and
+// follows no further index before it reads the window.
 struct alignas(16) Candidate {
   long long x_offset = 0;  // the window's first sample in BatchView::data
   int pair = 0;

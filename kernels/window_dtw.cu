@@ -13,8 +13,8 @@
 // than kMaxRegisterBand use a general kernel.
 #include <algorithm>
 #include <cfloat>
-#include <cstddef>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -92,8 +92,6 @@ __device__ __forceinline__ float min3_nonnegative(float a, float b, float c) {
 #endif
 }
 
-// A window's LB_Kim endpoints: x[0], x[1], x[2], x[m-3], x[m-2], x[m-1],
-// normalised as a pair reads them. Loaded once per window and pattern length,
 // max(a, b, 0) of finite floats: a non-negative float orders like its bit
 // pattern as int32 and a negative one below int 0, so Hopper's DPX three-way
 // integer maximum does it in one instruction. A lower-bound term
@@ -107,6 +105,8 @@ __device__ __forceinline__ float max_with_zero(float a, float b) {
 #endif
 }
 
+// A window's LB_Kim endpoints: x[0], x[1], x[2], x[m-3], x[m-2], x[m-1],
+// normalised as a pair reads them. Loaded once per window and pattern length,
 // not once per pair.
 struct KimEnds {
   float v[6];
@@ -689,60 +689,15 @@ struct TailBound {
   __device__ __forceinline__ float value() const { return fmaxf(remaining, 0.f); }
 };
 
-// The register band (seed 003, cuDTW++): row i of the band holds cells
-// (i, i - R .. i + R) in prev[0 .. W-1]; the normalised data value of column j
-// sits in c[(j + R) mod W], so the band slides without register moves. Row
-// i0 + u of an unrolled block of W rows (u compile-time after unrolling)
-// takes the new column i0 + u + R's value `c_new` and the query value qi.
-template <int W>
-__device__ __forceinline__ void band_row(float (&c)[W], float (&prev)[W + 1], int u, float qi,
-                                         float c_new) {
-  c[(u + W - 1) % W] = c_new;
-  float left = kInf;
-#pragma unroll
-  for (int k = 0; k < W; ++k) {
-    const float d = qi - c[(u + k) % W];
-    const float best = min3_nonnegative(prev[k], prev[k + 1], left);
-    const float v = fmaf(d, d, best);
-    left = v;
-    prev[k] = v;
-  }
-}
-
-// Before row 0: columns 0 .. R-1 normalised, the rest of c outside, and
-// D(-1, -1) = 0 (the path starts at (0, 0)).
-template <int W>
-__device__ __forceinline__ void band_start(float (&c)[W], float (&prev)[W + 1],
-                                           const float* __restrict__ x, int m, float mean,
-                                           float inv_std) {
-  constexpr int R = (W - 1) / 2;
-#pragma unroll
-  for (int s = 0; s < W; ++s) {
-    c[s] = kOutside;
-    prev[s] = kInf;
-  }
-#pragma unroll
-  for (int j = 0; j < R; ++j)
-    if (j < m) c[j + R] = (x[j] - mean) * inv_std;
-  prev[W] = kInf;
-  prev[R] = 0.f;
-}
-
-template <int W>
-__device__ __forceinline__ float band_row_min(const float (&prev)[W + 1]) {
-  float row_min = prev[0];
-#pragma unroll
-  for (int k = 1; k + 1 < W; k += 2) row_min = min3_nonnegative(row_min, prev[k], prev[k + 1]);
-  if constexpr (W % 2 == 0) row_min = fminf(row_min, prev[W - 1]);
-  return row_min;
-}
-
-// One alignment's band in registers and what its rows read next: the raw
-// window x, the normalised query q and, with Tail, the query envelope for
-// the tail bound. Each row's values are loaded one row ahead, so their
-// latency hides behind a row of cells.
+// One alignment's band in registers (seed 003, cuDTW++): row i of the band
+// holds cells (i, i - R .. i + R) in prev[0 .. W-1]; the normalised data value
+// of column j sits in c[(j + R) mod W], so the band slides without register
+// moves. Also what its rows read next: the raw window x, the normalised query
+// q and, with Tail, the query envelope for the tail bound. Each row's values
+// are loaded one row ahead, so their latency hides behind a row of cells.
 template <int W, bool Tail>
 struct RegisterBand {
+  static_assert(W % 2 == 1, "W = 2r + 1");
   static constexpr int R = (W - 1) / 2;
   float c[W];
   float prev[W + 1];
@@ -754,9 +709,20 @@ struct RegisterBand {
   float q_next = 0.f, x_next = 0.f, u_next = 0.f, l_next = 0.f;
   TailBound tail;
 
-  // eq_bound: Candidate::eq_bound (0 for no tail bound); Tail only.
+  // Before row 0: columns 0 .. R-1 normalised, the rest of c outside, and
+  // D(-1, -1) = 0 (the path starts at (0, 0)). eq_bound: Candidate::eq_bound
+  // (0 for no tail bound); Tail only.
   __device__ __forceinline__ void start(int m, float eq_bound = 0.f) {
-    band_start<W>(c, prev, x, m, mean, inv_std);
+#pragma unroll
+    for (int s = 0; s < W; ++s) {
+      c[s] = kOutside;
+      prev[s] = kInf;
+    }
+#pragma unroll
+    for (int j = 0; j < R; ++j)
+      if (j < m) c[j + R] = (x[j] - mean) * inv_std;
+    prev[W] = kInf;
+    prev[R] = 0.f;
     if constexpr (Tail) {
       tail.start(eq_bound, m);
 #pragma unroll
@@ -792,15 +758,34 @@ struct RegisterBand {
           c_new = (x_new - mean) * inv_std;
           if constexpr (Tail) tail.reach(c_new, u_new, l_new);
         }
-        band_row<W>(c, prev, u, qi, c_new);
+        row(u, qi, c_new);
       }
     }
-    const float row_min = band_row_min<W>(prev);
+    // prev holds values >= 0 (or +inf): a DPX three-way min per two cells.
+    float row_min = prev[0];
+#pragma unroll
+    for (int k = 1; k + 1 < W; k += 2) row_min = min3_nonnegative(row_min, prev[k], prev[k + 1]);
     if constexpr (Tail) return row_min + tail.value();
     return row_min;
   }
 
   __device__ __forceinline__ float distance_sq() const { return prev[R]; }
+
+ private:
+  // Row i0 + u of a block (u compile-time after unrolling): takes column
+  // i0 + u + R's value c_new and the query value qi.
+  __device__ __forceinline__ void row(int u, float qi, float c_new) {
+    c[(u + W - 1) % W] = c_new;
+    float left = kInf;
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float d = qi - c[(u + k) % W];
+      const float best = min3_nonnegative(prev[k], prev[k + 1], left);
+      const float v = fmaf(d, d, best);
+      left = v;
+      prev[k] = v;
+    }
+  }
 };
 
 // Banded DTW of one window against one query with the band row in registers.
