@@ -277,9 +277,11 @@ __global__ void assemble_kernel(BatchView b, float* data, const float* staging,
 // Fused filter geometry: a block tests one group (FilterGroup: window ends of
 // one or more slices, one window per thread) on one stream dim, in rounds of
 // kRoundPairs pairs; each warp keeps its LB_Kim survivors of a round in its
-// own list (32 * kRoundPairs entries: pair of the round << 5 | lane of the
-// window). Smaller rounds need less shared memory (more resident blocks) but
-// fill the later passes' chunks less: picked by measurement (docs/gpu.md).
+// own list (entries: pair offset << 5 | lane of the window). Smaller rounds
+// need less shared memory (more resident blocks): picked by measurement
+// (docs/gpu.md). The passes after the PAA bound run on whole chunks of 32
+// entries only and carry a partial last chunk to the next round (see
+// kCarriedPasses), so their lanes are not idle for want of entries.
 constexpr int kRoundPairs = 8;
 constexpr int kWarps = kThreads / 32;
 // Sample buffer of a group (floats) per filter thread: several W1 slices'
@@ -296,15 +298,34 @@ constexpr int kFilterThreadsPerSm = 1024;
 // multiple of 3: passes start on a packed group).
 constexpr int kDefaultEqPrefix = 24;
 static_assert(kDefaultEqPrefix % 3 == 0 && kDefaultEqPrefix == FilterOptions{}.eq_prefix);
-// A warp list entry: the low kEntryBits bits hold (pair of the round << 5 |
-// lane of the window); the others a partial lower bound with those mantissa
-// bits cleared, i.e. rounded toward zero, which keeps a sum of non-negative
-// terms a lower bound. One word per entry, so a pass resumes the bound an
-// earlier pass started without a second shared array (fewer bytes per
-// block, more resident blocks).
-constexpr int kEntryBits = 9;
+// A warp list entry: the low kEntryBits bits hold (pair offset from the
+// warp's carry base << 5 | lane of the window); the others a partial lower
+// bound with those mantissa bits cleared, i.e. rounded toward zero (by less
+// than 2^-10 relative), which keeps a sum of non-negative terms a lower
+// bound. One word per entry, so a pass resumes the bound an earlier pass
+// started without a second shared array (fewer bytes per block, more
+// resident blocks).
+constexpr int kEntryBits = 13;
 constexpr unsigned kEntryMask = (1u << kEntryBits) - 1;
-static_assert(((kRoundPairs - 1) << 5 | 31) <= static_cast<int>(kEntryMask));
+// Pairs one carry base reaches: entries of a carry lie within them.
+constexpr int kCarrySpan = 1 << (kEntryBits - 5);
+static_assert(kCarrySpan >= 2 * kRoundPairs);
+// The list passes, in order: the PAA bound, LB_Keogh EQ over the first
+// eq_prefix positions (UCR order), the rest of EQ (resuming the entry's
+// partial sum), LB_Keogh EC.
+enum FilterPass { kPassPaa, kPassEqPrefix, kPassEqRest, kPassEc, kPasses };
+// The carried passes (LB_Keogh EQ's two and EC): a round runs them on
+// whole chunks of 32 entries and keeps the rest (< 32 entries) for the next
+// round of the same length run (the windows' statistics are the same), which
+// empties the carries. The PAA pass (cheap, fed ~50 entries a round) does
+// not. Each carried pass's output can exceed its round's input by < 32.
+constexpr int kCarriedPasses = 3;
+__host__ __device__ constexpr int carry_slot(int pass) {
+  return pass == kPassEqPrefix ? 0 : pass == kPassEqRest ? 1 : pass == kPassEc ? 2 : -1;
+}
+constexpr int kListCapacity = 32 * kRoundPairs + 32 * kCarriedPasses;
+// A warp's shared words: its list, then one carry of 32 per carried pass.
+constexpr int kWarpWords = kListCapacity + 32 * kCarriedPasses;
 __device__ __forceinline__ unsigned pack_entry(int entry, float partial) {
   return (__float_as_uint(partial) & ~kEntryMask) | static_cast<unsigned>(entry);
 }
@@ -443,9 +464,8 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
                                                                 AppendBuffer<Candidate> out,
                                                                 DeviceStats* stats) {
   extern __shared__ __align__(16) unsigned char filter_shared[];
-  constexpr int kWarpList = 32 * kRoundPairs;
   unsigned* lists = reinterpret_cast<unsigned*>(filter_shared);
-  float* x = reinterpret_cast<float*>(lists + (Threads / 32) * kWarpList);
+  float* x = reinterpret_cast<float*>(lists + (Threads / 32) * kWarpWords);
   float* env_upper = x + plan.shared_floats;
   float* env_lower = env_upper + plan.shared_floats;
 
@@ -507,16 +527,48 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
   __syncthreads();
 
   const int lane = threadIdx.x & 31;
-  unsigned* list = lists + (threadIdx.x >> 5) * kWarpList;
+  float mean = 0.f, inv_std = 0.f;  // the window's, per length run
+  unsigned* list = lists + (threadIdx.x >> 5) * kWarpWords;
+  unsigned* carries = list + kListCapacity;
   unsigned long long considered = 0, kim = 0, eq = 0, ec = 0;
+  int m = 0, base = 0;  // the length run's m; the pair of entry offset 0
+  // Appends the candidates of the warp's active entries (warp-collective):
+  // window from the owner lane, pair from the entry.
+  auto emit = [&](unsigned word, bool active) {
+    const int entry = static_cast<int>(word & kEntryMask);
+    const int owner = entry & 31;
+    const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
+    const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
+    const int w_slice = __shfl_sync(0xffffffffu, slice, owner);
+    const int w_end = __shfl_sync(0xffffffffu, end, owner);
+    const long long w_row = __shfl_sync(0xffffffffu, row_offset, owner);
+    Candidate cand{};
+    if (active) {
+      const RowPair& rpair = rp.pairs[base + (entry >> 5)];
+      cand.x_offset = w_row + w_end - m + 1;
+      cand.pair = rpair.pair;
+      cand.slice = w_slice;
+      cand.end = w_end;
+      cand.query_offset = rpair.query_offset;
+      cand.length = m;
+      cand.mean = rpair.znorm ? w_mean : 0.f;
+      cand.inv_std = rpair.znorm ? w_inv_std : 1.f;
+      // The entry's bound is EQ's sum, or without the EQ passes the PAA
+      // bound (at most that sum), or 0.
+      cand.eq_bound = entry_partial(word);
+      cand.prune_sq = rpair.prune_sq;
+      cand.cutoff_sq = rpair.cutoff_sq;
+    }
+    append_warp(out, cand, active);
+  };
   for (int p0 = pair_begin; p0 < pair_end;) {
     // The row's pairs are sorted by length: [p0, p1) share m.
-    const int m = rp.pairs[p0].length;
+    m = rp.pairs[p0].length;
     const int p1 = rp.pairs[p0].run_end;
     const bool valid = slice >= 0 && end >= m - 1;
     const int first = origin + end - m + 1;  // x index of the window's first sample
-    float mean = 0.f, inv_std = 0.f;
     KimEnds raw_ends{}, znorm_ends{};
+    mean = inv_std = 0.f;
     if (valid) {
       window_stats_two_pass(x + first, m, &mean, &inv_std);
       raw_ends = kim_ends(x + first, m);
@@ -534,8 +586,13 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
         for (int k = 0; k < paa_run; ++k) sum += x[first + g * paa_run + k] - mean;
       paa_centred[g] = paa_run > 0 ? sum / paa_run : 0.f;
     }
+    base = p0;
+    int carried[kCarriedPasses] = {};  // warp-uniform
     for (int k0 = p0; k0 < p1; k0 += kRoundPairs) {
       const int k1 = min(p1, k0 + kRoundPairs);
+      // The carries empty at the end of the length run and before the next
+      // round's offsets would outgrow kCarrySpan.
+      const bool flush = k1 == p1 || k1 + kRoundPairs - base > kCarrySpan;
       int n = 0;  // warp-uniform
 #pragma unroll
       for (int kk = 0; kk < kRoundPairs; ++kk) {
@@ -552,38 +609,46 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
           }
         }
         const unsigned mask = __ballot_sync(0xffffffffu, keep);
-        if (keep) list[n + __popc(mask & ((1u << lane) - 1))] = (kk << 5) | lane;
+        if (keep) list[n + __popc(mask & ((1u << lane) - 1))] = (k - base) << 5 | lane;
         n += __popc(mask);
       }
       __syncwarp();
-      // Passes over the list, compacting it after each, so a pass's lanes do
-      // work of one kind: (0) the PAA bound, (1) LB_Keogh EQ over
-      // the first opt.eq_prefix positions in UCR order (where most windows exceed
-      // the threshold), (2) the rest of EQ, resuming pass 1's partial sum from
-      // the entry, (3) EC.
+      // Passes over the list (FilterPass), compacting it after each, so a
+      // pass's lanes do work of one kind (most windows exceed the threshold
+      // within EQ's first positions in UCR order). A carried pass reads its
+      // carry after the list: list[0, n) then carry[0, c).
 #pragma unroll
-      for (int pass = 0; pass < 4; ++pass) {
-        const bool enabled = pass == 0 ? opt.lb_paa : pass < 3 ? opt.lb_keogh_eq : opt.lb_keogh_ec;
+      for (int pass = 0; pass < kPasses; ++pass) {
+        const bool enabled = pass == kPassPaa        ? opt.lb_paa
+                             : pass == kPassEqPrefix ? opt.lb_keogh_eq
+                             : pass == kPassEqRest
+                                 ? opt.lb_keogh_eq && opt.eq_rest && m > opt.eq_prefix
+                                 : opt.lb_keogh_ec;
         if (!enabled) continue;
+        const int slot = carry_slot(pass);
+        unsigned* carry = carries + 32 * max(slot, 0);
+        const int total = n + (slot >= 0 ? carried[max(slot, 0)] : 0);
+        const int process = slot < 0 || flush ? total : total & ~31;
+        auto read = [&](int v) { return v < n ? list[v] : v < total ? carry[v - n] : 0u; };
         int kept = 0;
-        for (int r0 = 0; r0 < n; r0 += 32) {
+        for (int r0 = 0; r0 < process; r0 += 32) {
           const int idx = r0 + lane;
-          const unsigned word = idx < n ? list[idx] : 0u;
+          const unsigned word = idx < process ? read(idx) : 0u;
           const int entry = static_cast<int>(word & kEntryMask);
-          float lb = pass == 2 ? entry_partial(word) : 0.f;
+          float lb = pass == kPassEqRest ? entry_partial(word) : 0.f;
           const int owner = entry & 31;
           const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
           const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
           const int w_first = __shfl_sync(0xffffffffu, first, owner);
           float w_paa[kPaaSegments];
-          if (pass == 0) {
+          if (pass == kPassPaa) {
 #pragma unroll
             for (int g = 0; g < kPaaSegments; ++g)
               w_paa[g] = __shfl_sync(0xffffffffu, paa_centred[g], owner);
           }
           bool keep = false;
-          if (idx < n) {
-            const RowPair& rpair = rp.pairs[k0 + (entry >> 5)];
+          if (idx < process) {
+            const RowPair& rpair = rp.pairs[base + (entry >> 5)];
             const float prune_sq = rpair.prune_sq;
             // c = (x - mean) * inv_std as one FMA (raw pairs: x itself).
             const float is = rpair.znorm ? w_inv_std : 1.f;
@@ -602,63 +667,48 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
               return fmaf(d, d, sum);
             };
             const float4* eq_rec = lib.eq_packed + 2 * static_cast<long long>(rpair.packed_group);
-            if (pass == 0)
+            if (pass == kPassPaa)
               lb = paa_bound(rpair, w_paa, paa_run, w_mean, w_inv_std);
-            else if (pass == 1)
+            else if (pass == kPassEqPrefix)
               lb = eq_packed_bound(eq_rec, 0, min(m, opt.eq_prefix), 0.f, prune_sq, eq_term);
-            else if (pass == 2 && opt.eq_rest && m > opt.eq_prefix)
+            else if (pass == kPassEqRest)
               lb = eq_packed_bound(eq_rec, opt.eq_prefix, m, lb, prune_sq, eq_term);
-            else if (pass == 3)
+            else if (pass == kPassEc)
               lb = ec_packed_bound(lib.ec_packed + rpair.packed_group, m, prune_sq, ec_term);
             keep = lb <= prune_sq;
             if (!keep) {
-              if (pass < 3) eq += 1; else ec += 1;
+              if (pass < kPassEc) eq += 1; else ec += 1;
             }
           }
-          // In place: survivors move to [0, kept), kept <= r0, and this
-          // chunk's entries are in registers already.
+          // In place: survivors move to list[0, kept), kept <= r0, and this
+          // chunk's entries are in registers already; unread list entries
+          // lie at or past r0 + 32.
           const unsigned mask = __ballot_sync(0xffffffffu, keep);
           __syncwarp();
           // EC's bound is not a sum over columns: the entry keeps EQ's, which
           // the DTW's tail bound needs (Candidate::eq_bound).
           if (keep)
             list[kept + __popc(mask & ((1u << lane) - 1))] =
-                pack_entry(entry, pass == 3 ? entry_partial(word) : lb);
+                pack_entry(entry, pass == kPassEc ? entry_partial(word) : lb);
           kept += __popc(mask);
+          __syncwarp();
+        }
+        if (slot >= 0) {  // the rest waits in the carry (kept <= process: unread)
+          const int v = process + lane;
+          const unsigned word = read(v);
+          __syncwarp();
+          if (v < total) carry[lane] = word;
+          carried[slot] = total - process;
           __syncwarp();
         }
         n = kept;
       }
       for (int r0 = 0; r0 < n; r0 += 32) {
         const int idx = r0 + lane;
-        const unsigned word = idx < n ? list[idx] : 0u;
-        const int entry = static_cast<int>(word & kEntryMask);
-        const int owner = entry & 31;
-        const float w_mean = __shfl_sync(0xffffffffu, mean, owner);
-        const float w_inv_std = __shfl_sync(0xffffffffu, inv_std, owner);
-        const int w_slice = __shfl_sync(0xffffffffu, slice, owner);
-        const int w_end = __shfl_sync(0xffffffffu, end, owner);
-        const long long w_row = __shfl_sync(0xffffffffu, row_offset, owner);
-        Candidate cand{};
-        if (idx < n) {
-          const RowPair& rpair = rp.pairs[k0 + (entry >> 5)];
-          cand.x_offset = w_row + w_end - m + 1;
-          cand.pair = rpair.pair;
-          cand.slice = w_slice;
-          cand.end = w_end;
-          cand.query_offset = rpair.query_offset;
-          cand.length = m;
-          cand.mean = rpair.znorm ? w_mean : 0.f;
-          cand.inv_std = rpair.znorm ? w_inv_std : 1.f;
-          // The entry's bound is EQ's sum, or without the EQ passes the PAA
-          // bound (at most that sum), or 0.
-          cand.eq_bound = entry_partial(word);
-          cand.prune_sq = rpair.prune_sq;
-          cand.cutoff_sq = rpair.cutoff_sq;
-        }
-        append_warp(out, cand, idx < n);
+        emit(idx < n ? list[idx] : 0u, idx < n);
       }
       __syncwarp();  // the list is read before the next round refills it
+      if (flush) base = k1;
     }
     p0 = p1;
   }
@@ -1158,13 +1208,15 @@ namespace {
 // GW_CUDA_FILTER_CARVEOUT=percent (shared memory's share of L1, 0..100;
 // unset: the driver's choice), GW_CUDA_EQ_PREFIX=3k (positions of the first
 // LB_Keogh EQ pass), GW_CUDA_EQ_REST=0 (no second EQ pass), GW_CUDA_PAA=0
-// (PAA bound off).
+// (PAA bound off), GW_CUDA_EC=0|1 (LB_Keogh EC never / always; unset: on
+// bands wider than kMaxRegisterBand only).
 struct FilterShape {
   int threads = kDefaultFilterThreads;
   int carveout = -1;
   int eq_prefix = kDefaultEqPrefix;
   bool eq_rest = true;
   bool paa = true;
+  int ec = -1;  // LB_Keogh EC: 1 always, 0 never, -1 only on wide bands
 };
 
 // An integer A/B switch from the environment (docs/gpu.md), `unset` without it.
@@ -1184,6 +1236,8 @@ const FilterShape& filter_shape() {
     const int prefix = env_int("GW_CUDA_EQ_PREFIX", 0);
     if (prefix > 0 && prefix % 3 == 0) f.eq_prefix = prefix;
     f.eq_rest = env_int("GW_CUDA_EQ_REST", 1) != 0;
+    const int ec = env_int("GW_CUDA_EC", -1);
+    if (ec == 0 || ec == 1) f.ec = ec;
     return f;
   }();
   return shape;
@@ -1197,7 +1251,7 @@ int group_budget_floats(int tile, int max_length, int band) {
 }
 
 std::size_t filter_shared_bytes(int threads, int shared_floats) {
-  return static_cast<std::size_t>(threads) * kRoundPairs * sizeof(unsigned) +
+  return static_cast<std::size_t>(threads / 32) * kWarpWords * sizeof(unsigned) +
          3 * static_cast<std::size_t>(shared_floats) * sizeof(float);
 }
 
@@ -1266,6 +1320,13 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library,
   options.lb_paa = options.lb_paa && options.lb_keogh_eq && shape.paa;
   options.eq_prefix = shape.eq_prefix;
   options.eq_rest = shape.eq_rest;
+  // LB_Keogh EC only where it pays: on a band the register DTW takes, a
+  // candidate EC would prune costs the DTW (early abandoning on the tail
+  // bound) about what EC costs per entry, and EC prunes ~60 % of its entries
+  // (W1, H100: EC on every EQ survivor 83.5 + 18.5 ms, EC off 62.6 + 33.1 ms,
+  // EC on the half with the larger EQ sums in between; docs/gpu.md).
+  options.lb_keogh_ec = options.lb_keogh_ec &&
+                        (shape.ec == 1 || (shape.ec < 0 && rows.band > kMaxRegisterBand));
   const std::size_t shared = filter_shared_bytes(shape.threads, plan.shared_floats);
   auto kernel = shape.threads == 32    ? fused_filter_kernel<32>
                 : shape.threads == 256 ? fused_filter_kernel<256>

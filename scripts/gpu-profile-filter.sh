@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/gpu-env.sh
 gpu_build search_bench || exit 1
 W=${PROFILE_WEARERS:-10000}
-for pruning in on kim-eq kim; do
+for pruning in ${PROFILE_PRUNING:-on kim-eq kim}; do
   GW_CUDA_STAGE_TIMES=1 $BUILD/bench/search_bench --backend cuda --mode window \
     --pruning $pruning --sweep-wearers $W --sweep-repeats 2 \
     > "$OUT/prof-$pruning.jsonl" 2> "$OUT/prof-$pruning.err"
@@ -29,4 +29,8 @@ $NCU -i "$OUT/filter.ncu-rep" --page source --csv --print-source cuda,sass \
   $NCU -i "$OUT/filter.ncu-rep" --page source --csv > "$OUT/filter-source.csv" 2>> "$OUT/filter-source.err"
 echo "source csv lines: $(wc -l < "$OUT/filter-source.csv")"; head -c 600 "$OUT/filter-source.err"
 grep -E "Registers|Shared Memory|Achieved Occupancy|Theoretical Occupancy|Block Limit|Eligible|Warp Cycles" "$OUT/filter-details.txt" | head -30
+# Per CUDA source line: share of executed warp instructions and of stall
+# samples, and the average active lanes (scripts/lib/ncu_lines.py).
+python3 scripts/lib/ncu_lines.py "$OUT/filter-source.csv" 60 > "$OUT/filter-lines.txt"
+head -45 "$OUT/filter-lines.txt"
 gzip -f "$OUT/filter-source.csv"
