@@ -1250,9 +1250,11 @@ int group_budget_floats(int tile, int max_length, int band) {
   return std::max(segment_floats(tile, max_length, band), kFilterGroupFloatsPerThread * tile);
 }
 
-std::size_t filter_shared_bytes(int threads, int shared_floats) {
+// The samples, and with LB_Keogh EC their envelope (two more arrays): without
+// EC the block needs a third of it, and L1 gets the rest.
+std::size_t filter_shared_bytes(int threads, int shared_floats, bool lb_keogh_ec = true) {
   return static_cast<std::size_t>(threads / 32) * kWarpWords * sizeof(unsigned) +
-         3 * static_cast<std::size_t>(shared_floats) * sizeof(float);
+         (lb_keogh_ec ? 3 : 1) * static_cast<std::size_t>(shared_floats) * sizeof(float);
 }
 
 }  // namespace
@@ -1327,7 +1329,8 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library,
   // EC on the half with the larger EQ sums in between; docs/gpu.md).
   options.lb_keogh_ec = options.lb_keogh_ec &&
                         (shape.ec == 1 || (shape.ec < 0 && rows.band > kMaxRegisterBand));
-  const std::size_t shared = filter_shared_bytes(shape.threads, plan.shared_floats);
+  const std::size_t shared =
+      filter_shared_bytes(shape.threads, plan.shared_floats, options.lb_keogh_ec);
   auto kernel = shape.threads == 32    ? fused_filter_kernel<32>
                 : shape.threads == 256 ? fused_filter_kernel<256>
                 : shape.threads == 512 ? fused_filter_kernel<512>
