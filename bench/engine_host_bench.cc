@@ -24,7 +24,9 @@
 // count ("engine_host"): means and p99 over the measured ticks (after
 // --warmup-ticks), host microseconds per wearer-tick (on_frame + assembly +
 // phase 2) in wall time and in this thread's CPU time (the figure to trust
-// on a shared host), and a digest of every alert (so that two builds can be
+// on a shared host, but only the calling thread's: with --threads > 1 the
+// engine spreads slice filling and phase 2 over its pool, and wall time is
+// the figure), and a digest of every alert (so that two builds can be
 // shown to raise the same alerts).
 #include <fmt/format.h>
 
@@ -327,7 +329,8 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
   line["alerts_digest"] = fmt::format("{:016x}", digest);
   line["note"] =
       "host = on_frame + assembly + phase2 (search excluded: memo over the CPU backend, "
-      "distinct streams searched once); one thread, simulated clock";
+      "distinct streams searched once); --threads workers (search.threads: the engine's "
+      "host pool too), simulated clock; *_cpu_* = the calling thread's CPU time only";
   return line;
 }
 
@@ -342,7 +345,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000));
   app.add_option("--distinct", options.distinct, "distinct wearer streams (each searched for real)")
       ->check(CLI::Range(1, 1000));
-  app.add_option("--threads", options.threads, "CPU search threads (0 = all cores)");
+  app.add_option("--threads", options.threads,
+                 "search.threads: CPU search threads and the engine's host workers (0 = all cores)");
   app.add_option("--patterns", options.patterns, "random-walk | synthetic")
       ->check(CLI::IsMember({"random-walk", "synthetic"}));
   app.add_option("--threshold", options.threshold, "per-dim DTW threshold (default: the source's)");

@@ -77,24 +77,26 @@ void SearchBatch::add_slice(std::uint32_t profile, int dims, const float* sample
   slice.offset = data.size();
   const std::size_t count = static_cast<std::size_t>(dims) * static_cast<std::size_t>(length);
   data.resize(data.size() + count);
+  transpose_to_dim_major(sample_major, length, dims, data.data() + slice.offset);
+  streams.push_back(slice);
+}
+
+void transpose_to_dim_major(const float* sample_major, int length, int dims, float* dim_major) {
   // Dim-major, so that every (pattern dim, stream dim) search reads one
-  // contiguous series.
-  // In tiles of kTile samples x kTile dims, so that the reads and the
-  // strided writes of a tile stay in cache (a W1 slice is ~110 KB; this is
-  // most of the engine's batch assembly, docs/benchmarks.md).
+  // contiguous series. In tiles of kTile samples x kTile dims, so that the
+  // reads and the strided writes of a tile stay in cache (a W1 slice is
+  // ~110 KB; this is most of the engine's batch assembly, docs/benchmarks.md).
   constexpr int kTile = 16;
-  float* out = data.data() + slice.offset;
   for (int s0 = 0; s0 < length; s0 += kTile) {
     const int s1 = std::min(length, s0 + kTile);
     for (int d0 = 0; d0 < dims; d0 += kTile) {
       const int d1 = std::min(dims, d0 + kTile);
       for (int d = d0; d < d1; ++d) {
-        float* row = out + static_cast<std::size_t>(d) * length;
+        float* row = dim_major + static_cast<std::size_t>(d) * length;
         for (int s = s0; s < s1; ++s) row[s] = sample_major[static_cast<std::size_t>(s) * dims + d];
       }
     }
   }
-  streams.push_back(slice);
 }
 
 bool match_result_order(const Match& a, const Match& b) {

@@ -84,6 +84,12 @@ struct SearchBatch {
                  std::int64_t first_index, std::int64_t first_new, std::uint64_t stream_key = 0);
 };
 
+// Writes `length` x `dims` sample-major values (values[s * dims + d]) to
+// `dim_major` in a slice's layout (dim_major[d * length + s]). What add_slice
+// does after sizing; a caller that lays out the slices itself (offsets, then
+// data sized once) fills different slices from different threads with it.
+void transpose_to_dim_major(const float* sample_major, int length, int dims, float* dim_major);
+
 struct Match {
   std::uint32_t slice = 0;    // index into SearchBatch::streams
   std::uint32_t pattern = 0;  // index into PatternLibrary::patterns

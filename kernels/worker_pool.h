@@ -1,4 +1,5 @@
-// Private to kernels/: a fixed set of threads that run one task at a time.
+// A fixed set of threads that run one task at a time: the CPU backend's
+// search workers and the engine's per-stream host work (pipeline/engine.cc).
 #pragma once
 
 #include <condition_variable>
@@ -13,8 +14,8 @@ namespace gw::kernels {
 
 // `threads` workers in total: threads - 1 helper threads that live as long as
 // the pool, plus the thread that calls run(). Not copyable; run() must not be
-// called from two threads at once (the CPU backend's search() is already
-// single-caller by contract).
+// called from two threads at once (the CPU backend's search() and the
+// engine are single-caller by contract).
 class WorkerPool {
  public:
   explicit WorkerPool(int threads);

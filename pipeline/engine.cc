@@ -1,9 +1,12 @@
 #include "pipeline/engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "common/error.h"
+#include "kernels/worker_pool.h"
 
 namespace gw::pipeline {
 
@@ -13,6 +16,8 @@ Engine::Engine(const config::Config& config, std::unique_ptr<kernels::SearchBack
   backend_name_ = backend_->name();
   reconfigure(config);
 }
+
+Engine::~Engine() = default;
 
 void Engine::reconfigure(const config::Config& config) {
   CompiledLibrary compiled = compile_library(config);
@@ -28,6 +33,14 @@ void Engine::reconfigure(const config::Config& config) {
     const int rank = p.config.severity == "critical" ? 2 : p.config.severity == "warning" ? 1 : 0;
     view_priority_[p.view] = std::max(view_priority_[p.view], rank);
   }
+  const int host_threads = config.search.threads > 0
+                               ? config.search.threads
+                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!host_pool_ || host_pool_->size() != host_threads)
+    host_pool_ = std::make_unique<kernels::WorkerPool>(host_threads);
+  scratch_.resize(static_cast<std::size_t>(host_threads));
+  by_kernel_.assign(static_cast<std::size_t>(host_threads),
+                    std::vector<std::vector<DimCandidate>>(library_.kernel_library->patterns.size()));
   tick_ms_ = config.search.tick_ms;
   deadline_ms_ = config.search.deadline_ms;
   for (auto& [key, stream] : streams_) {
@@ -117,28 +130,46 @@ void Engine::account_due(Stream& stream, std::size_t v, std::int64_t first, std:
   until = std::max(first, end);
 }
 
-bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
-                            kernels::SearchBatch& batch) {
+bool Engine::plan_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
+                             std::size_t& data_size) {
   const ChannelView& view = library_.views[v];
-  const StreamState& st = stream.state;
   const auto [first_new, end] = unsearched_ends(stream, v);
   if (first_new >= end) return false;
-  const std::int64_t floor = st.window_floor() + view.history;
-  const std::int64_t first_index = std::max(floor, first_new - (view.longest_pattern - 1));
+  const std::int64_t floor = stream.state.window_floor() + view.history;
+  kernels::StreamSlice slice;
+  slice.profile = view.profile;
+  slice.dims = static_cast<int>(view.channel_names.size());
+  slice.first_index = std::max(floor, first_new - (view.longest_pattern - 1));
+  slice.first_new = first_new;
+  slice.length = static_cast<int>(end - slice.first_index);
+  slice.offset = data_size;
+  // Streaming-mode state is kept per stream key: one per (stream, view).
+  slice.stream_key = view.raw ? key : key | (static_cast<std::uint64_t>(v + 1) << 48);
+  data_size += static_cast<std::size_t>(slice.dims) * static_cast<std::size_t>(slice.length);
+  batch_.streams.push_back(slice);
+  return true;
+}
+
+void Engine::fill_view_slice(Stream& stream, std::size_t v, const kernels::StreamSlice& slice,
+                             std::vector<float>& scratch) {
+  const ChannelView& view = library_.views[v];
+  const StreamState& st = stream.state;
+  const std::int64_t first_index = slice.first_index;
+  const std::int64_t end = first_index + slice.length;
   const float* samples = nullptr;
-  scratch_.clear();
+  scratch.clear();
   if (view.raw) {
-    st.copy(first_index, end, scratch_);
-    samples = scratch_.data();
+    st.copy(first_index, end, scratch);
+    samples = scratch.data();
   } else {
     ViewCache& cache = stream.views[v];
     if (first_index < cache.begin || first_index > cache.end)
       cache = {first_index, first_index, {}};
     if (cache.end < end) {
       // Raw inputs of the new samples, with the history they read.
-      st.copy(cache.end - view.history, end, scratch_);
+      st.copy(cache.end - view.history, end, scratch);
       const auto rows = static_cast<int>(end - (cache.end - view.history));
-      view_samples(view, scratch_.data(), rows, st.channels(), cache.values);
+      view_samples(view, scratch.data(), rows, st.channels(), cache.values);
       cache.end = end;
     }
     const auto out_channels = static_cast<std::size_t>(view.chain->output_channels());
@@ -149,11 +180,79 @@ bool Engine::add_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
     cache.begin = first_index;
     samples = cache.values.data();
   }
-  // Streaming-mode state is kept per stream key: one per (stream, view).
-  const std::uint64_t view_key = view.raw ? key : key | (static_cast<std::uint64_t>(v + 1) << 48);
-  batch.add_slice(view.profile, static_cast<int>(view.channel_names.size()), samples,
-                  static_cast<int>(end - first_index), first_index, first_new, view_key);
-  return true;
+  kernels::transpose_to_dim_major(samples, slice.length, slice.dims,
+                                  batch_.data.data() + slice.offset);
+}
+
+void Engine::for_each_stream_item(std::size_t count,
+                                  const std::function<void(std::size_t, int)>& body) {
+  // Items differ in cost (a W1 slice ~50 us, a quiet one ~1 us), so workers
+  // take small chunks in turn; a batch of one chunk stays on this thread.
+  constexpr std::size_t kChunk = 8;
+  if (count <= kChunk || host_pool_->size() == 1) {
+    for (std::size_t i = 0; i < count; ++i) body(i, 0);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  host_pool_->run([&](int worker) {
+    for (std::size_t begin; (begin = next.fetch_add(kChunk)) < count;)
+      for (std::size_t i = begin; i < std::min(count, begin + kChunk); ++i) body(i, worker);
+  });
+}
+
+void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
+                             std::vector<std::vector<DimCandidate>>& by_kernel,
+                             SliceAlerts& out) {
+  Stream& stream = *slice_owners_[s].stream;
+  const kernels::StreamSlice& slice = batch_.streams[s];
+  const std::int64_t searched_until = slice.first_index + slice.length;
+  // The backend sorts matches by slice, then kernel pattern.
+  const auto by_slice = [](const kernels::Match& m, std::size_t slice_index) {
+    return m.slice < slice_index;
+  };
+  auto at = std::lower_bound(result.matches.begin(), result.matches.end(), s, by_slice);
+  for (auto& matches : by_kernel) matches.clear();
+  for (; at != result.matches.end() && at->slice == s; ++at)
+    by_kernel[at->pattern].push_back({at->end, at->pattern_dim, at->stream_dim, at->distance, at->start});
+  out.alerts.clear();
+  out.completing_arrival.clear();
+  for (std::size_t p = 0; p < library_.patterns.size(); ++p) {
+    const CompiledPattern& pattern = library_.patterns[p];
+    if (pattern.view != slice_owners_[s].view) continue;
+    // The first window end searched for this pattern (shorter patterns
+    // than the view's longest start later after a gap). Query segments
+    // are shorter still: their matches before it are left out, so that
+    // alerts do not depend on where batches split.
+    const std::int64_t first_end =
+        std::max(slice.first_new, slice.first_index + pattern.config.length - 1);
+    std::vector<std::vector<DimCandidate>> fresh(pattern.examples.size());
+    for (std::size_t e = 0; e < pattern.examples.size(); ++e)
+      example_candidates(pattern, pattern.examples[e], by_kernel, first_end, fresh[e]);
+    auto detections = stream.trackers[p].update(std::move(fresh), first_end, searched_until,
+                                                pattern, stream.sample_rate_hz);
+    for (auto& detection : detections) {
+      const Combination& combination = detection.decision.positive.combination;
+      const std::int64_t end = detection.end;
+      Alert a;
+      a.wearer = stream.wearer;
+      a.device = stream.device;
+      a.pattern = pattern.config.name;
+      a.kind = pattern.config.kind;
+      a.severity = pattern.config.severity;
+      a.end_index = end;
+      a.t_end = stream.state.device_time_s(end);
+      std::int64_t first_start = end;
+      for (const auto& e : combination.edges) first_start = std::min(first_start, e.start);
+      a.t_start = a.t_end - static_cast<double>(end - first_start) / stream.sample_rate_hz;
+      a.distance = combination.distance;
+      a.matched_dims = static_cast<int>(combination.edges.size());
+      a.pattern_dims = static_cast<int>(pattern.home_channel.size());
+      for (const auto& e : combination.edges)
+        a.dims.push_back({e.pattern_dim, e.stream_dim, e.distance, e.end});
+      out.completing_arrival.push_back(stream.state.arrival_s(end));
+      out.alerts.push_back(std::move(a));
+    }
+  }
 }
 
 std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
@@ -245,24 +344,21 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
     }
   }
 
-  // Cut one slice per (stream, view) that has unsearched window ends.
+  // Lay out one slice per (stream, view) that has unsearched window ends,
+  // then fill them on the host pool (a W1 slice is ~110 KB of samples).
   kernels::SearchBatch& batch = batch_;
   batch.streams.clear();
-  batch.data.clear();
-  struct SliceOwner {
-    Stream* stream;
-    std::size_t view;
-  };
-  std::vector<SliceOwner> owners;
+  slice_owners_.clear();
   std::vector<Stream*> searched;
   double newest_arrival = 0;
   double searched_work = 0;
+  std::size_t data_size = 0;
   for (std::size_t i = 0; i < take; ++i) {
     Stream& stream = *due[i].stream;
     for (std::size_t v = 0; v < library_.views.size(); ++v) {
       if (library_.views[v].device != stream.device || view_dropped[v]) continue;
-      if (!add_view_slice(stream, due[i].key, v, batch)) continue;
-      owners.push_back({&stream, v});
+      if (!plan_view_slice(stream, due[i].key, v, data_size)) continue;
+      slice_owners_.push_back({&stream, v});
       searched_work += due[i].view_work[v];
     }
     // A stream whose due views were all dropped is marked searched too.
@@ -271,6 +367,14 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
     newest_arrival =
         std::max(newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
   }
+  // Not cleared first: every value is overwritten, and a resize within the
+  // last batch's size costs no zero-fill.
+  batch.data.resize(data_size);
+  const std::size_t slices = batch.streams.size();
+  for_each_stream_item(slices, [&](std::size_t s, int worker) {
+    fill_view_slice(*slice_owners_[s].stream, slice_owners_[s].view, batch.streams[s],
+                    scratch_[static_cast<std::size_t>(worker)]);
+  });
 
   const auto started = std::chrono::steady_clock::now();
   kernels::SearchResult& result = search_result_;
@@ -286,58 +390,19 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   counters_.pending_windows = static_cast<std::uint64_t>(pending_work);
   counters_.single_dim_matches += result.matches.size();
 
-  // The backend sorts matches by slice, then kernel pattern.
+  // Phase 2 per slice on the host pool (a slice's trackers belong to its
+  // stream and view alone); alerts in slice order, whatever the threads.
+  if (slice_alerts_.size() < slices) slice_alerts_.resize(slices);
+  for_each_stream_item(slices, [&](std::size_t s, int worker) {
+    detect_in_slice(s, result, by_kernel_[static_cast<std::size_t>(worker)], slice_alerts_[s]);
+  });
   std::vector<Alert> alerts;
   std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
-  std::size_t at = 0;
-  const std::size_t kernels_count = library_.kernel_library->patterns.size();
-  std::vector<std::vector<DimCandidate>> by_kernel(kernels_count);  // per slice; storage reused
-  for (std::size_t s = 0; s < batch.streams.size(); ++s) {
-    Stream& stream = *owners[s].stream;
-    const kernels::StreamSlice& slice = batch.streams[s];
-    const std::int64_t searched_until = slice.first_index + slice.length;
-    for (auto& matches : by_kernel) matches.clear();
-    for (; at < result.matches.size() && result.matches[at].slice == s; ++at) {
-      const kernels::Match& m = result.matches[at];
-      by_kernel[m.pattern].push_back({m.end, m.pattern_dim, m.stream_dim, m.distance, m.start});
-    }
-    for (std::size_t p = 0; p < library_.patterns.size(); ++p) {
-      const CompiledPattern& pattern = library_.patterns[p];
-      if (pattern.view != owners[s].view) continue;
-      // The first window end searched for this pattern (shorter patterns
-      // than the view's longest start later after a gap). Query segments
-      // are shorter still: their matches before it are left out, so that
-      // alerts do not depend on where batches split.
-      const std::int64_t first_end =
-          std::max(slice.first_new, slice.first_index + pattern.config.length - 1);
-      std::vector<std::vector<DimCandidate>> fresh(pattern.examples.size());
-      for (std::size_t e = 0; e < pattern.examples.size(); ++e)
-        example_candidates(pattern, pattern.examples[e], by_kernel, first_end, fresh[e]);
-      auto detections = stream.trackers[p].update(std::move(fresh), first_end, searched_until,
-                                                  pattern, stream.sample_rate_hz);
-      for (auto& detection : detections) {
-        const Combination& combination = detection.decision.positive.combination;
-        const std::int64_t end = detection.end;
-        Alert a;
-        a.wearer = stream.wearer;
-        a.device = stream.device;
-        a.pattern = pattern.config.name;
-        a.kind = pattern.config.kind;
-        a.severity = pattern.config.severity;
-        a.end_index = end;
-        a.t_end = stream.state.device_time_s(end);
-        std::int64_t first_start = end;
-        for (const auto& e : combination.edges) first_start = std::min(first_start, e.start);
-        a.t_start = a.t_end - static_cast<double>(end - first_start) / stream.sample_rate_hz;
-        a.distance = combination.distance;
-        a.matched_dims = static_cast<int>(combination.edges.size());
-        a.pattern_dims = static_cast<int>(pattern.home_channel.size());
-        for (const auto& e : combination.edges)
-          a.dims.push_back({e.pattern_dim, e.stream_dim, e.distance, e.end});
-        completing_arrival.push_back(stream.state.arrival_s(end));
-        alerts.push_back(std::move(a));
-      }
-    }
+  for (std::size_t s = 0; s < slices; ++s) {
+    SliceAlerts& found = slice_alerts_[s];
+    for (Alert& alert : found.alerts) alerts.push_back(std::move(alert));
+    completing_arrival.insert(completing_arrival.end(), found.completing_arrival.begin(),
+                              found.completing_arrival.end());
   }
   for (Stream* stream : searched) stream->state.mark_searched(stream->state.next_index());
 

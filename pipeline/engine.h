@@ -3,7 +3,8 @@
 // ticks; `gaitwatch detect` drives the same object offline from a recording,
 // so both produce the same alerts for the same samples.
 //
-// Thread safety: none; one thread owns an Engine. Clock: `now` is passed in
+// Thread safety: none; one thread owns an Engine (run_batch spreads its
+// per-stream work over the engine's own pool and returns when it is done). Clock: `now` is passed in
 // (an Env-like seam so tests control time).
 #pragma once
 
@@ -24,6 +25,10 @@
 #include "pipeline/detector.h"
 #include "pipeline/stream_clock.h"
 #include "pipeline/stream_state.h"
+
+namespace gw::kernels {
+class WorkerPool;
+}
 
 namespace gw::pipeline {
 
@@ -71,6 +76,7 @@ class Engine {
  public:
   // Throws gw::Error when the config's patterns cannot be compiled.
   Engine(const config::Config& config, std::unique_ptr<kernels::SearchBackend> backend);
+  ~Engine();
 
   // Applies a reloaded config: patterns, search.tick_ms/deadline_ms and the
   // per-pair cap. Phase-2 state restarts; stream rings are kept.
@@ -130,10 +136,27 @@ class Engine {
   // last batch into due_windows, pending ones now before `first` into
   // lost_windows; the stream's pending range becomes [first, end).
   void account_due(Stream& stream, std::size_t view, std::int64_t first, std::int64_t end);
-  // Appends the slice of `view` for `stream` to the batch when it has window
+  // Appends the shape of the slice of `view` for `stream` to batch_.streams
+  // (its samples at data_size, which grows by their count) when it has window
   // ends to search; returns false when it has none.
-  bool add_view_slice(Stream& stream, std::uint64_t key, std::size_t view,
-                      kernels::SearchBatch& batch);
+  bool plan_view_slice(Stream& stream, std::uint64_t key, std::size_t view, std::size_t& data_size);
+  // Writes the samples of a planned slice into batch_.data (a transformed
+  // view through the stream's cache). Different slices may be filled at once
+  // from different threads, each with its own `scratch`.
+  void fill_view_slice(Stream& stream, std::size_t view, const kernels::StreamSlice& slice,
+                       std::vector<float>& scratch);
+  // Calls body(i, worker) for every i in [0, count) on the host pool (worker
+  // in [0, pool size)); returns when all calls have.
+  void for_each_stream_item(std::size_t count, const std::function<void(std::size_t, int)>& body);
+  struct SliceAlerts {
+    std::vector<Alert> alerts;
+    std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
+  };
+  // Phase 2 of batch slice `s`: its matches through its stream's trackers of
+  // the slice's view, into `out` (replaced). Slices of different (stream,
+  // view) may run at once, each with its own `by_kernel` scratch.
+  void detect_in_slice(std::size_t s, const kernels::SearchResult& result,
+                       std::vector<std::vector<DimCandidate>>& by_kernel, SliceAlerts& out);
   // The window ends of `view` the stream has not searched yet: [first, end).
   std::pair<std::int64_t, std::int64_t> unsearched_ends(const Stream& stream,
                                                         std::size_t view) const;
@@ -149,7 +172,18 @@ class Engine {
   // and fresh storage every tick costs page faults (docs/benchmarks.md,
   // "Engine host path").
   kernels::SearchBatch batch_;
-  std::vector<float> scratch_;  // add_view_slice: raw samples of one slice
+  struct SliceOwner {
+    Stream* stream;
+    std::size_t view;
+  };
+  std::vector<SliceOwner> slice_owners_;  // per slice of batch_
+  std::vector<SliceAlerts> slice_alerts_;  // per slice of batch_; storage reused
+  // The batch's host work per stream (slice filling, phase 2) runs on this
+  // pool: search.threads workers (0 = all cores), so that a GPU search is not
+  // left waiting for one core (docs/design.md, "Engine host work").
+  std::unique_ptr<kernels::WorkerPool> host_pool_;
+  std::vector<std::vector<float>> scratch_;                          // per worker
+  std::vector<std::vector<std::vector<DimCandidate>>> by_kernel_;  // per worker, per kernel pattern
   BatchCostModel cost_model_;
   std::vector<double> work_per_end_;  // per view: dim pairs searched per window end
   std::vector<int> view_priority_;    // per view: highest severity of its patterns (0..2)

@@ -10,12 +10,15 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "config/config.h"
 #include "common/error.h"
 #include "kernels/search.h"
 #include "pipeline/cost_model.h"
+#include "sensors/framing.h"
+#include "sensors/recording.h"
 
 namespace fs = std::filesystem;
 using gw::pipeline::Alert;
@@ -413,4 +416,52 @@ patterns:
   };
   REQUIRE(of(none, "chirp").size() == 8);
   CHECK(of(drop, "chirp") == of(none, "chirp"));  // the critical pattern was never dropped
+}
+
+namespace {
+
+// The shipped config's patterns (transformed views included) over the real
+// Daphnet recording, `wearers` wearers from staggered starts, frames of 8
+// samples, a batch after every wearer's 6th frame; the engine's host work on
+// `host_threads` workers.
+std::vector<Alert> run_shipped_config(int wearers, int host_threads) {
+  gw::config::Config config = gw::config::load_config(std::string(GW_CONFIG_DIR) + "/gaitwatch.yaml");
+  config.search.threads = host_threads;
+  static const gw::sensors::Recording recording =
+      gw::sensors::read_daphnet(std::string(GW_DATA_DIR) + "/daphnet/S02R01.txt");
+  std::vector<std::vector<gw::sensors::Frame>> frames;
+  for (int w = 0; w < wearers; ++w) {
+    const std::size_t begin = 53600 + 40 * static_cast<std::size_t>(w);
+    frames.push_back(gw::sensors::frames_from_recording(
+        recording, static_cast<std::uint32_t>(w + 1), 1, gw::sensors::DeviceKind::kGeneric, 8,
+        begin, begin + 1600, /*int16=*/false));
+  }
+  Engine engine(config, gw::kernels::make_cpu_backend(2));
+  std::vector<Alert> alerts;
+  const auto now = [] { return 1.0; };
+  for (std::size_t f = 0; f < frames[0].size(); ++f) {
+    for (const auto& wearer_frames : frames) REQUIRE(engine.on_frame(wearer_frames[f], 0.5));
+    if ((f + 1) % 6 == 0)
+      for (auto& a : engine.run_batch(now)) alerts.push_back(std::move(a));
+  }
+  for (auto& a : engine.run_batch(now)) alerts.push_back(std::move(a));
+  return alerts;
+}
+
+}  // namespace
+
+TEST_CASE("alerts and their order do not depend on the engine's host threads", "[engine]") {
+  // More wearers than one worker's chunk, so that the slices and phase 2
+  // really spread over the workers.
+  const auto one = run_shipped_config(12, 1);
+  const auto four = run_shipped_config(12, 4);
+  std::set<std::uint32_t> wearers;
+  for (const Alert& a : one) wearers.insert(a.wearer);
+  INFO(one.size() << " alerts of " << wearers.size() << " wearers");
+  REQUIRE(wearers.size() > 8);
+  REQUIRE(four.size() == one.size());
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    INFO("alert " << i);
+    CHECK(gw::pipeline::alert_to_json(four[i]).dump() == gw::pipeline::alert_to_json(one[i]).dump());
+  }
 }
