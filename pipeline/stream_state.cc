@@ -8,7 +8,7 @@ StreamState::StreamState(int channels, std::size_t capacity_samples, double samp
     : channels_(channels),
       capacity_(std::max<std::size_t>(capacity_samples, 1)),
       sample_rate_hz_(sample_rate_hz),
-      values_(capacity_ * static_cast<std::size_t>(channels)),
+      values_(new float[capacity_ * static_cast<std::size_t>(channels)]),
       device_time_(capacity_),
       arrival_(capacity_) {}
 
@@ -52,7 +52,7 @@ void StreamState::append(const sensors::Frame& frame, double arrival_s) {
     }
     const std::size_t at = slot(next_index_);
     std::copy_n(frame.values.begin() + static_cast<std::ptrdiff_t>(s * c), c,
-                values_.begin() + static_cast<std::ptrdiff_t>(at * c));
+                values_.get() + at * c);
     device_time_[at] = t0 + static_cast<double>(s) / rate;
     arrival_[at] = arrival_s;
     ++next_index_;
@@ -73,8 +73,8 @@ void StreamState::copy(std::int64_t begin, std::int64_t end, std::vector<float>&
     const std::size_t at = slot(begin);
     const auto run = static_cast<std::int64_t>(
         std::min<std::size_t>(capacity_ - at, static_cast<std::size_t>(end - begin)));
-    const auto from = values_.begin() + static_cast<std::ptrdiff_t>(at * c);
-    out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(run) * c));
+    const float* from = values_.get() + at * c;
+    out.insert(out.end(), from, from + static_cast<std::size_t>(run) * c);
     begin += run;
   }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sensors/frame.h"
@@ -60,7 +61,11 @@ class StreamState {
   int channels_;
   std::size_t capacity_;
   double sample_rate_hz_;
-  std::vector<float> values_;        // capacity x channels
+  // capacity x channels, not zeroed: only written samples are ever read, and
+  // a W1 ring is ~0.8 MB, so zeroing thousands of new streams at once (a
+  // daemon restarting under load) stalled the pipeline thread for a second;
+  // its pages are now touched as samples arrive.
+  std::unique_ptr<float[]> values_;
   std::vector<double> device_time_;  // capacity
   std::vector<double> arrival_;      // capacity
   bool has_sequence_ = false;
