@@ -876,6 +876,13 @@ json run_once(const Options& options, int wearers, double duration_s,
   line["queue"] = {{"ingest_depth_max_sampled", max_queue_depth},
                    {"ingest_high_water", b.get("gaitwatch_ingest_queue_high_water")},
                    {"ingest_capacity", std::max(8192, 8 * wearers)}};
+  // The daemon's pipeline thread over the window, as fractions of it: is it
+  // the limit (waiting near 0), and on what.
+  json pipeline_thread = json::object();
+  for (const char* part : {"waiting", "frames", "batch", "after_batch", "other"})
+    pipeline_thread[part] =
+        delta(std::string("gaitwatch_pipeline_thread_") + part + "_s") / window_s;
+  line["pipeline_thread_fraction"] = pipeline_thread;
   line["daemon_exit_code"] = exit_code ? *exit_code : -1;
 
   // The verdict.

@@ -33,6 +33,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -291,6 +295,7 @@ class Daemon {
                           {"alert_p99_ms", alert_latency_.quantile(0.99)},
                           {"alert_max_ms", alert_latency_.max()}};
       if (control) stats["control"] = control->counters_json();
+      stats["pipeline_thread"] = pipeline_seconds_.to_json();
       return stats;
     };
 
@@ -432,7 +437,11 @@ class Daemon {
     auto run_tick = [&](bool final) {
       apply_pending_reload(p.engine);
       if (history_) history_->flush_idle(unix_now());
-      auto alerts = p.jobs.admit(p.engine, p.engine.run_batch(unix_now));
+      const auto batch_start = Clock::now();
+      auto batch = p.engine.run_batch(unix_now);
+      const auto batch_end = Clock::now();
+      pipeline_seconds_.batch += seconds_between(batch_start, batch_end);
+      auto alerts = p.jobs.admit(p.engine, std::move(batch));
       if (const std::string note = p.engine.take_backend_note(); !note.empty()) {
         spdlog::error("{}", note);
         notify_status(note);
@@ -452,15 +461,23 @@ class Daemon {
       // arrival of the newest frame it was given: a stream whose next frames
       // are queued is late here, not silent.
       p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final);
+      pipeline_seconds_.after_batch += seconds_between(batch_end, Clock::now());
     };
     auto take = [&](ReceivedFrame& f) {
       newest_arrival = std::max(newest_arrival, f.arrival_s);
       if (p.engine.on_frame(f.frame, f.arrival_s)) p.jobs.on_frame(f.frame, f.zone, f.arrival_s);
     };
+    auto turn_start = Clock::now();
     while (!stopping_) {
-      auto frame = p.queue.pop_for(std::min(next_tick - Clock::now(), Clock::duration(
-                                                                         std::chrono::milliseconds(50))));
-      if (frame) take(*frame);
+      auto frame = p.queue.pop_for(std::min(next_tick - turn_start, Clock::duration(
+                                                                       std::chrono::milliseconds(50))));
+      const auto popped = Clock::now();
+      auto frame_done = popped;
+      if (frame) {
+        take(*frame);
+        frame_done = Clock::now();
+      }
+      const double tick_before = pipeline_seconds_.batch + pipeline_seconds_.after_batch;
       p.tasks.run_pending();  // control requests, between frames and ticks
       const auto now = Clock::now();
       if (now >= next_tick) {
@@ -476,6 +493,12 @@ class Daemon {
         notify_watchdog();
         next_ping = now + watchdog;
       }
+      const auto turn_end = Clock::now();
+      const double tick_s = pipeline_seconds_.batch + pipeline_seconds_.after_batch - tick_before;
+      pipeline_seconds_.waiting += seconds_between(turn_start, popped);
+      pipeline_seconds_.frames += seconds_between(popped, frame_done);
+      pipeline_seconds_.other += seconds_between(frame_done, turn_end) - tick_s;
+      turn_start = turn_end;
     }
     // Drain: every frame that was accepted into the queue is searched, and
     // every gathered wearer-second recorded.
@@ -530,6 +553,18 @@ class Daemon {
   LatencyHistogram alert_latency_;  // pipeline thread only; copies go to the board
   LatencyHistogram batch_time_;
   std::uint64_t batches_seen_ = 0;
+  // Where the pipeline thread's time goes, cumulative seconds (pipeline
+  // thread only): waiting for frames (pop_for, lock included), taking them
+  // (engine, slot recorder), the engine's batches, what follows a batch
+  // (de-duplication, sink, metrics, slots), and the rest (control tasks,
+  // stats). Its "stats." and /metrics show whether the thread is the limit.
+  struct PipelineSeconds {
+    double waiting = 0, frames = 0, batch = 0, after_batch = 0, other = 0;
+    nlohmann::json to_json() const {
+      return {{"waiting_s", waiting}, {"frames_s", frames}, {"batch_s", batch},
+              {"after_batch_s", after_batch}, {"other_s", other}};
+    }
+  } pipeline_seconds_;
   std::unique_ptr<pipeline::HistoryRecorder> history_;  // null unless history.enabled
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };
