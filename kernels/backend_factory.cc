@@ -1,28 +1,19 @@
 // Backend selection by name: "cpu", "cuda", or "auto" (CUDA when it was built
 // and a GPU is usable, else CPU, with the reason in `note`).
-#include <algorithm>
 #include <string>
-#include <thread>
 
 #include "common/error.h"
 #include "kernels/search.h"
+#include "kernels/worker_pool.h"
 #if defined(GW_HAVE_CUDA_BACKEND)
 #include "kernels/cuda_backend.h"
 #endif
 
 namespace gw::kernels {
-namespace {
-
-int resolve_threads(int threads) {
-  if (threads > 0) return threads;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-}  // namespace
 
 std::unique_ptr<SearchBackend> make_backend(const std::string& kind, int threads,
                                             std::string* note) {
-  const int cpu_threads = resolve_threads(threads);
+  const int cpu_threads = worker_count(threads);
   auto set_note = [&](const std::string& text) {
     if (note != nullptr) *note = text;
   };

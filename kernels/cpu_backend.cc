@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -327,8 +326,7 @@ class CpuBackend : public SearchBackend {
 }  // namespace
 
 std::unique_ptr<SearchBackend> make_cpu_backend(int threads, PruningOptions pruning) {
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::make_unique<CpuBackend>(threads, pruning);
+  return std::make_unique<CpuBackend>(worker_count(threads), pruning);
 }
 
 }  // namespace gw::kernels

@@ -4,6 +4,11 @@
 
 namespace gw::kernels {
 
+int worker_count(int threads) {
+  if (threads > 0) return threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 WorkerPool::WorkerPool(int threads) {
   const int helper_count = std::max(threads, 1) - 1;
   helpers_.reserve(helper_count);

@@ -12,6 +12,10 @@
 
 namespace gw::kernels {
 
+// The worker count a `threads` setting means (search.threads and the like):
+// itself when > 0, else one per core (at least 1).
+int worker_count(int threads);
+
 // `threads` workers in total: threads - 1 helper threads that live as long as
 // the pool, plus the thread that calls run(). Not copyable; run() must not be
 // called from two threads at once (the CPU backend's search() and the

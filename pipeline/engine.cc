@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <thread>
 
 #include "common/error.h"
 #include "kernels/worker_pool.h"
@@ -33,9 +32,7 @@ void Engine::reconfigure(const config::Config& config) {
     const int rank = p.config.severity == "critical" ? 2 : p.config.severity == "warning" ? 1 : 0;
     view_priority_[p.view] = std::max(view_priority_[p.view], rank);
   }
-  const int host_threads = config.search.threads > 0
-                               ? config.search.threads
-                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int host_threads = kernels::worker_count(config.search.threads);
   if (!host_pool_ || host_pool_->size() != host_threads)
     host_pool_ = std::make_unique<kernels::WorkerPool>(host_threads);
   scratch_.resize(static_cast<std::size_t>(host_threads));

@@ -4,8 +4,8 @@
 // so both produce the same alerts for the same samples.
 //
 // Thread safety: none; one thread owns an Engine (run_batch spreads its
-// per-stream work over the engine's own pool and returns when it is done). Clock: `now` is passed in
-// (an Env-like seam so tests control time).
+// per-stream work over the engine's own pool and returns when that is done).
+// Clock: `now` is passed in (an Env-like seam so tests control time).
 #pragma once
 
 #include <cstdint>
