@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <tuple>
 #include <mutex>
 #include <optional>
@@ -434,11 +435,19 @@ class Daemon {
       return stats;
     };
     double newest_arrival = 0;
-    auto run_tick = [&](bool final) {
+    // A tick starts a batch; the search runs on the engine's thread while
+    // this one goes on taking frames, and the tick ends (phase 2, alerts out)
+    // when the search is done, or at the next tick at the latest.
+    auto begin_tick = [&] {
       apply_pending_reload(p.engine);
       if (history_) history_->flush_idle(unix_now());
+      const auto started = Clock::now();
+      p.engine.start_batch(unix_now);
+      pipeline_seconds_.batch += seconds_between(started, Clock::now());
+    };
+    auto end_tick = [&](bool final) {
       const auto batch_start = Clock::now();
-      auto batch = p.engine.run_batch(unix_now);
+      auto batch = p.engine.finish_batch(unix_now);
       const auto batch_end = Clock::now();
       pipeline_seconds_.batch += seconds_between(batch_start, batch_end);
       auto alerts = p.jobs.admit(p.engine, std::move(batch));
@@ -463,14 +472,22 @@ class Daemon {
       p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final);
       pipeline_seconds_.after_batch += seconds_between(batch_end, Clock::now());
     };
+    auto run_tick = [&](bool final) {
+      begin_tick();
+      end_tick(final);
+    };
     auto take = [&](ReceivedFrame& f) {
       newest_arrival = std::max(newest_arrival, f.arrival_s);
       if (p.engine.on_frame(f.frame, f.arrival_s)) p.jobs.on_frame(f.frame, f.zone, f.arrival_s);
     };
+    // GW_DAEMON_SERIAL_BATCH (any value): each tick's batch ends before the
+    // next frame is taken, as before overlapping; for A/B measurements.
+    const bool overlap_search = std::getenv("GW_DAEMON_SERIAL_BATCH") == nullptr;
     auto turn_start = Clock::now();
     while (!stopping_) {
-      auto frame = p.queue.pop_for(std::min(next_tick - turn_start, Clock::duration(
-                                                                       std::chrono::milliseconds(50))));
+      // While a search runs, its end is polled every millisecond.
+      const auto longest_wait = std::chrono::milliseconds(p.engine.batch_in_flight() ? 1 : 50);
+      auto frame = p.queue.pop_for(std::min(next_tick - turn_start, Clock::duration(longest_wait)));
       const auto popped = Clock::now();
       auto frame_done = popped;
       if (frame) {
@@ -480,8 +497,11 @@ class Daemon {
       const double tick_before = pipeline_seconds_.batch + pipeline_seconds_.after_batch;
       p.tasks.run_pending();  // control requests, between frames and ticks
       const auto now = Clock::now();
+      if (p.engine.batch_in_flight() && (now >= next_tick || p.engine.search_done()))
+        end_tick(/*final=*/false);
       if (now >= next_tick) {
-        run_tick(/*final=*/false);
+        begin_tick();
+        if (!overlap_search || !p.engine.batch_in_flight()) end_tick(/*final=*/false);
         next_tick += std::chrono::milliseconds(p.engine.tick_ms());
         if (next_tick < now) next_tick = now + std::chrono::milliseconds(p.engine.tick_ms());
       }
@@ -502,6 +522,7 @@ class Daemon {
     }
     // Drain: every frame that was accepted into the queue is searched, and
     // every gathered wearer-second recorded.
+    end_tick(/*final=*/false);  // the batch in flight, if any
     std::vector<ReceivedFrame> rest;
     p.queue.close();
     p.queue.drain(rest);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 
 #include "common/error.h"
 #include "kernels/worker_pool.h"
@@ -19,6 +20,7 @@ Engine::Engine(const config::Config& config, std::unique_ptr<kernels::SearchBack
 Engine::~Engine() = default;
 
 void Engine::reconfigure(const config::Config& config) {
+  if (flight_.active) throw Error("engine: reconfigure while a batch is in flight");
   CompiledLibrary compiled = compile_library(config);
   backend_->set_library(compiled.kernel_library);
   library_ = std::move(compiled);
@@ -253,6 +255,21 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
 }
 
 std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
+  if (!begin_batch(now, std::launch::deferred)) return {};
+  return finish_batch(now);
+}
+
+bool Engine::start_batch(const std::function<double()>& now) {
+  return begin_batch(now, std::launch::async);
+}
+
+bool Engine::search_done() const {
+  return !flight_.search.valid() ||
+         flight_.search.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+bool Engine::begin_batch(const std::function<double()>& now, std::launch launch) {
+  if (flight_.active) throw Error("engine: a batch was started while another is in flight");
   const double batch_start = now();
   // Every stream with unsearched window ends: its work (window end x dim
   // pair items, the cost model's unit, per view) and the arrival of its oldest
@@ -279,7 +296,7 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
     due.push_back(std::move(d));
   }
   counters_.pending_windows = 0;
-  if (due.empty()) return {};
+  if (due.empty()) return false;
 
   // Soft deadlines: when the cost model predicts that searching everything
   // would finish after the most urgent stream's deadline, apply the policy.
@@ -346,9 +363,9 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   kernels::SearchBatch& batch = batch_;
   batch.streams.clear();
   slice_owners_.clear();
-  std::vector<Stream*> searched;
-  double newest_arrival = 0;
-  double searched_work = 0;
+  flight_.searched.clear();
+  flight_.newest_arrival = 0;
+  flight_.searched_work = 0;
   std::size_t data_size = 0;
   for (std::size_t i = 0; i < take; ++i) {
     Stream& stream = *due[i].stream;
@@ -356,39 +373,68 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
       if (library_.views[v].device != stream.device || view_dropped[v]) continue;
       if (!plan_view_slice(stream, due[i].key, v, data_size)) continue;
       slice_owners_.push_back({&stream, v});
-      searched_work += due[i].view_work[v];
+      flight_.searched_work += due[i].view_work[v];
     }
     // A stream whose due views were all dropped is marked searched too.
-    searched.push_back(&stream);
+    flight_.searched.push_back({&stream, stream.state.next_index()});
     clear_pending(stream);
-    newest_arrival =
-        std::max(newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
+    flight_.newest_arrival =
+        std::max(flight_.newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
   }
   // Not cleared first: every value is overwritten, and a resize within the
   // last batch's size costs no zero-fill.
   batch.data.resize(data_size);
-  const std::size_t slices = batch.streams.size();
-  for_each_stream_item(slices, [&](std::size_t s, int worker) {
+  for_each_stream_item(batch.streams.size(), [&](std::size_t s, int worker) {
     fill_view_slice(*slice_owners_[s].stream, slice_owners_[s].view, batch.streams[s],
                     scratch_[static_cast<std::size_t>(worker)]);
   });
 
-  const auto started = std::chrono::steady_clock::now();
+  flight_.active = true;
+  flight_.batch_start = batch_start;
+  flight_.pending_work = pending_work;
+  flight_.started = std::chrono::steady_clock::now();
+  flight_.search = {};
+  if (batch.streams.empty()) return true;
+  // The search task touches batch_, search_result_ and the backend only;
+  // `now` is copied, since the caller's function object may not outlive this.
+  flight_.search = std::async(launch, [this, now] {
+    backend_->search_into(batch_, search_result_);
+    flight_.search_end_s = now();
+    flight_.search_ended = std::chrono::steady_clock::now();
+  });
+  return true;
+}
+
+std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
+  if (!flight_.active) return {};
+  flight_.active = false;
   kernels::SearchResult& result = search_result_;
-  if (!batch.streams.empty()) {
-    search_with_failover(batch);
-    cost_model_.observe(searched_work, (now() - batch_start) * 1000.0);
+  auto search_ended = std::chrono::steady_clock::now();
+  if (flight_.search.valid()) {
+    try {
+      flight_.search.get();
+      search_ended = flight_.search_ended;
+    } catch (const std::exception& e) {
+      search_again_on_cpu(e);
+      flight_.search_end_s = now();
+      search_ended = std::chrono::steady_clock::now();
+    }
+    cost_model_.observe(flight_.searched_work, (flight_.search_end_s - flight_.batch_start) * 1000.0);
   } else {
     result = {};
   }
+  const auto phase2_started = std::chrono::steady_clock::now();
   ++counters_.batches;
   counters_.windows += result.stats.windows;
-  counters_.searched_windows += static_cast<std::uint64_t>(searched_work);
-  counters_.pending_windows = static_cast<std::uint64_t>(pending_work);
+  counters_.searched_windows += static_cast<std::uint64_t>(flight_.searched_work);
+  counters_.pending_windows = static_cast<std::uint64_t>(flight_.pending_work);
   counters_.single_dim_matches += result.matches.size();
 
   // Phase 2 per slice on the host pool (a slice's trackers belong to its
   // stream and view alone); alerts in slice order, whatever the threads.
+  // Frames taken while the search ran are after every slice's end, so what
+  // phase 2 reads of the streams (times of searched samples) is unchanged.
+  const std::size_t slices = batch_.streams.size();
   if (slice_alerts_.size() < slices) slice_alerts_.resize(slices);
   for_each_stream_item(slices, [&](std::size_t s, int worker) {
     detect_in_slice(s, result, by_kernel_[static_cast<std::size_t>(worker)], slice_alerts_[s]);
@@ -401,7 +447,7 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
     completing_arrival.insert(completing_arrival.end(), found.completing_arrival.begin(),
                               found.completing_arrival.end());
   }
-  for (Stream* stream : searched) stream->state.mark_searched(stream->state.next_index());
+  for (const auto& [stream, until] : flight_.searched) stream->state.mark_searched(until);
 
   const double finished = now();
   for (std::size_t i = 0; i < alerts.size(); ++i) {
@@ -409,10 +455,15 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
     alerts[i].latency_ms = (finished - completing_arrival[i]) * 1000.0;
   }
   counters_.alerts += alerts.size();
-  counters_.last_batch_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  // The batch's own time: the search, then phase 2 (not the caller's frames
+  // in between).
+  const auto ms = [](auto from, auto to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  };
+  counters_.last_batch_ms = ms(flight_.started, search_ended) +
+                            ms(phase2_started, std::chrono::steady_clock::now());
   counters_.max_batch_ms = std::max(counters_.max_batch_ms, counters_.last_batch_ms);
-  const double latency_ms = (finished - newest_arrival) * 1000.0;
+  const double latency_ms = (finished - flight_.newest_arrival) * 1000.0;
   counters_.max_latency_ms = std::max(counters_.max_latency_ms, latency_ms);
   if (latency_ms > deadline_ms_) ++counters_.deadline_misses;
   std::uint64_t overrun = 0, gaps = 0, missing = 0, restarts = 0;
@@ -429,21 +480,17 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   return alerts;
 }
 
-void Engine::search_with_failover(const kernels::SearchBatch& batch) {
-  try {
-    backend_->search_into(batch, search_result_);
-    return;
-  } catch (const std::exception& e) {
-    // The CPU backend is the fallback; its own errors are bugs to surface.
-    if (backend_name_.rfind("cpu", 0) == 0) throw;
-    backend_note_ = "search backend " + backend_name_ + " failed (" + e.what() +
-                    "); switched to the CPU backend";
-  }
+void Engine::search_again_on_cpu(const std::exception& error) {
+  // The CPU backend is the fallback; its own errors are bugs to surface
+  // (called from the handler of `error`, so this rethrows it as it was).
+  if (backend_name_.rfind("cpu", 0) == 0) throw;
+  backend_note_ = "search backend " + backend_name_ + " failed (" + error.what() +
+                  "); switched to the CPU backend";
   ++counters_.backend_failovers;
   backend_ = kernels::make_cpu_backend(config_.search.threads);
   backend_->set_library(library_.kernel_library);
   backend_name_ = backend_->name();
-  backend_->search_into(batch, search_result_);
+  backend_->search_into(batch_, search_result_);
 }
 
 nlohmann::json Engine::stats_json() const {

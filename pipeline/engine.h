@@ -4,12 +4,16 @@
 // so both produce the same alerts for the same samples.
 //
 // Thread safety: none; one thread owns an Engine (run_batch spreads its
-// per-stream work over the engine's own pool and returns when that is done).
+// per-stream work over the engine's own pool and returns when that is done;
+// between start_batch and finish_batch the search runs on a thread of the
+// engine's own and touches only the batch, its result and the backend).
 // Clock: `now` is passed in (an Env-like seam so tests control time).
 #pragma once
 
 #include <cstdint>
+#include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -97,6 +101,23 @@ class Engine {
   // the sink assigns it). `now` gives the wall clock for detected_at/latency.
   std::vector<Alert> run_batch(const std::function<double()>& now);
 
+  // run_batch in two steps, for a caller that takes frames while the search
+  // runs (the daemon): start_batch() does the work before the search (due
+  // streams, soft deadlines, slices) and starts the search on a thread of its
+  // own; it returns false when nothing was due (nothing in flight then).
+  // Until finish_batch(), only on_frame(), search_done(), batch_in_flight()
+  // and the const accessors may be called; frames taken meanwhile belong to
+  // the next batch. finish_batch() waits for the search if need be and
+  // returns what run_batch() would have for the frames taken before the
+  // start ({} when nothing is in flight). A stream's ring must hold its
+  // samples of the batch until then: ingest.ring_capacity_samples minus the
+  // longest pattern is many ticks. Throws gw::Error when a batch is started
+  // while one is in flight.
+  bool start_batch(const std::function<double()>& now);
+  bool batch_in_flight() const { return flight_.active; }
+  bool search_done() const;  // the search in flight (if any) has returned
+  std::vector<Alert> finish_batch(const std::function<double()>& now);
+
   // The device time of the newest sample of every stream (the clock its
   // alerts' t_start/t_end are on).
   std::vector<StreamClock> stream_clocks() const;
@@ -160,9 +181,13 @@ class Engine {
   // The window ends of `view` the stream has not searched yet: [first, end).
   std::pair<std::int64_t, std::int64_t> unsearched_ends(const Stream& stream,
                                                         std::size_t view) const;
-  // Searches with the configured backend; on an error of a non-CPU backend,
-  // switches to the CPU backend (counted, noted) and searches again.
-  void search_with_failover(const kernels::SearchBatch& batch);
+  // start_batch / run_batch: the search runs with `launch` (async: its own
+  // thread; deferred: in finish_batch, on the caller's thread).
+  bool begin_batch(const std::function<double()>& now, std::launch launch);
+  // Called from the handler of the search's `error`: rethrows it for the CPU
+  // backend; otherwise switches to the CPU backend (counted, noted) and
+  // searches batch_ again.
+  void search_again_on_cpu(const std::exception& error);
   Stream& stream_for(const sensors::Frame& frame, const config::DeviceProfile& profile);
 
   config::Config config_;
@@ -195,6 +220,22 @@ class Engine {
   int deadline_ms_ = 250;
   EngineCounters counters_;
   FrameObserver frame_observer_;
+  // The batch between begin_batch and finish_batch. Last member: a search
+  // still running when the engine goes is waited for (std::future from
+  // std::async) before the members it uses are destroyed.
+  struct InFlight {
+    bool active = false;
+    double batch_start = 0;     // now() at the start
+    double newest_arrival = 0;  // of the samples searched
+    double searched_work = 0;   // items given to the backend
+    double pending_work = 0;    // items of deferred streams
+    std::vector<std::pair<Stream*, std::int64_t>> searched;  // stream, its next index at the start
+    std::chrono::steady_clock::time_point started;  // search start
+    // Written by the search task, read after its future is ready.
+    double search_end_s = 0;
+    std::chrono::steady_clock::time_point search_ended;
+    std::future<void> search;
+  } flight_;
 };
 
 }  // namespace gw::pipeline

@@ -4,6 +4,7 @@
 // Thread safety: none; owned by the pipeline thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -39,7 +40,9 @@ class StreamState {
   std::int64_t window_floor() const;
   // First window end not yet searched.
   std::int64_t searched_until() const { return searched_until_; }
-  void mark_searched(std::int64_t until) { searched_until_ = until; }
+  // Never moves back: samples evicted unsearched while a batch was in flight
+  // (counted as overrun) have already moved it past the batch's end.
+  void mark_searched(std::int64_t until) { searched_until_ = std::max(searched_until_, until); }
 
   // Copies samples [begin, end) sample-major into `out` (appends). Both must
   // lie within [oldest_retained(), next_index()).

@@ -423,8 +423,10 @@ namespace {
 // The shipped config's patterns (transformed views included) over the real
 // Daphnet recording, `wearers` wearers from staggered starts, frames of 8
 // samples, a batch after every wearer's 6th frame; the engine's host work on
-// `host_threads` workers.
-std::vector<Alert> run_shipped_config(int wearers, int host_threads) {
+// `host_threads` workers. With `frames_in_flight` > 0 each batch is started
+// (start_batch) and only finished after that many more rounds of every
+// wearer's frames, as the daemon takes frames while a search runs.
+std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_in_flight = 0) {
   gw::config::Config config = gw::config::load_config(std::string(GW_CONFIG_DIR) + "/gaitwatch.yaml");
   config.search.threads = host_threads;
   static const gw::sensors::Recording recording =
@@ -439,13 +441,44 @@ std::vector<Alert> run_shipped_config(int wearers, int host_threads) {
   Engine engine(config, gw::kernels::make_cpu_backend(2));
   std::vector<Alert> alerts;
   const auto now = [] { return 1.0; };
+  const auto keep = [&](std::vector<Alert> batch) {
+    for (auto& a : batch) alerts.push_back(std::move(a));
+  };
+  std::size_t finish_after = frames[0].size();  // no batch in flight
   for (std::size_t f = 0; f < frames[0].size(); ++f) {
     for (const auto& wearer_frames : frames) REQUIRE(engine.on_frame(wearer_frames[f], 0.5));
-    if ((f + 1) % 6 == 0)
-      for (auto& a : engine.run_batch(now)) alerts.push_back(std::move(a));
+    if (f == finish_after) {
+      keep(engine.finish_batch(now));
+      REQUIRE_FALSE(engine.batch_in_flight());
+    }
+    if ((f + 1) % 6 != 0) continue;
+    if (frames_in_flight == 0) {
+      keep(engine.run_batch(now));
+    } else if (engine.start_batch(now)) {
+      REQUIRE(engine.batch_in_flight());
+      CHECK_THROWS_AS(engine.start_batch(now), gw::Error);
+      CHECK_THROWS_AS(engine.reconfigure(engine.config()), gw::Error);
+      finish_after = f + static_cast<std::size_t>(frames_in_flight);
+    }
   }
-  for (auto& a : engine.run_batch(now)) alerts.push_back(std::move(a));
+  keep(engine.finish_batch(now));
+  keep(engine.run_batch(now));
   return alerts;
+}
+
+// `reference` has alerts of more than 8 wearers, and `other` the same alerts
+// in the same order.
+void require_same_alerts(const std::vector<Alert>& reference, const std::vector<Alert>& other) {
+  std::set<std::uint32_t> wearers;
+  for (const Alert& a : reference) wearers.insert(a.wearer);
+  INFO(reference.size() << " alerts of " << wearers.size() << " wearers");
+  REQUIRE(wearers.size() > 8);
+  REQUIRE(other.size() == reference.size());
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    INFO("alert " << i);
+    CHECK(gw::pipeline::alert_to_json(other[i]).dump() ==
+          gw::pipeline::alert_to_json(reference[i]).dump());
+  }
 }
 
 }  // namespace
@@ -453,15 +486,13 @@ std::vector<Alert> run_shipped_config(int wearers, int host_threads) {
 TEST_CASE("alerts and their order do not depend on the engine's host threads", "[engine]") {
   // More wearers than one worker's chunk, so that the slices and phase 2
   // really spread over the workers.
-  const auto one = run_shipped_config(12, 1);
-  const auto four = run_shipped_config(12, 4);
-  std::set<std::uint32_t> wearers;
-  for (const Alert& a : one) wearers.insert(a.wearer);
-  INFO(one.size() << " alerts of " << wearers.size() << " wearers");
-  REQUIRE(wearers.size() > 8);
-  REQUIRE(four.size() == one.size());
-  for (std::size_t i = 0; i < one.size(); ++i) {
-    INFO("alert " << i);
-    CHECK(gw::pipeline::alert_to_json(four[i]).dump() == gw::pipeline::alert_to_json(one[i]).dump());
-  }
+  require_same_alerts(run_shipped_config(12, 1), run_shipped_config(12, 4));
+}
+
+TEST_CASE("frames taken while a search is in flight give the alerts of batches run one at a time",
+          "[engine]") {
+  // The daemon starts a batch, takes frames while the search runs and
+  // finishes it later; those frames belong to the next batch.
+  require_same_alerts(run_shipped_config(12, 2),
+                      run_shipped_config(12, 2, /*frames_in_flight=*/3));
 }
