@@ -5,7 +5,8 @@
 // Drives the real pipeline::Engine with N synthetic W1 wearers
 // (sensors/synthetic.h, synthetic from gaitpdb; the W1 configuration of
 // e2e_bench, bench/w1_workload.h) for T simulated 100-ms ticks: every tick,
-// one 10-sample frame per wearer through Engine::on_frame, then
+// one 10-sample frame per wearer through Engine::on_frame (or on_frames in
+// bunches of --frames-at-once, as the daemon takes them), then
 // Engine::run_batch, as the daemon's pipeline thread does. No sockets, no
 // clock waits: it runs as fast as the host allows.
 //
@@ -181,6 +182,7 @@ struct Options {
   int warmup_ticks = 20;
   int distinct = 2;
   int threads = 0;
+  int frames_at_once = 1;
   std::string patterns = "random-walk";
   double threshold = 0;
   int min_dims = 0;
@@ -238,6 +240,8 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
   std::vector<double> on_frame_cpu, assembly_cpu, phase2_cpu;  // thread CPU ms
   std::uint64_t alerts = 0, distinct_slices = 0;
   std::uint64_t digest = 1469598103934665603ull;  // FNV-1a over the alerts' JSON
+  std::vector<gw::pipeline::Engine::ArrivedFrame> refs;
+  std::vector<char> accepted;
   for (int tick = 0; tick < options.ticks; ++tick) {
     const std::size_t length = streams[0].size() / kW1Channels;
     for (int d = 0; d < distinct; ++d) {
@@ -261,8 +265,20 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
       f.values = tick_values[static_cast<std::size_t>(w % distinct)];
     }
     const Stamp t0 = stamp();
-    for (const auto& f : frames)
-      if (!engine.on_frame(f, sim_now - 0.05)) throw gw::Error("engine_host_bench: frame refused");
+    if (options.frames_at_once <= 1) {
+      for (const auto& f : frames)
+        if (!engine.on_frame(f, sim_now - 0.05)) throw gw::Error("engine_host_bench: frame refused");
+    } else {
+      const auto bunch = static_cast<std::size_t>(options.frames_at_once);
+      for (std::size_t first = 0; first < frames.size(); first += bunch) {
+        refs.clear();
+        for (std::size_t i = first; i < std::min(frames.size(), first + bunch); ++i)
+          refs.push_back({&frames[i], sim_now - 0.05});
+        engine.on_frames(refs, accepted);
+        if (std::count(accepted.begin(), accepted.end(), 0) > 0)
+          throw gw::Error("engine_host_bench: frame refused");
+      }
+    }
     const Stamp t0_end = stamp();
     const std::uint64_t searched_before = engine.counters().batches;
     const Stamp t1 = stamp();
@@ -298,6 +314,8 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
   line["wearers"] = wearers;
   line["distinct_streams"] = distinct;
   line["ticks_measured"] = on_frame_ms.size();
+  line["frames_at_once"] = options.frames_at_once;
+  line["threads"] = options.threads;
   line["patterns"] = options.patterns;
   line["on_frame_ms"] = mean(on_frame_ms);
   line["assembly_ms"] = mean(assembly_ms);
@@ -347,6 +365,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--threads", options.threads,
                  "search.threads: CPU search threads and the engine's host workers (0 = all cores)");
+  app.add_option("--frames-at-once", options.frames_at_once,
+                 "frames per Engine::on_frames call, as the daemon takes them off its queue "
+                 "(1 = Engine::on_frame per frame)")
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--patterns", options.patterns, "random-walk | synthetic")
       ->check(CLI::IsMember({"random-walk", "synthetic"}));
   app.add_option("--threshold", options.threshold, "per-dim DTW threshold (default: the source's)");

@@ -7,6 +7,7 @@
 // false and pop_for() drains what is left, then returns false.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -80,13 +81,15 @@ class BoundedQueue {
     return item;
   }
 
-  // Moves every queued item into `out` without waiting; returns how many.
-  std::size_t drain(std::vector<T>& out) {
+  // Moves the oldest queued items, at most `max_items`, into `out` (appends)
+  // without waiting; returns how many.
+  std::size_t drain(std::vector<T>& out, std::size_t max_items = SIZE_MAX) {
     std::lock_guard<std::mutex> lock(mu_);
-    std::size_t n = items_.size();
-    for (auto& item : items_) out.push_back(std::move(item));
-    items_.clear();
-    not_full_.notify_all();
+    const std::size_t n = std::min(items_.size(), max_items);
+    const auto end = items_.begin() + static_cast<std::ptrdiff_t>(n);
+    for (auto it = items_.begin(); it != end; ++it) out.push_back(std::move(*it));
+    items_.erase(items_.begin(), end);
+    if (n > 0) not_full_.notify_all();
     return n;
   }
 

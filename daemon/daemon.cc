@@ -476,9 +476,22 @@ class Daemon {
       begin_tick();
       end_tick(final);
     };
-    auto take = [&](ReceivedFrame& f) {
-      newest_arrival = std::max(newest_arrival, f.arrival_s);
-      if (p.engine.on_frame(f.frame, f.arrival_s)) p.jobs.on_frame(f.frame, f.zone, f.arrival_s);
+    // Frames are taken off the queue in bunches (up to kFramesPerTurn, so
+    // that ticks and the search in flight are still looked at every few ms)
+    // and appended on the engine's pool.
+    constexpr std::size_t kFramesPerTurn = 1024;
+    std::vector<ReceivedFrame> arrived;
+    std::vector<pipeline::Engine::ArrivedFrame> arrived_refs;
+    std::vector<char> accepted;
+    auto take_all = [&](const std::vector<ReceivedFrame>& frames) {
+      arrived_refs.clear();
+      for (const ReceivedFrame& f : frames) {
+        newest_arrival = std::max(newest_arrival, f.arrival_s);
+        arrived_refs.push_back({&f.frame, f.arrival_s});
+      }
+      p.engine.on_frames(arrived_refs, accepted);
+      for (std::size_t i = 0; i < frames.size(); ++i)
+        if (accepted[i]) p.jobs.on_frame(frames[i].frame, frames[i].zone, frames[i].arrival_s);
     };
     // GW_DAEMON_SERIAL_BATCH (any value): each tick's batch ends before the
     // next frame is taken, as before overlapping; for A/B measurements.
@@ -491,7 +504,10 @@ class Daemon {
       const auto popped = Clock::now();
       auto frame_done = popped;
       if (frame) {
-        take(*frame);
+        arrived.clear();
+        arrived.push_back(std::move(*frame));
+        p.queue.drain(arrived, kFramesPerTurn - 1);
+        take_all(arrived);
         frame_done = Clock::now();
       }
       const double tick_before = pipeline_seconds_.batch + pipeline_seconds_.after_batch;
@@ -526,7 +542,7 @@ class Daemon {
     std::vector<ReceivedFrame> rest;
     p.queue.close();
     p.queue.drain(rest);
-    for (auto& f : rest) take(f);
+    take_all(rest);
     // Under overload_policy defer a batch may leave streams for the next
     // one; the drain searches until nothing is pending (each batch takes at
     // least one stream, so this ends).

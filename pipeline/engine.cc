@@ -72,18 +72,20 @@ Engine::Stream& Engine::stream_for(const sensors::Frame& frame,
   return it->second;
 }
 
-bool Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
+Engine::Stream* Engine::admit_frame(const sensors::Frame& frame) {
   const config::DeviceProfile* profile = config_.device_by_id(frame.device_id);
   if (!profile) {
     ++counters_.frames_unknown_device;
-    return false;
+    return nullptr;
   }
   if (profile->kind != frame.kind || profile->channels.size() != frame.channels) {
     ++counters_.frames_profile_mismatch;
-    return false;
+    return nullptr;
   }
-  Stream& stream = stream_for(frame, *profile);
-  const FrameVerdict verdict = stream.state.apply(frame, arrival_s);
+  return &stream_for(frame, *profile);
+}
+
+bool Engine::count_verdict(const sensors::Frame& frame, FrameVerdict verdict, double arrival_s) {
   if (verdict == FrameVerdict::kOutOfOrder) {
     ++counters_.frames_out_of_order;
     return false;
@@ -92,6 +94,53 @@ bool Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
   counters_.samples += frame.samples;
   if (frame_observer_) frame_observer_(frame, verdict, arrival_s);
   return true;
+}
+
+bool Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
+  Stream* stream = admit_frame(frame);
+  return stream && count_verdict(frame, stream->state.apply(frame, arrival_s), arrival_s);
+}
+
+void Engine::on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char>& accepted) {
+  accepted.assign(frames.size(), 0);
+  // Below this, waking the pool costs more than the appends (~2 us each).
+  constexpr std::size_t kFramesForPool = 32;
+  if (frames.size() < kFramesForPool || host_pool_->size() == 1) {
+    for (std::size_t i = 0; i < frames.size(); ++i)
+      accepted[i] = on_frame(*frames[i].frame, frames[i].arrival_s);
+    return;
+  }
+  // In order on this thread: admission and new streams.
+  frame_streams_.resize(frames.size());
+  frames_by_stream_.clear();
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    frame_streams_[i] = admit_frame(*frames[i].frame);
+    if (frame_streams_[i]) frames_by_stream_.push_back(i);
+  }
+  // One stream's frames stay in arrival order, on one worker.
+  std::stable_sort(frames_by_stream_.begin(), frames_by_stream_.end(),
+                   [&](std::size_t a, std::size_t b) {
+                     return std::less<const Stream*>()(frame_streams_[a], frame_streams_[b]);
+                   });
+  stream_runs_.clear();
+  for (std::size_t begin = 0, end = 0; begin < frames_by_stream_.size(); begin = end) {
+    end = begin + 1;
+    while (end < frames_by_stream_.size() &&
+           frame_streams_[frames_by_stream_[end]] == frame_streams_[frames_by_stream_[begin]])
+      ++end;
+    stream_runs_.emplace_back(begin, end);
+  }
+  frame_verdicts_.resize(frames.size());
+  for_each_stream_item(stream_runs_.size(), [&](std::size_t r, int) {
+    for (std::size_t k = stream_runs_[r].first; k < stream_runs_[r].second; ++k) {
+      const std::size_t i = frames_by_stream_[k];
+      frame_verdicts_[i] = frame_streams_[i]->state.apply(*frames[i].frame, frames[i].arrival_s);
+    }
+  });
+  // In order on this thread: counters and the observer.
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    if (frame_streams_[i])
+      accepted[i] = count_verdict(*frames[i].frame, frame_verdicts_[i], frames[i].arrival_s);
 }
 
 std::vector<StreamClock> Engine::stream_clocks() const {

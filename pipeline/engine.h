@@ -90,6 +90,18 @@ class Engine {
   // whether it was accepted (false: counted under its drop reason).
   bool on_frame(const sensors::Frame& frame, double arrival_s);
 
+  // on_frame for many frames at once, as the daemon takes them off its
+  // queue: the same verdicts, counters, new streams and observer calls (in
+  // `frames` order) as on_frame on each in turn, but different streams'
+  // frames are appended on the engine's pool. accepted[i] = what
+  // on_frame(frames[i]) would have returned. May be called while a batch is
+  // in flight (the pool is idle then).
+  struct ArrivedFrame {
+    const sensors::Frame* frame;
+    double arrival_s;
+  };
+  void on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char>& accepted);
+
   // Called from on_frame() for every frame accepted into its stream, with
   // the stream's verdict (the raw-stream history records through it). Runs
   // on the engine's thread; must not block for long. Empty = none.
@@ -189,6 +201,11 @@ class Engine {
   // searches batch_ again.
   void search_again_on_cpu(const std::exception& error);
   Stream& stream_for(const sensors::Frame& frame, const config::DeviceProfile& profile);
+  // on_frame's steps around the append: the frame's stream, or null when its
+  // device or profile refuses it (counted); then the verdict's counters and
+  // the observer. Returns on_frame's result.
+  Stream* admit_frame(const sensors::Frame& frame);
+  bool count_verdict(const sensors::Frame& frame, FrameVerdict verdict, double arrival_s);
 
   config::Config config_;
   std::unique_ptr<kernels::SearchBackend> backend_;
@@ -220,6 +237,12 @@ class Engine {
   int deadline_ms_ = 250;
   EngineCounters counters_;
   FrameObserver frame_observer_;
+  // on_frames' scratch: each frame's stream (null: refused), the admitted
+  // frames grouped by stream and their verdicts.
+  std::vector<Stream*> frame_streams_;
+  std::vector<std::size_t> frames_by_stream_;
+  std::vector<std::pair<std::size_t, std::size_t>> stream_runs_;  // [begin, end) of frames_by_stream_
+  std::vector<FrameVerdict> frame_verdicts_;
   // The batch between begin_batch and finish_batch. Last member: a search
   // still running when the engine goes is waited for (std::future from
   // std::async) before the members it uses are destroyed.

@@ -27,6 +27,20 @@ TEST_CASE("drop_oldest keeps the newest items and counts the rest", "[queue]") {
   CHECK(out == std::vector<int>{4, 5});
 }
 
+TEST_CASE("drain with a limit takes the oldest items, appends, and frees room", "[queue]") {
+  BoundedQueue<int> q(4, OverflowPolicy::kDropNewest);
+  for (int i = 1; i <= 4; ++i) CHECK(q.push(i));
+  std::vector<int> out{0};
+  CHECK(q.drain(out, 3) == 3);
+  CHECK(out == std::vector<int>{0, 1, 2, 3});
+  CHECK(q.size() == 1);
+  CHECK(q.push(5));
+  CHECK(q.drain(out, 10) == 2);
+  CHECK(out == std::vector<int>{0, 1, 2, 3, 4, 5});
+  CHECK(q.drain(out, 10) == 0);
+  CHECK(q.dropped() == 0);
+}
+
 TEST_CASE("block waits for room and loses nothing", "[queue]") {
   BoundedQueue<int> q(1, OverflowPolicy::kBlock);
   std::thread producer([&] {

@@ -420,15 +420,16 @@ patterns:
 
 namespace {
 
-// The shipped config's patterns (transformed views included) over the real
-// Daphnet recording, `wearers` wearers from staggered starts, frames of 8
-// samples, a batch after every wearer's 6th frame; the engine's host work on
-// `host_threads` workers. With `frames_in_flight` > 0 each batch is started
-// (start_batch) and only finished after that many more rounds of every
-// wearer's frames, as the daemon takes frames while a search runs.
-std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_in_flight = 0) {
+// The shipped config, its engine's host work on `host_threads` workers.
+gw::config::Config shipped_config(int host_threads) {
   gw::config::Config config = gw::config::load_config(std::string(GW_CONFIG_DIR) + "/gaitwatch.yaml");
   config.search.threads = host_threads;
+  return config;
+}
+
+// Frames of 8 samples of the Daphnet recording for wearers 1..`wearers`
+// (device 1), from staggered starts: [wearer - 1][frame].
+std::vector<std::vector<gw::sensors::Frame>> daphnet_wearer_frames(int wearers) {
   static const gw::sensors::Recording recording =
       gw::sensors::read_daphnet(std::string(GW_DATA_DIR) + "/daphnet/S02R01.txt");
   std::vector<std::vector<gw::sensors::Frame>> frames;
@@ -438,6 +439,18 @@ std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_
         recording, static_cast<std::uint32_t>(w + 1), 1, gw::sensors::DeviceKind::kGeneric, 8,
         begin, begin + 1600, /*int16=*/false));
   }
+  return frames;
+}
+
+// The shipped config's patterns (transformed views included) over the real
+// Daphnet recording, `wearers` wearers from staggered starts, frames of 8
+// samples, a batch after every wearer's 6th frame; the engine's host work on
+// `host_threads` workers. With `frames_in_flight` > 0 each batch is started
+// (start_batch) and only finished after that many more rounds of every
+// wearer's frames, as the daemon takes frames while a search runs.
+std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_in_flight = 0) {
+  const gw::config::Config config = shipped_config(host_threads);
+  const auto frames = daphnet_wearer_frames(wearers);
   Engine engine(config, gw::kernels::make_cpu_backend(2));
   std::vector<Alert> alerts;
   const auto now = [] { return 1.0; };
@@ -495,4 +508,81 @@ TEST_CASE("frames taken while a search is in flight give the alerts of batches r
   // finishes it later; those frames belong to the next batch.
   require_same_alerts(run_shipped_config(12, 2),
                       run_shipped_config(12, 2, /*frames_in_flight=*/3));
+}
+
+TEST_CASE("frames taken in bunches give what frames taken one at a time give", "[engine]") {
+  // The daemon hands the engine every frame it takes off its queue in one
+  // call (on_frames), and the engine appends different streams' frames on
+  // its pool. Bunches of 4 rounds of 12 wearers, so that each stream has
+  // several frames in one bunch; among them duplicates (out of order), a
+  // skipped frame (a gap), unknown devices and profile mismatches.
+  const gw::config::Config config = shipped_config(2);
+  constexpr int kWearers = 12;
+  const auto by_wearer = daphnet_wearer_frames(kWearers);
+  std::vector<std::vector<gw::sensors::Frame>> bunches;
+  for (std::size_t round = 0; round < by_wearer[0].size(); ++round) {
+    if (round % 4 == 0) bunches.emplace_back();
+    for (int w = 0; w < kWearers; ++w) {
+      const gw::sensors::Frame& f = by_wearer[static_cast<std::size_t>(w)][round];
+      if (w == 3 && round == 50) continue;  // a gap in wearer 4's stream
+      bunches.back().push_back(f);
+      if (w == 5 && round % 7 == 0) bunches.back().push_back(f);  // a duplicate
+    }
+    if (round % 9 == 0) {
+      gw::sensors::Frame unknown = by_wearer[0][round];
+      unknown.device_id = 77;
+      bunches.back().push_back(unknown);
+      gw::sensors::Frame mismatch = by_wearer[1][round];
+      mismatch.kind = gw::sensors::DeviceKind::kAccelerometer3;
+      bunches.back().push_back(mismatch);
+    }
+  }
+  REQUIRE(bunches[1].size() >= 48);
+
+  struct Run {
+    std::vector<char> accepted;
+    std::vector<std::tuple<std::uint32_t, std::uint32_t, int>> observed;  // wearer, sequence, verdict
+    std::vector<Alert> alerts;
+    gw::pipeline::EngineCounters counters;
+  };
+  const auto run = [&](bool in_bunches) {
+    Run r;
+    Engine engine(config, gw::kernels::make_cpu_backend(2));
+    engine.set_frame_observer([&](const gw::sensors::Frame& f, gw::pipeline::FrameVerdict v, double) {
+      r.observed.emplace_back(f.wearer_id, f.sequence, static_cast<int>(v));
+    });
+    const auto now = [] { return 1.0; };
+    for (const auto& bunch : bunches) {
+      if (in_bunches) {
+        std::vector<Engine::ArrivedFrame> refs;
+        for (const auto& f : bunch) refs.push_back({&f, 0.5});
+        std::vector<char> accepted;
+        engine.on_frames(refs, accepted);
+        r.accepted.insert(r.accepted.end(), accepted.begin(), accepted.end());
+      } else {
+        for (const auto& f : bunch) r.accepted.push_back(engine.on_frame(f, 0.5));
+      }
+      for (auto& a : engine.run_batch(now)) r.alerts.push_back(std::move(a));
+    }
+    r.counters = engine.counters();
+    return r;
+  };
+  const Run one = run(false);
+  const Run bunched = run(true);
+  CHECK(bunched.accepted == one.accepted);
+  CHECK(bunched.observed == one.observed);
+  const auto& a = one.counters;
+  const auto& b = bunched.counters;
+  CHECK(a.frames_out_of_order > 0);
+  CHECK(a.frames_unknown_device > 0);
+  CHECK(a.frames_profile_mismatch > 0);
+  CHECK(a.gaps == 1);
+  CHECK(b.frames_accepted == a.frames_accepted);
+  CHECK(b.frames_out_of_order == a.frames_out_of_order);
+  CHECK(b.frames_unknown_device == a.frames_unknown_device);
+  CHECK(b.frames_profile_mismatch == a.frames_profile_mismatch);
+  CHECK(b.gaps == a.gaps);
+  CHECK(b.samples == a.samples);
+  CHECK(b.streams == a.streams);
+  require_same_alerts(one.alerts, bunched.alerts);
 }
