@@ -86,6 +86,7 @@ class BoundedQueue {
   std::size_t drain(std::vector<T>& out, std::size_t max_items = SIZE_MAX) {
     std::lock_guard<std::mutex> lock(mu_);
     const std::size_t n = std::min(items_.size(), max_items);
+    out.reserve(out.size() + n);  // the moves below cannot throw then
     const auto end = items_.begin() + static_cast<std::ptrdiff_t>(n);
     for (auto it = items_.begin(); it != end; ++it) out.push_back(std::move(*it));
     items_.erase(items_.begin(), end);

@@ -152,12 +152,12 @@ class TableJobs {
                                      std::vector<pipeline::Alert> candidates) {
     if (!dedup_) return candidates;
     try {
-      return pipeline::admit_new_alerts(*dedup_, engine.stream_clocks(), candidates);
+      return pipeline::admit_new_alerts(*dedup_, engine.batch_stream_clocks(), candidates);
     } catch (const std::exception& e) {
       ++table_failures_;
       spdlog::error("dedup table failed ({}); continuing on a new CPU table", e.what());
       dedup_ = pipeline::make_alert_deduplicator(cpu_config(), nullptr);
-      return pipeline::admit_new_alerts(*dedup_, engine.stream_clocks(), std::move(candidates));
+      return pipeline::admit_new_alerts(*dedup_, engine.batch_stream_clocks(), std::move(candidates));
     }
   }
 
@@ -438,11 +438,15 @@ class Daemon {
     // A tick starts a batch; the search runs on the engine's thread while
     // this one goes on taking frames, and the tick ends (phase 2, alerts out)
     // when the search is done, or at the next tick at the latest.
+    // GW_DAEMON_SERIAL_BATCH (any value): each tick's batch runs whole on
+    // this thread before the next frame is taken (run_batch's way), as before
+    // overlapping; for A/B measurements.
+    const bool overlap_search = std::getenv("GW_DAEMON_SERIAL_BATCH") == nullptr;
     auto begin_tick = [&] {
       apply_pending_reload(p.engine);
       if (history_) history_->flush_idle(unix_now());
       const auto started = Clock::now();
-      p.engine.start_batch(unix_now);
+      p.engine.start_batch(unix_now, overlap_search ? std::launch::async : std::launch::deferred);
       pipeline_seconds_.batch += seconds_between(started, Clock::now());
     };
     auto end_tick = [&](bool final) {
@@ -493,12 +497,10 @@ class Daemon {
       for (std::size_t i = 0; i < frames.size(); ++i)
         if (accepted[i]) p.jobs.on_frame(frames[i].frame, frames[i].zone, frames[i].arrival_s);
     };
-    // GW_DAEMON_SERIAL_BATCH (any value): each tick's batch ends before the
-    // next frame is taken, as before overlapping; for A/B measurements.
-    const bool overlap_search = std::getenv("GW_DAEMON_SERIAL_BATCH") == nullptr;
     auto turn_start = Clock::now();
     while (!stopping_) {
-      // While a search runs, its end is polled every millisecond.
+      // While a search runs, the loop comes round at least every millisecond
+      // (after each bunch of frames) to see whether it is done.
       const auto longest_wait = std::chrono::milliseconds(p.engine.batch_in_flight() ? 1 : 50);
       auto frame = p.queue.pop_for(std::min(next_tick - turn_start, Clock::duration(longest_wait)));
       const auto popped = Clock::now();

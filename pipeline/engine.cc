@@ -104,8 +104,10 @@ bool Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
 void Engine::on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char>& accepted) {
   accepted.assign(frames.size(), 0);
   // Below this, waking the pool costs more than the appends (~2 us each).
+  // While the CPU backend searches, its own pool has the cores.
   constexpr std::size_t kFramesForPool = 32;
-  if (frames.size() < kFramesForPool || host_pool_->size() == 1) {
+  const bool cpu_search_running = flight_.active && backend_name_.rfind("cpu", 0) == 0;
+  if (frames.size() < kFramesForPool || host_pool_->size() == 1 || cpu_search_running) {
     for (std::size_t i = 0; i < frames.size(); ++i)
       accepted[i] = on_frame(*frames[i].frame, frames[i].arrival_s);
     return;
@@ -254,6 +256,13 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
   Stream& stream = *slice_owners_[s].stream;
   const kernels::StreamSlice& slice = batch_.streams[s];
   const std::int64_t searched_until = slice.first_index + slice.length;
+  // An end among the slice's new samples has its times copied at the start;
+  // older ends (a tracker's late decision) are read from the ring.
+  const auto sample_times = [&](std::int64_t end) -> std::pair<double, double> {
+    if (end >= slice.first_new && end < searched_until)
+      return slice_times_[slice_owners_[s].times_at + static_cast<std::size_t>(end - slice.first_new)];
+    return {stream.state.device_time_s(end), stream.state.arrival_s(end)};
+  };
   // The backend sorts matches by slice, then kernel pattern.
   const auto by_slice = [](const kernels::Match& m, std::size_t slice_index) {
     return m.slice < slice_index;
@@ -288,7 +297,8 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
       a.kind = pattern.config.kind;
       a.severity = pattern.config.severity;
       a.end_index = end;
-      a.t_end = stream.state.device_time_s(end);
+      const auto [device_time, arrival] = sample_times(end);
+      a.t_end = device_time;
       std::int64_t first_start = end;
       for (const auto& e : combination.edges) first_start = std::min(first_start, e.start);
       a.t_start = a.t_end - static_cast<double>(end - first_start) / stream.sample_rate_hz;
@@ -297,19 +307,15 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
       a.pattern_dims = static_cast<int>(pattern.home_channel.size());
       for (const auto& e : combination.edges)
         a.dims.push_back({e.pattern_dim, e.stream_dim, e.distance, e.end});
-      out.completing_arrival.push_back(stream.state.arrival_s(end));
+      out.completing_arrival.push_back(arrival);
       out.alerts.push_back(std::move(a));
     }
   }
 }
 
 std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
-  if (!begin_batch(now, std::launch::deferred)) return {};
+  if (!start_batch(now, std::launch::deferred)) return {};
   return finish_batch(now);
-}
-
-bool Engine::start_batch(const std::function<double()>& now) {
-  return begin_batch(now, std::launch::async);
 }
 
 bool Engine::search_done() const {
@@ -317,7 +323,7 @@ bool Engine::search_done() const {
          flight_.search.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
-bool Engine::begin_batch(const std::function<double()>& now, std::launch launch) {
+bool Engine::start_batch(const std::function<double()>& now, std::launch search_on) {
   if (flight_.active) throw Error("engine: a batch was started while another is in flight");
   const double batch_start = now();
   // Every stream with unsearched window ends: its work (window end x dim
@@ -346,6 +352,7 @@ bool Engine::begin_batch(const std::function<double()>& now, std::launch launch)
   }
   counters_.pending_windows = 0;
   if (due.empty()) return false;
+  batch_clocks_ = stream_clocks();
 
   // Soft deadlines: when the cost model predicts that searching everything
   // would finish after the most urgent stream's deadline, apply the policy.
@@ -412,7 +419,7 @@ bool Engine::begin_batch(const std::function<double()>& now, std::launch launch)
   kernels::SearchBatch& batch = batch_;
   batch.streams.clear();
   slice_owners_.clear();
-  flight_.searched.clear();
+  slice_times_.clear();
   flight_.newest_arrival = 0;
   flight_.searched_work = 0;
   std::size_t data_size = 0;
@@ -421,15 +428,24 @@ bool Engine::begin_batch(const std::function<double()>& now, std::launch launch)
     for (std::size_t v = 0; v < library_.views.size(); ++v) {
       if (library_.views[v].device != stream.device || view_dropped[v]) continue;
       if (!plan_view_slice(stream, due[i].key, v, data_size)) continue;
-      slice_owners_.push_back({&stream, v});
+      const kernels::StreamSlice& slice = batch.streams.back();
+      slice_owners_.push_back({&stream, v, slice_times_.size()});
+      for (std::int64_t k = slice.first_new; k < slice.first_index + slice.length; ++k)
+        slice_times_.emplace_back(stream.state.device_time_s(k), stream.state.arrival_s(k));
       flight_.searched_work += due[i].view_work[v];
     }
-    // A stream whose due views were all dropped is marked searched too.
-    flight_.searched.push_back({&stream, stream.state.next_index()});
+    // A stream whose due views were all dropped is marked searched too. Now,
+    // not when the batch finishes: samples it takes meanwhile and loses to
+    // the ring before a batch searched them are overruns; these are not.
+    stream.state.mark_searched(stream.state.next_index());
     clear_pending(stream);
     flight_.newest_arrival =
         std::max(flight_.newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
   }
+  // The accounting adds up while the batch is in flight too (stats go out
+  // meanwhile): what it searches counts as searched from its start.
+  counters_.searched_windows += static_cast<std::uint64_t>(flight_.searched_work);
+  counters_.pending_windows = static_cast<std::uint64_t>(pending_work);
   // Not cleared first: every value is overwritten, and a resize within the
   // last batch's size costs no zero-fill.
   batch.data.resize(data_size);
@@ -438,19 +454,19 @@ bool Engine::begin_batch(const std::function<double()>& now, std::launch launch)
                     scratch_[static_cast<std::size_t>(worker)]);
   });
 
-  flight_.active = true;
   flight_.batch_start = batch_start;
-  flight_.pending_work = pending_work;
   flight_.started = std::chrono::steady_clock::now();
   flight_.search = {};
-  if (batch.streams.empty()) return true;
   // The search task touches batch_, search_result_ and the backend only;
   // `now` is copied, since the caller's function object may not outlive this.
-  flight_.search = std::async(launch, [this, now] {
-    backend_->search_into(batch_, search_result_);
-    flight_.search_end_s = now();
-    flight_.search_ended = std::chrono::steady_clock::now();
-  });
+  // In flight only once the task exists (std::async may throw).
+  if (!batch.streams.empty())
+    flight_.search = std::async(search_on, [this, now] {
+      backend_->search_into(batch_, search_result_);
+      flight_.search_end_s = now();
+      flight_.search_ended = std::chrono::steady_clock::now();
+    });
+  flight_.active = true;
   return true;
 }
 
@@ -458,7 +474,7 @@ std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
   if (!flight_.active) return {};
   flight_.active = false;
   kernels::SearchResult& result = search_result_;
-  auto search_ended = std::chrono::steady_clock::now();
+  auto search_ended = flight_.started;  // no search: no search time
   if (flight_.search.valid()) {
     try {
       flight_.search.get();
@@ -475,8 +491,6 @@ std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
   const auto phase2_started = std::chrono::steady_clock::now();
   ++counters_.batches;
   counters_.windows += result.stats.windows;
-  counters_.searched_windows += static_cast<std::uint64_t>(flight_.searched_work);
-  counters_.pending_windows = static_cast<std::uint64_t>(flight_.pending_work);
   counters_.single_dim_matches += result.matches.size();
 
   // Phase 2 per slice on the host pool (a slice's trackers belong to its
@@ -496,7 +510,6 @@ std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
     completing_arrival.insert(completing_arrival.end(), found.completing_arrival.begin(),
                               found.completing_arrival.end());
   }
-  for (const auto& [stream, until] : flight_.searched) stream->state.mark_searched(until);
 
   const double finished = now();
   for (std::size_t i = 0; i < alerts.size(); ++i) {

@@ -115,17 +115,20 @@ class Engine {
 
   // run_batch in two steps, for a caller that takes frames while the search
   // runs (the daemon): start_batch() does the work before the search (due
-  // streams, soft deadlines, slices) and starts the search on a thread of its
-  // own; it returns false when nothing was due (nothing in flight then).
-  // Until finish_batch(), only on_frame(), search_done(), batch_in_flight()
-  // and the const accessors may be called; frames taken meanwhile belong to
-  // the next batch. finish_batch() waits for the search if need be and
-  // returns what run_batch() would have for the frames taken before the
-  // start ({} when nothing is in flight). A stream's ring must hold its
-  // samples of the batch until then: ingest.ring_capacity_samples minus the
-  // longest pattern is many ticks. Throws gw::Error when a batch is started
-  // while one is in flight.
-  bool start_batch(const std::function<double()>& now);
+  // streams, soft deadlines, slices; the streams are marked searched up to
+  // their newest sample) and starts the search, on a thread of its own with
+  // std::launch::async (`now` is then also called there: it must be safe to
+  // call from another thread) or in finish_batch() on the caller's thread
+  // with std::launch::deferred (= run_batch). It returns false when nothing
+  // was due (nothing in flight then). Until finish_batch(), only on_frame(),
+  // on_frames(), search_done(), batch_in_flight() and the const accessors may
+  // be called; frames taken meanwhile belong to the next batch. finish_batch()
+  // waits for the search if need be and returns what run_batch() would have
+  // returned at the start ({} when nothing is in flight), whatever the frames
+  // taken in between overwrote in the rings. Throws gw::Error when a batch is
+  // started while one is in flight.
+  bool start_batch(const std::function<double()>& now,
+                   std::launch search_on = std::launch::async);
   bool batch_in_flight() const { return flight_.active; }
   bool search_done() const;  // the search in flight (if any) has returned
   std::vector<Alert> finish_batch(const std::function<double()>& now);
@@ -133,6 +136,10 @@ class Engine {
   // The device time of the newest sample of every stream (the clock its
   // alerts' t_start/t_end are on).
   std::vector<StreamClock> stream_clocks() const;
+  // stream_clocks() as it was when the last batch started: what the alerts of
+  // a batch finished later are to be compared with (frames taken while its
+  // search ran are not theirs).
+  const std::vector<StreamClock>& batch_stream_clocks() const { return batch_clocks_; }
 
   const EngineCounters& counters() const { return counters_; }
   // The config in effect (the last reconfigure()'s).
@@ -193,9 +200,6 @@ class Engine {
   // The window ends of `view` the stream has not searched yet: [first, end).
   std::pair<std::int64_t, std::int64_t> unsearched_ends(const Stream& stream,
                                                         std::size_t view) const;
-  // start_batch / run_batch: the search runs with `launch` (async: its own
-  // thread; deferred: in finish_batch, on the caller's thread).
-  bool begin_batch(const std::function<double()>& now, std::launch launch);
   // Called from the handler of the search's `error`: rethrows it for the CPU
   // backend; otherwise switches to the CPU backend (counted, noted) and
   // searches batch_ again.
@@ -217,7 +221,14 @@ class Engine {
   struct SliceOwner {
     Stream* stream;
     std::size_t view;
+    std::size_t times_at;  // its new samples' times in slice_times_
   };
+  // Device time and arrival of every slice's new samples [first_new, end),
+  // copied when the batch starts: frames taken while the search runs may
+  // overwrite those ring slots before phase 2 reads them.
+  std::vector<std::pair<double, double>> slice_times_;
+  // stream_clocks() as of the start of the last batch.
+  std::vector<StreamClock> batch_clocks_;
   std::vector<SliceOwner> slice_owners_;  // per slice of batch_
   std::vector<SliceAlerts> slice_alerts_;  // per slice of batch_; storage reused
   // The batch's host work per stream (slice filling, phase 2) runs on this
@@ -251,8 +262,6 @@ class Engine {
     double batch_start = 0;     // now() at the start
     double newest_arrival = 0;  // of the samples searched
     double searched_work = 0;   // items given to the backend
-    double pending_work = 0;    // items of deferred streams
-    std::vector<std::pair<Stream*, std::int64_t>> searched;  // stream, its next index at the start
     std::chrono::steady_clock::time_point started;  // search start
     // Written by the search task, read after its future is ready.
     double search_end_s = 0;

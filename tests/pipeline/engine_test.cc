@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -241,9 +242,11 @@ void check_accounting(const gw::pipeline::EngineCounters& c) {
 
 // `wearers` wearers each stream the planted shape (different noise), one
 // 10-sample frame per 100 ms tick, on a backend that takes 2 ms + ms_per_window
-// per window; afterwards batches run until nothing is due.
+// per window; afterwards batches run until nothing is due. `on_search_thread`:
+// each batch as the daemon runs it (start_batch, the search on the engine's
+// thread, finish_batch) instead of run_batch.
 LoadRun run_under_load(const gw::config::Config& cfg, int wearers, double ms_per_window,
-                       int fail_on_call = -1) {
+                       int fail_on_call = -1, bool on_search_thread = false) {
   double clock = 0;
   Engine engine(cfg, std::make_unique<SimulatedBackend>(&clock, 2.0, ms_per_window, fail_on_call));
   const auto now = [&clock] { return clock; };
@@ -253,6 +256,13 @@ LoadRun run_under_load(const gw::config::Config& cfg, int wearers, double ms_per
   auto collect = [&](const std::vector<Alert>& alerts) {
     for (const auto& a : alerts) out.alerts.emplace_back(a.pattern, a.wearer, a.end_index);
   };
+  // The simulated backend advances `clock` on the search thread; finish_batch
+  // waits for it before this thread reads the clock again.
+  const auto batch = [&] {
+    if (!on_search_thread) return engine.run_batch(now);
+    engine.start_batch(now);
+    return engine.finish_batch(now);
+  };
   const int ticks = 900 / 10;
   for (int t = 0; t < ticks; ++t) {
     clock = std::max(clock, t * 0.1);
@@ -260,11 +270,11 @@ LoadRun run_under_load(const gw::config::Config& cfg, int wearers, double ms_per
       engine.on_frame(make_frame(data[w], t * 10, 10, static_cast<std::uint32_t>(t),
                                  static_cast<std::uint32_t>(w + 1)),
                       clock);
-    collect(engine.run_batch(now));
+    collect(batch());
     check_accounting(engine.counters());
   }
   for (int extra = 0; extra < 50; ++extra) {
-    collect(engine.run_batch(now));
+    collect(batch());
     check_accounting(engine.counters());
   }
   std::sort(out.alerts.begin(), out.alerts.end());
@@ -383,6 +393,12 @@ TEST_CASE("a failing search backend is replaced by the CPU backend with the same
   CHECK(healthy.backend_after == "cuda:simulated");
   CHECK(failing.alerts == healthy.alerts);
   CHECK(failing.counters.windows == healthy.counters.windows);
+  // The same when the search that fails runs on the engine's search thread.
+  const LoadRun failing_there = run_under_load(fx.config, 3, 0.01, 5, /*on_search_thread=*/true);
+  CHECK(failing_there.counters.backend_failovers == 1);
+  CHECK(failing_there.backend_after.rfind("cpu", 0) == 0);
+  CHECK(failing_there.alerts == healthy.alerts);
+  CHECK(failing_there.counters.windows == healthy.counters.windows);
 }
 
 TEST_CASE("soft deadlines: drop_patterns skips the lowest-severity patterns only",
@@ -451,16 +467,35 @@ std::vector<std::vector<gw::sensors::Frame>> daphnet_wearer_frames(int wearers) 
 std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_in_flight = 0) {
   const gw::config::Config config = shipped_config(host_threads);
   const auto frames = daphnet_wearer_frames(wearers);
-  Engine engine(config, gw::kernels::make_cpu_backend(2));
+  // Named like a GPU backend, so that frames taken during a search are
+  // appended on the engine's pool (with the CPU backend they stay on this
+  // thread); its clock is written by the search and read by nobody.
+  double search_clock = 0;
+  Engine engine(config, std::make_unique<SimulatedBackend>(&search_clock, 0, 0));
   std::vector<Alert> alerts;
   const auto now = [] { return 1.0; };
   const auto keep = [&](std::vector<Alert> batch) {
     for (auto& a : batch) alerts.push_back(std::move(a));
   };
+  // Frames taken while the search runs go in with one on_frames call (as the
+  // daemon takes a bunch off its queue) just before the batch finishes.
+  std::vector<Engine::ArrivedFrame> during_search;
+  const auto take_during_search = [&] {
+    std::vector<char> accepted;
+    engine.on_frames(during_search, accepted);
+    REQUIRE(std::count(accepted.begin(), accepted.end(), 0) == 0);
+    during_search.clear();
+  };
   std::size_t finish_after = frames[0].size();  // no batch in flight
   for (std::size_t f = 0; f < frames[0].size(); ++f) {
-    for (const auto& wearer_frames : frames) REQUIRE(engine.on_frame(wearer_frames[f], 0.5));
+    for (const auto& wearer_frames : frames) {
+      if (engine.batch_in_flight())
+        during_search.push_back({&wearer_frames[f], 0.5});
+      else
+        REQUIRE(engine.on_frame(wearer_frames[f], 0.5));
+    }
     if (f == finish_after) {
+      take_during_search();
       keep(engine.finish_batch(now));
       REQUIRE_FALSE(engine.batch_in_flight());
     }
@@ -474,6 +509,7 @@ std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_
       finish_after = f + static_cast<std::size_t>(frames_in_flight);
     }
   }
+  take_during_search();
   keep(engine.finish_batch(now));
   keep(engine.run_batch(now));
   return alerts;
@@ -585,4 +621,51 @@ TEST_CASE("frames taken in bunches give what frames taken one at a time give", "
   CHECK(b.samples == a.samples);
   CHECK(b.streams == a.streams);
   require_same_alerts(one.alerts, bunched.alerts);
+}
+
+TEST_CASE("a batch finished after its samples left the ring gives the alerts of its start",
+          "[engine]") {
+  // A ring of a window and 30 samples; every 7 frames a batch starts and
+  // 4 frames (40 samples) arrive before it finishes, overwriting ring slots
+  // of samples it searched. Its alerts must still carry their own times.
+  // Seven phases, so that the planted shape ends among the overwritten
+  // samples in one of them.
+  Fixture fx;
+  fx.config.ingest.ring_capacity_samples = kShapeLength + 30;
+  const auto v = stream_with_plant(900, 11);
+  std::size_t alerts_seen = 0;
+  for (int phase = 0; phase < 7; ++phase) {
+    const auto run_phase = [&](bool finish_later) {
+      double search_clock = 0;
+      Engine engine(fx.config, std::make_unique<SimulatedBackend>(&search_clock, 0, 0));
+      const auto now = [] { return 1.0; };
+      std::vector<Alert> alerts;
+      const auto keep = [&](std::vector<Alert> batch) {
+        for (auto& a : batch) alerts.push_back(std::move(a));
+      };
+      for (int i = 0; i < 90; ++i) {
+        REQUIRE(engine.on_frame(make_frame(v, i * 10, 10, static_cast<std::uint32_t>(i)), 0.5));
+        const int at = (i + phase) % 7;
+        if (at == 2) {
+          if (finish_later)
+            engine.start_batch(now);
+          else
+            keep(engine.run_batch(now));
+        }
+        if (at == 6) keep(engine.finish_batch(now));
+      }
+      keep(engine.finish_batch(now));
+      keep(engine.run_batch(now));
+      return alerts;
+    };
+    const auto at_start = run_phase(false);
+    const auto later = run_phase(true);
+    INFO("phase " << phase);
+    alerts_seen += at_start.size();
+    REQUIRE(later.size() == at_start.size());
+    for (std::size_t i = 0; i < at_start.size(); ++i)
+      CHECK(gw::pipeline::alert_to_json(later[i]).dump() ==
+            gw::pipeline::alert_to_json(at_start[i]).dump());
+  }
+  CHECK(alerts_seen > 0);
 }
