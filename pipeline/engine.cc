@@ -256,8 +256,8 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
   Stream& stream = *slice_owners_[s].stream;
   const kernels::StreamSlice& slice = batch_.streams[s];
   const std::int64_t searched_until = slice.first_index + slice.length;
-  // An end among the slice's new samples has its times copied at the start;
-  // older ends (a tracker's late decision) are read from the ring.
+  // Every detection ends among the slice's new samples, whose times were
+  // copied at the start; the ring is read only as a fallback.
   const auto sample_times = [&](std::int64_t end) -> std::pair<double, double> {
     if (end >= slice.first_new && end < searched_until)
       return slice_times_[slice_owners_[s].times_at + static_cast<std::size_t>(end - slice.first_new)];
@@ -351,8 +351,8 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
     due.push_back(std::move(d));
   }
   counters_.pending_windows = 0;
-  if (due.empty()) return false;
   batch_clocks_ = stream_clocks();
+  if (due.empty()) return false;
 
   // Soft deadlines: when the cost model predicts that searching everything
   // would finish after the most urgent stream's deadline, apply the policy.
@@ -419,39 +419,35 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   kernels::SearchBatch& batch = batch_;
   batch.streams.clear();
   slice_owners_.clear();
-  slice_times_.clear();
   flight_.newest_arrival = 0;
   flight_.searched_work = 0;
   std::size_t data_size = 0;
+  std::size_t times_size = 0;
   for (std::size_t i = 0; i < take; ++i) {
     Stream& stream = *due[i].stream;
     for (std::size_t v = 0; v < library_.views.size(); ++v) {
       if (library_.views[v].device != stream.device || view_dropped[v]) continue;
       if (!plan_view_slice(stream, due[i].key, v, data_size)) continue;
       const kernels::StreamSlice& slice = batch.streams.back();
-      slice_owners_.push_back({&stream, v, slice_times_.size()});
-      for (std::int64_t k = slice.first_new; k < slice.first_index + slice.length; ++k)
-        slice_times_.emplace_back(stream.state.device_time_s(k), stream.state.arrival_s(k));
+      slice_owners_.push_back({&stream, v, times_size});
+      times_size += static_cast<std::size_t>(slice.first_index + slice.length - slice.first_new);
       flight_.searched_work += due[i].view_work[v];
     }
-    // A stream whose due views were all dropped is marked searched too. Now,
-    // not when the batch finishes: samples it takes meanwhile and loses to
-    // the ring before a batch searched them are overruns; these are not.
-    stream.state.mark_searched(stream.state.next_index());
-    clear_pending(stream);
     flight_.newest_arrival =
         std::max(flight_.newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
   }
-  // The accounting adds up while the batch is in flight too (stats go out
-  // meanwhile): what it searches counts as searched from its start.
-  counters_.searched_windows += static_cast<std::uint64_t>(flight_.searched_work);
-  counters_.pending_windows = static_cast<std::uint64_t>(pending_work);
   // Not cleared first: every value is overwritten, and a resize within the
   // last batch's size costs no zero-fill.
   batch.data.resize(data_size);
+  slice_times_.resize(times_size);
   for_each_stream_item(batch.streams.size(), [&](std::size_t s, int worker) {
-    fill_view_slice(*slice_owners_[s].stream, slice_owners_[s].view, batch.streams[s],
-                    scratch_[static_cast<std::size_t>(worker)]);
+    const SliceOwner& owner = slice_owners_[s];
+    const kernels::StreamSlice& slice = batch.streams[s];
+    fill_view_slice(*owner.stream, owner.view, slice, scratch_[static_cast<std::size_t>(worker)]);
+    const StreamState& state = owner.stream->state;
+    for (std::int64_t k = slice.first_new; k < slice.first_index + slice.length; ++k)
+      slice_times_[owner.times_at + static_cast<std::size_t>(k - slice.first_new)] = {
+          state.device_time_s(k), state.arrival_s(k)};
   });
 
   flight_.batch_start = batch_start;
@@ -459,13 +455,24 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   flight_.search = {};
   // The search task touches batch_, search_result_ and the backend only;
   // `now` is copied, since the caller's function object may not outlive this.
-  // In flight only once the task exists (std::async may throw).
   if (!batch.streams.empty())
     flight_.search = std::async(search_on, [this, now] {
       backend_->search_into(batch_, search_result_);
       flight_.search_end_s = now();
       flight_.search_ended = std::chrono::steady_clock::now();
     });
+  // Only now that nothing above can throw any more: the taken streams are
+  // marked searched (those whose due views were all dropped too), now and not
+  // when the batch finishes, so that samples taken meanwhile and lost to the
+  // ring before a batch searched them count as overruns and these do not; and
+  // the accounting moves, so that it adds up in stats sent during the search.
+  for (std::size_t i = 0; i < take; ++i) {
+    Stream& stream = *due[i].stream;
+    stream.state.mark_searched(stream.state.next_index());
+    clear_pending(stream);
+  }
+  counters_.searched_windows += static_cast<std::uint64_t>(flight_.searched_work);
+  counters_.pending_windows = static_cast<std::uint64_t>(pending_work);
   flight_.active = true;
   return true;
 }
@@ -480,7 +487,16 @@ std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
       flight_.search.get();
       search_ended = flight_.search_ended;
     } catch (const std::exception& e) {
-      search_again_on_cpu(e);
+      try {
+        search_again_on_cpu(e);
+      } catch (...) {
+        // The CPU backend itself failed (a bug, surfaced): what the batch was
+        // to search is lost, not searched.
+        const auto lost = static_cast<std::uint64_t>(flight_.searched_work);
+        counters_.searched_windows -= lost;
+        counters_.lost_windows += lost;
+        throw;
+      }
       flight_.search_end_s = now();
       search_ended = std::chrono::steady_clock::now();
     }
@@ -495,8 +511,9 @@ std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
 
   // Phase 2 per slice on the host pool (a slice's trackers belong to its
   // stream and view alone); alerts in slice order, whatever the threads.
-  // Frames taken while the search ran are after every slice's end, so what
-  // phase 2 reads of the streams (times of searched samples) is unchanged.
+  // It reads the times of the slices' new samples from slice_times_, not
+  // from the rings: frames taken while the search ran may have overwritten
+  // those slots.
   const std::size_t slices = batch_.streams.size();
   if (slice_alerts_.size() < slices) slice_alerts_.resize(slices);
   for_each_stream_item(slices, [&](std::size_t s, int worker) {

@@ -5,8 +5,9 @@
 //
 // Thread safety: none; one thread owns an Engine (run_batch spreads its
 // per-stream work over the engine's own pool and returns when that is done;
-// between start_batch and finish_batch the search runs on a thread of the
-// engine's own and touches only the batch, its result and the backend).
+// between start_batch and finish_batch the search runs, on a thread of its
+// own unless deferred, and touches only the batch, its result and the
+// backend).
 // Clock: `now` is passed in (an Env-like seam so tests control time).
 #pragma once
 
@@ -130,7 +131,9 @@ class Engine {
   bool start_batch(const std::function<double()>& now,
                    std::launch search_on = std::launch::async);
   bool batch_in_flight() const { return flight_.active; }
-  bool search_done() const;  // the search in flight (if any) has returned
+  // The search in flight (if any) has returned; a deferred one runs only in
+  // finish_batch(), so it is never done before.
+  bool search_done() const;
   std::vector<Alert> finish_batch(const std::function<double()>& now);
 
   // The device time of the newest sample of every stream (the clock its
@@ -254,7 +257,7 @@ class Engine {
   std::vector<std::size_t> frames_by_stream_;
   std::vector<std::pair<std::size_t, std::size_t>> stream_runs_;  // [begin, end) of frames_by_stream_
   std::vector<FrameVerdict> frame_verdicts_;
-  // The batch between begin_batch and finish_batch. Last member: a search
+  // The batch between start_batch and finish_batch. Last member: a search
   // still running when the engine goes is waited for (std::future from
   // std::async) before the members it uses are destroyed.
   struct InFlight {

@@ -40,8 +40,8 @@ class StreamState {
   std::int64_t window_floor() const;
   // First window end not yet searched.
   std::int64_t searched_until() const { return searched_until_; }
-  // Never moves back: samples evicted unsearched while a batch was in flight
-  // (counted as overrun) have already moved it past the batch's end.
+  // Never moves back (an eviction of unsearched samples, counted as overrun,
+  // may have moved it further already).
   void mark_searched(std::int64_t until) { searched_until_ = std::max(searched_until_, until); }
 
   // Copies samples [begin, end) sample-major into `out` (appends). Both must

@@ -261,6 +261,7 @@ LoadRun run_under_load(const gw::config::Config& cfg, int wearers, double ms_per
   const auto batch = [&] {
     if (!on_search_thread) return engine.run_batch(now);
     engine.start_batch(now);
+    check_accounting(engine.counters());  // adds up during the search too
     return engine.finish_batch(now);
   };
   const int ticks = 900 / 10;
@@ -638,13 +639,13 @@ TEST_CASE("a batch finished after its samples left the ring gives the alerts of 
     const auto run_phase = [&](bool finish_later) {
       double search_clock = 0;
       Engine engine(fx.config, std::make_unique<SimulatedBackend>(&search_clock, 0, 0));
-      const auto now = [] { return 1.0; };
+      const auto now = [] { return 10.0; };  // latency_ms from each alert's own arrival
       std::vector<Alert> alerts;
       const auto keep = [&](std::vector<Alert> batch) {
         for (auto& a : batch) alerts.push_back(std::move(a));
       };
       for (int i = 0; i < 90; ++i) {
-        REQUIRE(engine.on_frame(make_frame(v, i * 10, 10, static_cast<std::uint32_t>(i)), 0.5));
+        REQUIRE(engine.on_frame(make_frame(v, i * 10, 10, static_cast<std::uint32_t>(i)), 0.1 * i));
         const int at = (i + phase) % 7;
         if (at == 2) {
           if (finish_later)
