@@ -64,7 +64,8 @@ struct EngineCounters {
   // skipped before a batch took it: its samples left the ring or a gap/restart
   // moved the stream's window floor; a reload also moves what was pending
   // here) or pending_windows (deferred and still due: a gauge). So
-  // due = searched + shed + dropped + lost + pending after every batch.
+  // due = searched + shed + dropped + lost + pending at every moment
+  // (a batch's items count as searched from its start).
   std::uint64_t due_windows = 0;
   std::uint64_t searched_windows = 0;
   std::uint64_t lost_windows = 0;
