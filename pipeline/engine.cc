@@ -147,13 +147,18 @@ void Engine::on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char
 
 std::vector<StreamClock> Engine::stream_clocks() const {
   std::vector<StreamClock> clocks;
+  collect_stream_clocks(clocks);
+  return clocks;
+}
+
+void Engine::collect_stream_clocks(std::vector<StreamClock>& clocks) const {
+  clocks.clear();
   clocks.reserve(streams_.size());
   for (const auto& [key, stream] : streams_) {
     const std::int64_t newest = stream.state.next_index() - 1;
     if (newest < stream.state.oldest_retained()) continue;  // no sample yet
     clocks.push_back({stream.wearer, stream.device, stream.state.device_time_s(newest)});
   }
-  return clocks;
 }
 
 std::pair<std::int64_t, std::int64_t> Engine::unsearched_ends(const Stream& stream,
@@ -351,7 +356,7 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
     due.push_back(std::move(d));
   }
   counters_.pending_windows = 0;
-  batch_clocks_ = stream_clocks();
+  collect_stream_clocks(batch_clocks_);  // its storage reused
   if (due.empty()) return false;
 
   // Soft deadlines: when the cost model predicts that searching everything

@@ -209,6 +209,8 @@ class Engine {
   // searches batch_ again.
   void search_again_on_cpu(const std::exception& error);
   Stream& stream_for(const sensors::Frame& frame, const config::DeviceProfile& profile);
+  // stream_clocks() into `clocks` (replaced; its storage reused).
+  void collect_stream_clocks(std::vector<StreamClock>& clocks) const;
   // on_frame's steps around the append: the frame's stream, or null when its
   // device or profile refuses it (counted); then the verdict's counters and
   // the observer. Returns on_frame's result.

@@ -4,7 +4,6 @@
 // Thread safety: none; owned by the pipeline thread.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -40,9 +39,7 @@ class StreamState {
   std::int64_t window_floor() const;
   // First window end not yet searched.
   std::int64_t searched_until() const { return searched_until_; }
-  // Never moves back (an eviction of unsearched samples, counted as overrun,
-  // may have moved it further already).
-  void mark_searched(std::int64_t until) { searched_until_ = std::max(searched_until_, until); }
+  void mark_searched(std::int64_t until) { searched_until_ = until; }
 
   // Copies samples [begin, end) sample-major into `out` (appends). Both must
   // lie within [oldest_retained(), next_index()).

@@ -94,7 +94,7 @@ nlohmann::json OfflineRun::run(
   const auto clock = [] { return 0.0; };
   const auto search = [&] {
     std::vector<pipeline::Alert> alerts = engine.run_batch(clock);
-    on_alerts(dedup ? pipeline::admit_new_alerts(*dedup, engine.stream_clocks(), std::move(alerts))
+    on_alerts(dedup ? pipeline::admit_new_alerts(*dedup, engine.batch_stream_clocks(), std::move(alerts))
                     : std::move(alerts));
   };
   for (std::size_t i = 0; i < frames.size(); ++i) {
