@@ -115,6 +115,7 @@ struct Options {
   std::string transport = "tcp";
   std::string format = "int16";
   int sender_threads = 0;
+  int ingest_threads = 0;  // ingest.threads; 0: by wearer count
   std::string patterns = "random-walk";
   int tick_ms = 100;     // search.tick_ms
   int commit_ms = 50;    // storage.commit_interval_ms
@@ -195,6 +196,15 @@ struct Ports {
   int udp = 0, tcp = 0, publish = 0, control = 0, metrics = 0;
 };
 
+// Load generator threads for N wearers, each with its own connection; the
+// daemon gets as many ingest threads (ingest.threads) unless told.
+int default_sender_threads(int wearers) {
+  // One thread keeps up with a few thousand frames/s (it mostly encodes:
+  // int16 conversion and CRC of ~5 KB); more threads only for large N.
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::clamp(wearers / 1500 + 1, 1, std::max(1, hw / 4));
+}
+
 // The W1 daemon configuration of one run.
 std::string w1_config(const Options& options, int wearers, const gw::bench::W1PatternSet& set,
                       const fs::path& templates, const fs::path& run_dir, const Ports& ports) {
@@ -208,6 +218,7 @@ std::string w1_config(const Options& options, int wearers, const gw::bench::W1Pa
 ingest:
   udp: {{bind: 127.0.0.1, port: {udp}}}
   tcp: {{bind: 127.0.0.1, port: {tcp}}}
+  threads: {ingest_threads}
   queue_capacity: {queue}
   queue_overflow: drop_newest
   ring_capacity_samples: 1024
@@ -219,6 +230,10 @@ search:
   overload_policy: {policy}
 )",
       fmt::arg("udp", ports.udp), fmt::arg("tcp", ports.tcp), fmt::arg("queue", queue),
+      fmt::arg("ingest_threads", options.ingest_threads > 0 ? options.ingest_threads
+                                 : options.sender_threads > 0
+                                     ? options.sender_threads
+                                     : default_sender_threads(wearers)),
       fmt::arg("backend", options.backend), fmt::arg("threads", options.threads),
       fmt::arg("tick", options.tick_ms), fmt::arg("policy", options.policy),
       fmt::arg("deadline", static_cast<int>(kDeadlineMs)));
@@ -538,12 +553,6 @@ SenderStats send_frames(const Options& options, const WearerPool& pool, int max_
   return stats;
 }
 
-int default_sender_threads(int wearers) {
-  // One thread keeps up with a few thousand frames/s (it mostly encodes:
-  // int16 conversion and CRC of ~5 KB); more threads only for large N.
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::clamp(wearers / 1500 + 1, 1, std::max(1, hw / 4));
-}
 
 // The sender threads of one run, from `start` to `end`, up to max_wearers.
 class Senders {
@@ -1545,6 +1554,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"int16", "float32"}));
   app.add_option("--sender-threads", options.sender_threads,
                  "load generator threads (0: by wearer count)");
+  app.add_option("--ingest-threads", options.ingest_threads,
+                 "the daemon's ingest.threads (0: one per sender thread, i.e. per connection)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--patterns", options.patterns, "random-walk (search_bench's library) | synthetic")
       ->check(CLI::IsMember({"random-walk", "synthetic"}));
   app.add_option("--tick-ms", options.tick_ms, "the daemon's search.tick_ms (default 100)")

@@ -721,12 +721,13 @@ void read_allowed_devices(const MapReader& map, const std::string& base_dir,
 
 void read_ingest(const MapReader& root, const std::string& base_dir, IngestConfig& ingest) {
   const MapReader map(root.value("ingest"), "ingest",
-                      {"udp", "tcp", "max_frame_bytes", "queue_capacity", "queue_overflow",
-                       "ring_capacity_samples", "allowed_devices"},
+                      {"udp", "tcp", "threads", "max_frame_bytes", "queue_capacity",
+                       "queue_overflow", "ring_capacity_samples", "allowed_devices"},
                       root.issues());
   read_allowed_devices(map, base_dir, ingest);
   read_listen(map, "udp", ingest.udp);
   read_listen(map, "tcp", ingest.tcp);
+  read_int(map, "threads", 1, 64, ingest.threads);
   // The smallest useful frame carries one float32 sample.
   read_int(map, "max_frame_bytes",
            static_cast<std::int64_t>(sensors::kFrameHeaderBytes + sensors::kFrameCrcBytes + 4),

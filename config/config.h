@@ -56,6 +56,9 @@ struct IngestConfig {
   ListenConfig udp{"127.0.0.1", 7700};
   ListenConfig tcp{"127.0.0.1", 7701};
   std::size_t max_frame_bytes = 65507;
+  // Threads reading TCP connections (each connection on one). 1: the
+  // daemon's I/O thread, which also serves UDP, metrics and signals.
+  int threads = 1;
   std::size_t queue_capacity = 8192;         // decoded frames between ingest and pipeline
   std::string queue_overflow = "drop_newest"; // block | drop_oldest | drop_newest
   std::size_t ring_capacity_samples = 8192;   // per stream; must exceed max pattern length + samples per tick

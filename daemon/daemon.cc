@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "common/thread_name.h"
 #include "config/config.h"
 #include "daemon/commands.h"
 #include "daemon/control.h"
@@ -108,7 +109,7 @@ bool restart_sections_differ(const config::Config& a, const config::Config& b) {
                  a.devices[i].status.left_load == b.devices[i].status.left_load &&
                  a.devices[i].status.right_load == b.devices[i].status.right_load;
   return !devices_eq || !listen_eq(a.ingest.udp, b.ingest.udp) ||
-         !listen_eq(a.ingest.tcp, b.ingest.tcp) ||
+         !listen_eq(a.ingest.tcp, b.ingest.tcp) || a.ingest.threads != b.ingest.threads ||
          a.ingest.queue_capacity != b.ingest.queue_capacity ||
          a.ingest.queue_overflow != b.ingest.queue_overflow ||
          a.ingest.max_frame_bytes != b.ingest.max_frame_bytes ||
@@ -357,7 +358,10 @@ class Daemon {
 
     const auto watchdog = watchdog_ping_interval(config_.daemon.watchdog_s);
     Pipeline parts{engine, jobs, sink, queue, tasks, counters};
-    std::thread pipeline_thread([&] { pipeline_loop(parts, watchdog); });
+    std::thread pipeline_thread([&] {
+      set_thread_name("gw-pipeline");
+      pipeline_loop(parts, watchdog);
+    });
     notify_ready("ready; backend " + engine.backend_name());
     spdlog::info("gaitwatchd ready (config {})", config_path_);
 

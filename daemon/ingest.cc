@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "common/thread_name.h"
 
 namespace gw::daemon {
 
@@ -52,44 +54,65 @@ nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
           {"queue_high_water", queue.high_water()}};
 }
 
-// One TCP connection: read a 4-byte length, then that many bytes, repeat.
+// One TCP connection: length-prefixed frames (u32 little-endian length, then
+// that many bytes), read in as large pieces as the socket has ready and
+// taken apart in place, so that a busy connection costs one read per many
+// frames rather than two per frame. All of a session's handlers run on its
+// socket's io_context (the owner's, or one ingest thread's).
 struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
-  TcpSession(Ingest& owner, tcp::socket socket, const Address& sender, int zone)
-      : owner(owner), socket(std::move(socket)), sender(sender), zone(zone) {}
+  // The buffer starts small (thousands of devices may each hold a
+  // connection), grows to hold a whole frame when one is larger, and
+  // doubles up to kBusyBytes while reads keep filling it.
+  static constexpr std::size_t kInitialBytes = 16 * 1024;
+  static constexpr std::size_t kBusyBytes = 256 * 1024;
 
-  void read_length() {
+  TcpSession(Ingest& owner, tcp::socket socket, const Address& sender, int zone)
+      : owner(owner), socket(std::move(socket)), sender(sender), zone(zone),
+        buffer(kInitialBytes) {}
+
+  void read() {
     auto self = shared_from_this();
-    asio::async_read(socket, asio::buffer(length_bytes),
-                     [self](const boost::system::error_code& ec, std::size_t) {
-                       if (ec) return;
-                       const std::uint32_t length = std::uint32_t(self->length_bytes[0]) |
-                                                    std::uint32_t(self->length_bytes[1]) << 8 |
-                                                    std::uint32_t(self->length_bytes[2]) << 16 |
-                                                    std::uint32_t(self->length_bytes[3]) << 24;
-                       if (length == 0 || length > self->owner.config_.ingest.max_frame_bytes) {
-                         // The stream cannot be resynchronised after a bad length: close it.
-                         ++self->owner.counters_.tcp_bad_length;
-                         spdlog::warn("tcp ingest: bad frame length {} from {}; closing", length,
-                                      self->peer());
-                         boost::system::error_code ignored;
-                         self->socket.close(ignored);
-                         return;
-                       }
-                       self->body.resize(length);
-                       self->read_body();
-                     });
+    socket.async_read_some(asio::buffer(buffer.data() + filled, buffer.size() - filled),
+                           [self](const boost::system::error_code& ec, std::size_t n) {
+                             if (ec) return;
+                             const bool was_full = self->filled + n == self->buffer.size();
+                             self->filled += n;
+                             if (!self->take_frames()) return;  // closed: bad length
+                             if (was_full && self->buffer.size() < kBusyBytes)
+                               self->buffer.resize(std::min(kBusyBytes, self->buffer.size() * 2));
+                             self->read();
+                           });
   }
 
-  void read_body() {
-    auto self = shared_from_this();
-    asio::async_read(socket, asio::buffer(body),
-                     [self](const boost::system::error_code& ec, std::size_t) {
-                       if (ec) return;
-                       ++self->owner.counters_.tcp_frames;
-                       self->owner.handle_frame(self->body.data(), self->body.size(),
-                                                self->sender, self->zone);
-                       self->read_length();
-                     });
+  // Hands every complete frame in the buffer to the owner and keeps the
+  // incomplete rest at its start. False when the connection was closed.
+  bool take_frames() {
+    std::size_t at = 0;
+    while (filled - at >= 4) {
+      const std::uint8_t* p = buffer.data() + at;
+      const std::uint32_t length = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 |
+                                   std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
+      if (length == 0 || length > owner.config_.ingest.max_frame_bytes) {
+        // The stream cannot be resynchronised after a bad length: close it.
+        ++owner.counters_.tcp_bad_length;
+        spdlog::warn("tcp ingest: bad frame length {} from {}; closing", length, peer());
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        return false;
+      }
+      if (filled - at - 4 < length) {
+        if (4 + std::size_t{length} > buffer.size()) buffer.resize(4 + std::size_t{length});
+        break;
+      }
+      ++owner.counters_.tcp_frames;
+      owner.handle_frame(p + 4, length, sender, zone);
+      at += 4 + std::size_t{length};
+    }
+    if (at > 0) {
+      std::memmove(buffer.data(), buffer.data() + at, filled - at);
+      filled -= at;
+    }
+    return true;
   }
 
   std::string peer() const {
@@ -102,8 +125,27 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   tcp::socket socket;
   Address sender;
   int zone;
-  std::array<std::uint8_t, 4> length_bytes{};
-  std::vector<std::uint8_t> body;
+  std::vector<std::uint8_t> buffer;
+  std::size_t filled = 0;  // bytes of buffer holding data not taken yet
+};
+
+// An ingest thread of its own (ingest.threads > 1): an io_context kept
+// running until stop(), for the TCP sessions given to it.
+struct Ingest::Worker {
+  asio::io_context io{1};
+  asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
+  std::thread thread{[this] {
+    set_thread_name("gw-ingest");
+    io.run();
+  }};
+  // ~Ingest joins after stop(); this is for a constructor that throws.
+  ~Worker() {
+    guard.reset();
+    if (thread.joinable()) {
+      io.stop();
+      thread.join();
+    }
+  }
 };
 
 Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& queue)
@@ -131,6 +173,8 @@ Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& q
       tcp::endpoint ep(asio::ip::make_address(config.ingest.tcp.bind),
                        static_cast<unsigned short>(config.ingest.tcp.port));
       acceptor_ = std::make_unique<tcp::acceptor>(io_, ep, /*reuse_address=*/true);
+      for (int t = 0; config.ingest.threads > 1 && t < config.ingest.threads; ++t)
+        workers_.push_back(std::make_unique<Worker>());
       accept_tcp();
     }
   } catch (const boost::system::system_error& e) {
@@ -138,15 +182,29 @@ Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& q
   }
 }
 
-Ingest::~Ingest() { stop(); }
+Ingest::~Ingest() {
+  stop();
+  for (auto& worker : workers_) worker->thread.join();
+}
 
 void Ingest::stop() {
   boost::system::error_code ignored;
   if (udp_) udp_->close(ignored);
   if (acceptor_) acceptor_->close(ignored);
-  for (auto& weak : sessions_)
-    if (auto session = weak.lock()) session->socket.close(ignored);
-  sessions_.clear();
+  std::vector<std::weak_ptr<TcpSession>> sessions;
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    sessions.swap(sessions_);
+  }
+  // A socket is closed on its own io_context's thread (asio sockets are not
+  // thread-safe); a worker's run() then returns once its sessions are gone.
+  for (auto& weak : sessions)
+    if (auto session = weak.lock())
+      asio::post(session->socket.get_executor(), [session] {
+        boost::system::error_code ignored_there;
+        session->socket.close(ignored_there);
+      });
+  for (auto& worker : workers_) worker->guard.reset();
 }
 
 std::uint16_t Ingest::udp_port() const { return udp_ ? udp_->local_endpoint().port() : 0; }
@@ -173,7 +231,10 @@ void Ingest::receive_udp() {
 }
 
 void Ingest::accept_tcp() {
-  acceptor_->async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+  // Connections go to the ingest threads in turn (or stay on io_).
+  asio::io_context& home =
+      workers_.empty() ? io_ : workers_[next_worker_++ % workers_.size()]->io;
+  acceptor_->async_accept(home, [this](const boost::system::error_code& ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
     if (!ec) {
       ++counters_.tcp_connections;
@@ -183,11 +244,15 @@ void Ingest::accept_tcp() {
       const Address sender = peer_error ? Address{} : address_bytes(peer.address());
       const int zone = peer_error ? 0 : zone_of(sender);
       auto session = std::make_shared<TcpSession>(*this, std::move(socket), sender, zone);
-      sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
-                                     [](const auto& w) { return w.expired(); }),
-                      sessions_.end());
-      sessions_.push_back(session);
-      session->read_length();
+      {
+        std::lock_guard<std::mutex> lock(sessions_mu_);
+        sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
+                                       [](const auto& w) { return w.expired(); }),
+                        sessions_.end());
+        sessions_.push_back(session);
+      }
+      // Its first read starts on its own thread.
+      asio::post(session->socket.get_executor(), [session] { session->read(); });
     }
     accept_tcp();
   });

@@ -9,17 +9,25 @@
 // entry has a key, the frame's MAC are checked before the profile, and every
 // refusal is counted by reason.
 //
-// Thread safety: start()/stop() from the thread that owns the io_context's
-// run loop or before it runs; counters() from any thread.
+// Threads: UDP, accepting and (by default) the TCP connections run on the
+// io_context given to the constructor. With ingest.threads = N > 1 the TCP
+// connections are spread over N threads of the Ingest's own, each connection
+// on one (frames of one connection stay in order); they run from
+// construction until stop() and are joined by the destructor.
+// Thread safety: stop() from the thread that runs the given io_context or
+// before it runs; counters() from any thread.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
@@ -71,11 +79,12 @@ class Ingest {
 
  private:
   struct TcpSession;
+  struct Worker;
   void receive_udp();
   void accept_tcp();
   using Address = std::array<std::uint8_t, 16>;  // config::AddressRange's form
   // Decodes, admits, validates against the profiles and queues one frame
-  // from `sender`, received in `zone`.
+  // from `sender`, received in `zone`. Called from every ingest thread.
   void handle_frame(const std::uint8_t* data, std::size_t size, const Address& sender, int zone);
   // Admission by ingest.allowed_devices; false = refused (counted).
   bool admit(const std::uint8_t* data, std::size_t size, const sensors::Frame& frame,
@@ -98,7 +107,10 @@ class Ingest {
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   std::vector<std::uint8_t> udp_buffer_;
   boost::asio::ip::udp::endpoint udp_sender_;
+  std::mutex sessions_mu_;  // sessions_: the accept handler and stop()
   std::vector<std::weak_ptr<TcpSession>> sessions_;
+  std::vector<std::unique_ptr<Worker>> workers_;  // empty: sessions on io_
+  std::size_t next_worker_ = 0;                   // accept handler only
 };
 
 }  // namespace gw::daemon

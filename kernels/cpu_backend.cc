@@ -70,6 +70,10 @@ void validate(const SearchBatch& batch) {
       throw Error("search batch: slice " + std::to_string(s) +
                   " does not fit the batch data (use SearchBatch::add_slice)");
     }
+    // This backend keeps no history (held_samples() is 0): every sample travels.
+    if (slice.omitted != 0)
+      throw Error("search batch: slice " + std::to_string(s) + " omits " +
+                  std::to_string(slice.omitted) + " samples the CPU backend does not hold");
   }
 }
 
@@ -77,7 +81,7 @@ class CpuBackend : public SearchBackend {
  public:
   CpuBackend(int threads, PruningOptions pruning)
       : pruning_(pruning),
-        pool_(threads),
+        pool_(threads, "gw-cpu-search"),
         searchers_(pool_.size()),
         envelope_scratch_(pool_.size()) {}
 

@@ -209,6 +209,7 @@ struct SpringPattern {
 
 class CudaBackend final : public SearchBackend {
   struct StagedUpload;
+  struct StreamHistory;
 
  public:
   CudaBackend(int device, PruningOptions pruning) : device_(device), pruning_(pruning) {
@@ -389,6 +390,17 @@ class CudaBackend final : public SearchBackend {
 
   // Stages `next` (host plan, pinned copy, host->device copy on copy_stream_)
   // while another thread runs search_into() of the batch before it.
+  int held_samples(const StreamSlice& slice) const override {
+    std::lock_guard<std::mutex> lock(stage_mutex_);
+    // A prepared batch not searched yet has moved the histories on.
+    for (const StagedUpload& slot : staged_)
+      if (slot.batch != nullptr) return 0;
+    if (slice.stream_key == 0) return 0;
+    const auto it = histories_.find(slice.stream_key);
+    if (it == histories_.end() || !history_continues(it->second, slice)) return 0;
+    return static_cast<int>(slice.first_new - slice.first_index);
+  }
+
   void prepare(const SearchBatch& next) override {
     check(cudaSetDevice(device_), "cudaSetDevice");
     std::lock_guard<std::mutex> lock(stage_mutex_);
@@ -408,8 +420,8 @@ class CudaBackend final : public SearchBackend {
 
     // Batch data: only samples the device does not hold yet travel (see
     // StreamHistory); the device assembles the slices from rings + upload.
-    const std::size_t n_data = batch.data.size();
     StagedUpload& staged = take_staged(batch);
+    const std::size_t n_data = staged.device_size;
     check(cudaStreamWaitEvent(stream_, staged.copied, 0), "wait for the upload");
     const std::vector<SliceView>& slices = staged.slices;
     const int rows = staged.rows;
@@ -814,38 +826,59 @@ class CudaBackend final : public SearchBackend {
     slot.slices.clear();
     slot.uploads.clear();
     slot.rows = 0;
-    const std::size_t n_data = batch.data.size();
+    // A batch refused here leaves no history half-advanced: every stream
+    // starts over (uploads whole slices) in the next batch.
+    const auto refuse = [&](const std::string& why) {
+      slot.batch = nullptr;
+      histories_.clear();
+      throw Error("CUDA backend: " + why);
+    };
+    const std::size_t n_host = batch.data.size();
+    std::size_t n_device = 0;  // the assembled slices: every sample of every slice
     std::size_t n_upload = 0;
     std::unordered_map<std::uint64_t, bool> seen;
-    for (const StreamSlice& s : batch.streams) {
-      if (s.offset + static_cast<std::size_t>(s.dims) * s.length > n_data) {
-        slot.batch = nullptr;
-        throw Error("CUDA backend: a slice does not fit the batch data");
-      }
-      SliceView view{static_cast<long long>(s.offset), s.first_index, s.dims, s.length, slot.rows};
+    for (std::size_t i = 0; i < batch.streams.size(); ++i) {
+      const StreamSlice& s = batch.streams[i];
+      if (s.dims < 0 || s.length < 0 || s.omitted < 0 || s.omitted > s.length ||
+          s.offset > n_host || n_host - s.offset < s.data_size())
+        refuse("slice " + std::to_string(i) + " does not fit the batch data");
+      SliceView view{static_cast<long long>(n_device), s.first_index, s.dims, s.length, slot.rows};
       view.first_new = static_cast<int>(
           std::clamp<std::int64_t>(s.first_new - s.first_index, 0, s.length));
       const auto profile = profile_slots_.find(s.profile);
       view.profile_slot = profile == profile_slots_.end() ? -1 : profile->second;
       slot.slices.push_back(view);
       slot.rows += s.dims;
+      n_device += static_cast<std::size_t>(s.dims) * s.length;
       SliceUpload up;
       const bool once = s.stream_key != 0 && seen.emplace(s.stream_key, true).second;
+      if (s.omitted > 0 && (!once || s.omitted > view.first_new ||
+                            !history_continues(history_of(s.stream_key), s)))
+        refuse("slice " + std::to_string(i) + " omits " + std::to_string(s.omitted) +
+               " samples the device does not hold");
       if (once) plan_history(s, &up);
       up.staging_offset = static_cast<long long>(n_upload);
       n_upload += static_cast<std::size_t>(s.dims) * (s.length - up.from);
       slot.uploads.push_back(up);
     }
+    slot.device_size = n_device;
     float* staging = slot.staging.reserve(std::max<std::size_t>(n_upload, 1));
     const std::vector<SliceUpload>& uploads = slot.uploads;
     parallel_ranges(batch.streams.size(), 256, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         const StreamSlice& s = batch.streams[i];
-        const int count = s.length - uploads[i].from;
+        const int from = uploads[i].from;  // >= s.omitted
+        const int count = s.length - from;
+        const int stride = s.length - s.omitted;
+        const float* source = batch.data.data() + s.offset + (from - s.omitted);
+        float* target = staging + uploads[i].staging_offset;
+        if (count == stride) {  // the slice's host data is exactly what travels
+          std::memcpy(target, source, s.data_size() * sizeof(float));
+          continue;
+        }
         for (int d = 0; d < s.dims; ++d)
-          std::memcpy(staging + uploads[i].staging_offset + static_cast<std::size_t>(d) * count,
-                      batch.data.data() + s.offset + static_cast<std::size_t>(d) * s.length +
-                          uploads[i].from,
+          std::memcpy(target + static_cast<std::size_t>(d) * count,
+                      source + static_cast<std::size_t>(d) * stride,
                       static_cast<std::size_t>(count) * sizeof(float));
       }
     });
@@ -855,6 +888,24 @@ class CudaBackend final : public SearchBackend {
           "data upload");
     check(cudaEventRecord(slot.copied, stream), "cudaEventRecord");
     return slot;
+  }
+
+  // The ring of `key`, or an empty one (holds nothing) when it has none.
+  const StreamHistory& history_of(std::uint64_t key) const {
+    static const StreamHistory none;
+    const auto it = histories_.find(key);
+    return it == histories_.end() ? none : it->second;
+  }
+
+  // Whether `h` holds the samples of `s` before its first new one: the ring
+  // fits the slice and continues only where the slice's new samples start
+  // right after what it holds (the rule streaming uses too). Samples before
+  // first_new were sent before and are taken from the ring; a slice that
+  // resends other values for old indices starts over.
+  static bool history_continues(const StreamHistory& h, const StreamSlice& s) {
+    const std::int64_t end = s.first_index + s.length;
+    return h.dims == s.dims && h.capacity >= s.length && h.next >= 0 && s.first_new == h.next &&
+           h.first <= s.first_index && h.next <= end;
   }
 
   void plan_history(const StreamSlice& s, SliceUpload* up) {
@@ -869,12 +920,7 @@ class CudaBackend final : public SearchBackend {
       h.first = h.next = -1;
     }
     const std::int64_t end = s.first_index + s.length;
-    // The ring continues only where the slice's new samples start right after
-    // what it holds (the rule streaming uses too): samples before first_new
-    // were sent before and are taken from the ring; a slice that resends
-    // other values for old indices starts over.
-    const bool continues = h.next >= 0 && s.first_new == h.next && h.first <= s.first_index &&
-                           h.next <= end;
+    const bool continues = history_continues(h, s);
     up->from = continues ? static_cast<int>(h.next - s.first_index) : 0;
     up->ring = h.ring.get();
     up->ring_capacity = h.capacity;
@@ -934,13 +980,15 @@ class CudaBackend final : public SearchBackend {
     std::vector<SliceView> slices;
     std::vector<SliceUpload> uploads;
     int rows = 0;
+    std::size_t device_size = 0;  // values of the assembled slices
     PinnedBuffer<float> staging;
     DeviceBuffer<float> device;
     cudaEvent_t copied = nullptr;  // recorded after the copy to `device`
   };
   StagedUpload staged_[2];
   int staged_next_ = 0;
-  std::mutex stage_mutex_;  // staged_, histories_: prepare() runs beside search_into()
+  // staged_, histories_: prepare() runs beside search_into().
+  mutable std::mutex stage_mutex_;
   cudaStream_t copy_stream_ = nullptr;
   DeviceBuffer<unsigned long long> match_count_, candidate_count_;
   DeviceBuffer<DeviceStats> stats_;

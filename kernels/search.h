@@ -74,6 +74,16 @@ struct StreamSlice {
   // the state continues when first_new is the sample after the last one
   // searched, and restarts at first_new otherwise (new stream, gap).
   std::uint64_t stream_key = 0;
+  // Leading samples of the slice left out of the batch data because the
+  // backend already holds them (SearchBackend::held_samples); 0 = every
+  // sample present. Sample s >= omitted of dim d is at
+  // data[offset + d * (length - omitted) + s - omitted]. At most
+  // first_new - first_index: new samples always travel.
+  int omitted = 0;
+  // Values of this slice in SearchBatch::data.
+  std::size_t data_size() const {
+    return static_cast<std::size_t>(dims) * static_cast<std::size_t>(length - omitted);
+  }
 };
 
 struct SearchBatch {
@@ -162,6 +172,20 @@ class SearchBackend {
   // allocation of that size costs page faults every batch.
   virtual void search_into(const SearchBatch& batch, SearchResult& result) {
     result = search(batch);
+  }
+  // Resident history (optional). A backend that keeps every stream's latest
+  // samples between batches (by stream_key, in the order its batches were
+  // searched) returns how many leading samples of a planned `slice` (its
+  // shape and stream_key; offset and data are not read) it already holds
+  // from earlier batches, so the caller may leave them out
+  // (StreamSlice::omitted). The default holds nothing (0). The answer stays
+  // true until the next search_into() or prepare(), which must come from the
+  // same thread; held samples must have the values they had when they
+  // travelled. A batch that omits samples the backend does not hold makes
+  // search() throw gw::Error.
+  virtual int held_samples(const StreamSlice& slice) const {
+    (void)slice;
+    return 0;
   }
   // Optional pipelining: starts moving `next`'s data toward the device (the
   // CUDA backend: host staging and the host->device copy on a second stream)

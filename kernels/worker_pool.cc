@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/thread_name.h"
+
 namespace gw::kernels {
 
 int worker_count(int threads) {
@@ -9,11 +11,14 @@ int worker_count(int threads) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-WorkerPool::WorkerPool(int threads) {
+WorkerPool::WorkerPool(int threads, const std::string& name) {
   const int helper_count = std::max(threads, 1) - 1;
   helpers_.reserve(helper_count);
   for (int worker = 1; worker <= helper_count; ++worker) {
-    helpers_.emplace_back([this, worker] { helper_loop(worker); });
+    helpers_.emplace_back([this, worker, name] {
+      set_thread_name(name);
+      helper_loop(worker);
+    });
   }
 }
 

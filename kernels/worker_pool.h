@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,7 +23,8 @@ int worker_count(int threads);
 // engine are single-caller by contract).
 class WorkerPool {
  public:
-  explicit WorkerPool(int threads);
+  // `name`: the helper threads' name (common/thread_name.h).
+  explicit WorkerPool(int threads, const std::string& name = "gw-pool");
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

@@ -6,6 +6,7 @@
 #include <future>
 
 #include "common/error.h"
+#include "common/thread_name.h"
 #include "kernels/worker_pool.h"
 
 namespace gw::pipeline {
@@ -36,7 +37,7 @@ void Engine::reconfigure(const config::Config& config) {
   }
   const int host_threads = kernels::worker_count(config.search.threads);
   if (!host_pool_ || host_pool_->size() != host_threads)
-    host_pool_ = std::make_unique<kernels::WorkerPool>(host_threads);
+    host_pool_ = std::make_unique<kernels::WorkerPool>(host_threads, "gw-engine");
   scratch_.resize(static_cast<std::size_t>(host_threads));
   by_kernel_.assign(static_cast<std::size_t>(host_threads),
                     std::vector<std::vector<DimCandidate>>(library_.kernel_library->patterns.size()));
@@ -200,7 +201,11 @@ bool Engine::plan_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
   slice.offset = data_size;
   // Streaming-mode state is kept per stream key: one per (stream, view).
   slice.stream_key = view.raw ? key : key | (static_cast<std::uint64_t>(v + 1) << 48);
-  data_size += static_cast<std::size_t>(slice.dims) * static_cast<std::size_t>(slice.length);
+  // A backend that holds the stream's earlier samples (the CUDA backend's
+  // device rings) gets only the new ones: the m - 1 samples of history are
+  // ~93 % of a W1 slice (docs/design.md, "Resident history").
+  slice.omitted = use_held_samples_ ? backend_->held_samples(slice) : 0;
+  data_size += slice.data_size();
   batch_.streams.push_back(slice);
   return true;
 }
@@ -211,10 +216,10 @@ void Engine::fill_view_slice(Stream& stream, std::size_t v, const kernels::Strea
   const StreamState& st = stream.state;
   const std::int64_t first_index = slice.first_index;
   const std::int64_t end = first_index + slice.length;
-  const float* samples = nullptr;
+  const float* samples = nullptr;  // from first_index + slice.omitted on
   scratch.clear();
   if (view.raw) {
-    st.copy(first_index, end, scratch);
+    st.copy(first_index + slice.omitted, end, scratch);
     samples = scratch.data();
   } else {
     ViewCache& cache = stream.views[v];
@@ -233,10 +238,81 @@ void Engine::fill_view_slice(Stream& stream, std::size_t v, const kernels::Strea
                            static_cast<std::ptrdiff_t>(
                                static_cast<std::size_t>(first_index - cache.begin) * out_channels));
     cache.begin = first_index;
-    samples = cache.values.data();
+    samples = cache.values.data() + static_cast<std::size_t>(slice.omitted) * out_channels;
   }
-  kernels::transpose_to_dim_major(samples, slice.length, slice.dims,
+  kernels::transpose_to_dim_major(samples, slice.length - slice.omitted, slice.dims,
                                   batch_.data.data() + slice.offset);
+}
+
+void Engine::restore_omitted_samples() {
+  bool any = false;
+  for (const kernels::StreamSlice& slice : batch_.streams) any = any || slice.omitted > 0;
+  if (!any) return;
+  kernels::SearchBatch& batch = batch_;
+  std::vector<float> present;
+  present.swap(batch.data);
+  std::size_t size = 0;
+  for (const kernels::StreamSlice& slice : batch.streams)
+    size += static_cast<std::size_t>(slice.dims) * static_cast<std::size_t>(slice.length);
+  batch.data.assign(size, 0.0f);
+  std::vector<float>& scratch = scratch_.front();
+  std::size_t offset = 0;
+  for (std::size_t s = 0; s < batch.streams.size(); ++s) {
+    kernels::StreamSlice& slice = batch.streams[s];
+    const SliceOwner& owner = slice_owners_[s];
+    const ChannelView& view = library_.views[owner.view];
+    const StreamState& state = owner.stream->state;
+    const std::size_t present_at = slice.offset;
+    const std::size_t stride = static_cast<std::size_t>(slice.length - slice.omitted);
+    slice.offset = offset;
+    offset += static_cast<std::size_t>(slice.dims) * static_cast<std::size_t>(slice.length);
+    if (slice.omitted == 0) {
+      std::copy_n(present.begin() + static_cast<std::ptrdiff_t>(present_at),
+                  static_cast<std::ptrdiff_t>(slice.data_size()),
+                  batch.data.begin() + static_cast<std::ptrdiff_t>(slice.offset));
+      continue;
+    }
+    const std::int64_t held_end = slice.first_index + slice.omitted;
+    // The omitted samples from where fill_view_slice read the rest: the
+    // view's cache still covers the slice (only batches change it); a raw
+    // ring may have been overwritten by frames taken during the search.
+    const float* held = nullptr;
+    if (view.raw) {
+      if (slice.first_index >= state.oldest_retained()) {
+        scratch.clear();
+        state.copy(slice.first_index, held_end, scratch);
+        held = scratch.data();
+      }
+    } else if (const ViewCache& cache = owner.stream->views[owner.view];
+               cache.begin == slice.first_index && cache.end >= held_end) {
+      held = cache.values.data();
+    }
+    if (!held) {
+      // Not searchable any more: its window ends are lost, not searched.
+      const auto items = static_cast<std::uint64_t>(
+          static_cast<double>(slice.first_index + slice.length - slice.first_new) *
+          work_per_end_[owner.view]);
+      counters_.searched_windows -= items;
+      counters_.lost_windows += items;
+      flight_.searched_work -= static_cast<double>(items);
+      slice.first_new = slice.first_index + slice.length;
+      slice.omitted = 0;
+      continue;
+    }
+    std::vector<float> held_by_dim(static_cast<std::size_t>(slice.dims) *
+                                   static_cast<std::size_t>(slice.omitted));
+    kernels::transpose_to_dim_major(held, slice.omitted, slice.dims, held_by_dim.data());
+    for (int d = 0; d < slice.dims; ++d) {
+      float* row = batch.data.data() + slice.offset +
+                   static_cast<std::size_t>(d) * static_cast<std::size_t>(slice.length);
+      std::copy_n(held_by_dim.begin() + static_cast<std::ptrdiff_t>(d) * slice.omitted,
+                  slice.omitted, row);
+      std::copy_n(present.begin() + static_cast<std::ptrdiff_t>(
+                                        present_at + static_cast<std::size_t>(d) * stride),
+                  static_cast<std::ptrdiff_t>(stride), row + slice.omitted);
+    }
+    slice.omitted = 0;
+  }
 }
 
 void Engine::for_each_stream_item(std::size_t count,
@@ -461,7 +537,8 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   // The search task touches batch_, search_result_ and the backend only;
   // `now` is copied, since the caller's function object may not outlive this.
   if (!batch.streams.empty())
-    flight_.search = std::async(search_on, [this, now] {
+    flight_.search = std::async(search_on, [this, now, search_on] {
+      if (search_on == std::launch::async) set_thread_name("gw-search");
       backend_->search_into(batch_, search_result_);
       flight_.search_end_s = now();
       flight_.search_ended = std::chrono::steady_clock::now();
@@ -574,6 +651,8 @@ void Engine::search_again_on_cpu(const std::exception& error) {
   backend_ = kernels::make_cpu_backend(config_.search.threads);
   backend_->set_library(library_.kernel_library);
   backend_name_ = backend_->name();
+  // The CPU backend holds no history: every sample travels again.
+  restore_omitted_samples();
   backend_->search_into(batch_, search_result_);
 }
 

@@ -11,8 +11,10 @@
 // Clock: `now` is passed in (an Env-like seam so tests control time).
 #pragma once
 
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <map>
@@ -185,8 +187,9 @@ class Engine {
   // ends to search; returns false when it has none.
   bool plan_view_slice(Stream& stream, std::uint64_t key, std::size_t view, std::size_t& data_size);
   // Writes the samples of a planned slice into batch_.data (a transformed
-  // view through the stream's cache). Different slices may be filled at once
-  // from different threads, each with its own `scratch`.
+  // view through the stream's cache), from its first sample not omitted on.
+  // Different slices may be filled at once from different threads, each
+  // with its own `scratch`.
   void fill_view_slice(Stream& stream, std::size_t view, const kernels::StreamSlice& slice,
                        std::vector<float>& scratch);
   // Calls body(i, worker) for every i in [0, count) on the host pool (worker
@@ -208,6 +211,11 @@ class Engine {
   // backend; otherwise switches to the CPU backend (counted, noted) and
   // searches batch_ again.
   void search_again_on_cpu(const std::exception& error);
+  // Puts the samples the last backend held (StreamSlice::omitted) back into
+  // batch_, for a backend that holds none. A raw slice whose omitted samples
+  // have left the ring since the batch started is not searched: its window
+  // ends move from searched_windows to lost_windows.
+  void restore_omitted_samples();
   Stream& stream_for(const sensors::Frame& frame, const config::DeviceProfile& profile);
   // stream_clocks() into `clocks` (replaced; its storage reused).
   void collect_stream_clocks(std::vector<StreamClock>& clocks) const;
@@ -252,6 +260,12 @@ class Engine {
   std::map<std::uint64_t, Stream> streams_;  // key: wearer << 16 | device
   int tick_ms_ = 100;
   int deadline_ms_ = 250;
+  // Slices leave out what the backend holds (held_samples); off with
+  // GW_ENGINE_RESIDENT=0 in the environment, for A/B measurements.
+  const bool use_held_samples_ = [] {
+    const char* v = std::getenv("GW_ENGINE_RESIDENT");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
   EngineCounters counters_;
   FrameObserver frame_observer_;
   // on_frames' scratch: each frame's stream (null: refused), the admitted

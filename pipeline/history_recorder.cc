@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/thread_name.h"
 #include "pipeline/history_store.h"
 
 namespace gw::pipeline {
@@ -68,7 +69,10 @@ struct HistoryRecorder::Impl {
     if (!options.clock) options.clock = system_unix_s;
     if (!options.config_path.empty()) store.set_meta("config_path", options.config_path);
     next_run = store.next_run();
-    writer = std::thread([this] { run_writer(); });
+    writer = std::thread([this] {
+      set_thread_name("gw-history");
+      run_writer();
+    });
   }
 
   // --- pipeline thread ---

@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "common/error.h"
+#include "common/thread_name.h"
 #include "pipeline/store.h"
 
 namespace gw::pipeline {
@@ -82,7 +83,10 @@ struct AlertSink::Impl {
         queue(options.queue_capacity, OverflowPolicy::kBlock) {
     last_seq = store.last_seq();
     if (!options.publish_endpoint.empty()) bind_publisher();
-    writer = std::thread([this] { run(); });
+    writer = std::thread([this] {
+      set_thread_name("gw-sink");
+      run();
+    });
   }
 
   void bind_publisher() {

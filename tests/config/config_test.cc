@@ -285,6 +285,7 @@ TEST_CASE("an empty document gives the defaults", "[config]") {
   CHECK(config.patterns.empty());
   CHECK(config.ingest.udp.port == 7700);
   CHECK(config.ingest.queue_capacity == 8192);
+  CHECK(config.ingest.threads == 1);
   CHECK(config.search.tick_ms == 100);
   CHECK(config.publish.send_hwm == 10000);
   CHECK(config.storage.path == "/base/gaitwatch.db");
@@ -431,6 +432,10 @@ TEST_CASE("out-of-range values name the path, the range and the value", "[config
   SECTION("port") {
     require_single_issue(issues_of(yaml({"ingest:", "  tcp:", "    port: -1"})), "ingest.tcp.port",
                          3, "must be in 0..65535, got -1");
+  }
+  SECTION("ingest threads") {
+    require_single_issue(issues_of(yaml({"ingest:", "  threads: 0"})), "ingest.threads", 2,
+                         "must be in 1..64, got 0");
   }
   SECTION("pattern band, threshold and alpha") {
     const auto issues = issues_of(with_devices({

@@ -24,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/search.h"
 #include "kernels_test_support.h"
 #if defined(GW_HAVE_CUDA_BACKEND)
@@ -500,6 +501,20 @@ TEST_CASE("GPU finds a planted match split across two batches", "[gpu][window][b
   }
 }
 
+// The GPU's matches of `batch` against the CPU's `c`: window patterns by
+// window_differences, the streaming pattern `streaming` bit-identical.
+void require_same_matches(const SearchResult& c, const SearchResult& g, const SearchBatch& batch,
+                          const PatternLibrary& library, std::uint32_t streaming) {
+  require_none(structural_problems(g, batch, library), "GPU structure");
+  require_none(window_differences(c, g, library, false), "window patterns");
+  SearchResult cs, gs;
+  for (const Match& m : c.matches)
+    if (m.pattern == streaming) cs.matches.push_back(m);
+  for (const Match& m : g.matches)
+    if (m.pattern == streaming) gs.matches.push_back(m);
+  require_none(exact_differences(cs, gs), "streaming pattern");
+}
+
 TEST_CASE("GPU skips pairs on stream dims a slice lacks", "[gpu][window][streaming]") {
   auto gpu = gpu_or_skip();
   if (!gpu) return;
@@ -518,67 +533,50 @@ TEST_CASE("GPU skips pairs on stream dims a slice lacks", "[gpu][window][streami
   auto cpu = make_cpu_backend(0);
   cpu->set_library(library);
   gpu->set_library(library);
-  const SearchResult c = cpu->search(batch);
-  const SearchResult g = gpu->search(batch);
-  require_none(structural_problems(g, batch, *library), "GPU structure");
-  require_none(window_differences(c, g, *library, false), "window part");
-  // Streaming matches: both backends' lists restricted to the streaming pattern.
-  SearchResult cs, gs;
-  for (const Match& m : c.matches)
-    if (m.pattern == 1) cs.matches.push_back(m);
-  for (const Match& m : g.matches)
-    if (m.pattern == 1) gs.matches.push_back(m);
-  require_none(exact_differences(cs, gs), "streaming part");
+  require_same_matches(cpu->search(batch), gpu->search(batch), batch, *library, 1);
 }
 
-TEST_CASE("GPU window mode over daemon-shaped ticks with stream keys", "[gpu][window][batches]") {
-  auto gpu = gpu_or_skip();
-  if (!gpu) return;
-  // The daemon's batches: per tick one slice per stream with m-1 samples of
-  // history (m of the longest pattern) and the new samples, stream key =
-  // stream. A backend may keep per-key state between batches (streaming
-  // columns, samples already on the device); this holds it to the CPU over
-  // ticks of different sizes, slices longer than 256 samples, a gap, a key
-  // whose dim count changes, changing slice order and key 0 (no identity).
+// The daemon's batches: per tick one slice per stream with m-1 samples of
+// history (m of the longest pattern) and the new samples, stream key =
+// stream; ticks of different sizes, slices longer than 256 samples, a gap, a
+// key whose dim count changes, changing slice order and key 0 (no identity).
+// Window patterns of three bands and lengths, and one streaming pattern (3).
+struct DaemonTicks {
+  std::shared_ptr<PatternLibrary> library = std::make_shared<PatternLibrary>();
+  std::vector<SearchBatch> batches;
+};
+
+DaemonTicks daemon_shaped_ticks() {
+  DaemonTicks ticks;
   const int total = 2000, history = 127;
   std::vector<std::vector<Series>> data;
   for (int k = 0; k < 6; ++k)
     data.push_back(k == 3 ? daphnet_dims({1, 4, 7}, 40000, total)
                           : random_dims(3, total, 3000 + 10 * k));
   const std::vector<std::uint64_t> keys = {0, 11, 12, 13, 14, 15};
-  auto library = std::make_shared<PatternLibrary>();
+  PatternLibrary& library = *ticks.library;
   const std::vector<Series> q = random_dims(3, 300, 3500);
   auto query = [&](int m, int dims) {
     std::vector<Series> out;
     for (int d = 0; d < dims; ++d) out.push_back(cut(q[d], 40 + d, m));
     return out;
   };
-  library->patterns.push_back(
+  library.patterns.push_back(
       make_pattern(1, query(16, 3), 1, true, kInfinity, kUncapped, neighbour_pairs(3, 3, 1)));
-  library->patterns.push_back(
+  library.patterns.push_back(
       make_pattern(1, query(64, 2), 6, true, kInfinity, kUncapped, neighbour_pairs(2, 3, 1)));
-  library->patterns.push_back(
+  library.patterns.push_back(
       make_pattern(1, query(128, 3), 12, false, 400.0f, kUncapped, neighbour_pairs(3, 3, 0)));
-  library->patterns.push_back(make_pattern(1, query(24, 3), 0, false, kInfinity, kUncapped,
-                                           neighbour_pairs(3, 3, 1), SearchMode::kStreaming));
-  auto cpu = make_cpu_backend(0);
-  cpu->set_library(library);
-  gpu->set_library(library);
-
-  // How batches reach the GPU: searched one by one; each next batch prepared
-  // (uploaded) on a second thread while the current one is searched; or the
-  // same with every fourth preparation made for a copy of the next batch,
-  // which is then not the object searched (the backend must notice).
-  const int feeding = GENERATE(0, 1, 2);
-  INFO("feeding " << (feeding == 0 ? "plain" : feeding == 1 ? "prepared" : "prepared, some stale"));
+  library.patterns.push_back(make_pattern(1, query(24, 3), 0, false, kInfinity, kUncapped,
+                                          neighbour_pairs(3, 3, 1), SearchMode::kStreaming));
   std::vector<int> next(6, 0);
   const std::vector<int> tick_samples = {10, 10, 37, 10, 1, 300, 10, 10, 64, 10, 10, 129, 10, 10};
-  std::vector<SearchBatch> batches(tick_samples.size());
+  ticks.batches.resize(tick_samples.size());
   for (std::size_t t = 0; t < tick_samples.size(); ++t) {
     std::vector<int> order = {0, 1, 2, 3, 4, 5};
     std::rotate(order.begin(), order.begin() + (t % 6), order.end());
     if (t % 2 == 1) std::reverse(order.begin(), order.end());
-    SearchBatch& batch = batches[t];
+    SearchBatch& batch = ticks.batches[t];
     for (int k : order) {
       // A gap on stream 2: 50 samples never arrive; like the daemon, the
       // slice then starts at the first sample after the gap.
@@ -594,29 +592,117 @@ TEST_CASE("GPU window mode over daemon-shaped ticks with stream keys", "[gpu][wi
       next[k] += count;
     }
   }
+  return ticks;
+}
+
+// `batch` without the leading samples of each slice that `backend` says it
+// holds (SearchBackend::held_samples), as the engine sends it.
+SearchBatch omit_held(const SearchBatch& batch, const SearchBackend& backend) {
+  SearchBatch out;
+  out.streams = batch.streams;
+  for (StreamSlice& slice : out.streams) {
+    const StreamSlice& full = batch.streams[static_cast<std::size_t>(&slice - out.streams.data())];
+    slice.omitted = backend.held_samples(slice);
+    slice.offset = out.data.size();
+    for (int d = 0; d < slice.dims; ++d) {
+      const auto row = batch.data.begin() + static_cast<std::ptrdiff_t>(
+                                                full.offset + static_cast<std::size_t>(d) * full.length);
+      out.data.insert(out.data.end(), row + slice.omitted, row + full.length);
+    }
+  }
+  return out;
+}
+
+// One daemon-shaped tick (DaemonTicks: pattern 3 streams) agrees.
+void require_same_daemon_tick(const SearchResult& c, const SearchResult& g,
+                              const SearchBatch& batch, const PatternLibrary& library) {
+  REQUIRE(!c.matches.empty());
+  require_same_matches(c, g, batch, library, 3);
+}
+
+// The daemon's ticks, and both backends on their library; gpu is null
+// (after a WARN saying why) where no GPU can be used.
+struct TickBackends {
+  DaemonTicks ticks = daemon_shaped_ticks();
+  std::unique_ptr<SearchBackend> gpu = gpu_or_skip();
+  std::unique_ptr<SearchBackend> cpu = make_cpu_backend(0);
+  TickBackends() {
+    cpu->set_library(ticks.library);
+    if (gpu) gpu->set_library(ticks.library);
+  }
+};
+
+TEST_CASE("GPU window mode over daemon-shaped ticks with stream keys", "[gpu][window][batches]") {
+  TickBackends backends;
+  if (!backends.gpu) return;
+  // A backend may keep per-key state between batches (streaming columns,
+  // samples already on the device); this holds it to the CPU over the
+  // daemon's ticks.
+  const DaemonTicks& ticks = backends.ticks;
+  SearchBackend& cpu = *backends.cpu;
+  SearchBackend& gpu = *backends.gpu;
+
+  // How batches reach the GPU: searched one by one; each next batch prepared
+  // (uploaded) on a second thread while the current one is searched; or the
+  // same with every fourth preparation made for a copy of the next batch,
+  // which is then not the object searched (the backend must notice).
+  const int feeding = GENERATE(0, 1, 2);
+  INFO("feeding " << (feeding == 0 ? "plain" : feeding == 1 ? "prepared" : "prepared, some stale"));
+  const std::vector<SearchBatch>& batches = ticks.batches;
   for (std::size_t t = 0; t < batches.size(); ++t) {
     const SearchBatch& batch = batches[t];
     INFO("tick " << t);
-    const SearchResult c = cpu->search(batch);
+    const SearchResult c = cpu.search(batch);
     SearchResult g;
     SearchBatch decoy;
     if (feeding == 2 && t % 4 == 1 && t + 1 < batches.size()) decoy = batches[t + 1];
     std::thread preparer;
     if (feeding > 0 && t + 1 < batches.size())
       preparer = std::thread(
-          [&] { gpu->prepare(decoy.streams.empty() ? batches[t + 1] : decoy); });
-    gpu->search_into(batch, g);
+          [&] { gpu.prepare(decoy.streams.empty() ? batches[t + 1] : decoy); });
+    gpu.search_into(batch, g);
     if (preparer.joinable()) preparer.join();
-    REQUIRE(!c.matches.empty());
-    require_none(structural_problems(g, batch, *library), "GPU structure");
-    require_none(window_differences(c, g, *library, false), "window patterns");
-    SearchResult cs, gs;
-    for (const Match& m : c.matches)
-      if (m.pattern == 3) cs.matches.push_back(m);
-    for (const Match& m : g.matches)
-      if (m.pattern == 3) gs.matches.push_back(m);
-    require_none(exact_differences(cs, gs), "streaming pattern");
+    require_same_daemon_tick(c, g, batch, *ticks.library);
   }
+}
+
+TEST_CASE("GPU searches ticks that omit the samples it holds", "[gpu][window][batches][resident]") {
+  TickBackends backends;
+  if (!backends.gpu) return;
+  // The engine leaves out what held_samples() says the device holds; the
+  // GPU must find what the CPU finds in the whole slices. Not held: key 0,
+  // a stream's first tick, the tick after a gap (stream 2, tick 7), a key
+  // whose dims change (stream 5, tick 9), a slice longer than the ring.
+  const DaemonTicks& ticks = backends.ticks;
+  SearchBackend& cpu = *backends.cpu;
+  SearchBackend& gpu = *backends.gpu;
+  std::size_t omitted_slices = 0, whole_slices = 0;
+  for (std::size_t t = 0; t < ticks.batches.size(); ++t) {
+    INFO("tick " << t);
+    const SearchBatch& full = ticks.batches[t];
+    const SearchBatch sparse = omit_held(full, gpu);
+    for (const StreamSlice& slice : sparse.streams) {
+      INFO("key " << slice.stream_key);
+      if (slice.stream_key == 0 || t == 0) CHECK(slice.omitted == 0);
+      (slice.omitted > 0 ? omitted_slices : whole_slices) += 1;
+    }
+    const SearchResult c = cpu.search(full);
+    const SearchResult g = gpu.search(sparse);
+    require_same_daemon_tick(c, g, full, *ticks.library);
+  }
+  CHECK(omitted_slices > 40);
+  CHECK(whole_slices > 14);
+  // A batch that omits samples the device does not hold is refused; the
+  // next batch uploads whole slices and is searched as usual.
+  SearchBatch wrong = ticks.batches[5];
+  for (StreamSlice& slice : wrong.streams)
+    if (slice.stream_key != 0 && slice.first_new > slice.first_index) {
+      slice.omitted = 1;
+      break;
+    }
+  CHECK_THROWS_AS(gpu.search(wrong), Error);
+  const SearchBatch& again = ticks.batches[3];
+  require_same_daemon_tick(cpu.search(again), gpu.search(omit_held(again, gpu)), again, *ticks.library);
 }
 
 TEST_CASE("GPU searches a batch's samples where a stream key earlier sent other values",

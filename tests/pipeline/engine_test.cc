@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <tuple>
@@ -220,6 +221,74 @@ class SimulatedBackend final : public gw::kernels::SearchBackend {
   double* clock_s_;
   double floor_ms_, ms_per_window_;
   int fail_on_call_;
+  int calls_ = 0;
+};
+
+// Holds every stream's samples between batches on the host, as the CUDA
+// backend's device rings do on the GPU: held_samples() answers from what each
+// stream key sent before, and search() puts the omitted samples back before
+// the CPU backend searches. Counts the samples it was spared and those that
+// travelled (into `tally`, which outlives it); throws on a chosen call like
+// a failing device.
+class ResidentHistoryBackend final : public gw::kernels::SearchBackend {
+ public:
+  struct Tally {
+    std::uint64_t omitted = 0, sent = 0;  // sample values
+  };
+  explicit ResidentHistoryBackend(int fail_on_call = -1, Tally* tally = nullptr)
+      : inner_(gw::kernels::make_cpu_backend(2)), fail_on_call_(fail_on_call), tally_(tally) {}
+  std::string name() const override { return "cuda:resident"; }
+  void set_library(std::shared_ptr<const gw::kernels::PatternLibrary> library) override {
+    inner_->set_library(std::move(library));
+  }
+  int held_samples(const gw::kernels::StreamSlice& slice) const override {
+    const auto it = held_.find(slice.stream_key);
+    if (it == held_.end() || !continues(it->second, slice)) return 0;
+    return static_cast<int>(slice.first_new - slice.first_index);
+  }
+  gw::kernels::SearchResult search(const gw::kernels::SearchBatch& batch) override {
+    if (++calls_ == fail_on_call_) throw gw::Error("simulated device lost");
+    gw::kernels::SearchBatch full;
+    for (const gw::kernels::StreamSlice& slice : batch.streams) {
+      const auto dims = static_cast<std::size_t>(slice.dims);
+      std::vector<float> samples(dims * static_cast<std::size_t>(slice.length));
+      History& h = held_[slice.stream_key];
+      const bool held = continues(h, slice);
+      if (slice.omitted > 0 && !held) throw gw::Error("slice omits samples not held");
+      for (int k = 0; k < slice.omitted; ++k)
+        std::copy_n(h.samples.begin() +
+                        static_cast<std::ptrdiff_t>(dims * static_cast<std::size_t>(slice.first_index - h.first + k)),
+                    dims, samples.begin() + static_cast<std::ptrdiff_t>(dims * static_cast<std::size_t>(k)));
+      const int present = slice.length - slice.omitted;
+      for (int k = 0; k < present; ++k)
+        for (std::size_t d = 0; d < dims; ++d)
+          samples[dims * static_cast<std::size_t>(slice.omitted + k) + d] =
+              batch.data[slice.offset + d * static_cast<std::size_t>(present) + static_cast<std::size_t>(k)];
+      full.add_slice(slice.profile, slice.dims, samples.data(), slice.length, slice.first_index,
+                     slice.first_new, slice.stream_key);
+      h = {slice.first_index, slice.first_index + slice.length, slice.dims, std::move(samples)};
+      if (tally_) {
+        tally_->omitted += static_cast<std::uint64_t>(slice.omitted) * dims;
+        tally_->sent += slice.data_size();
+      }
+    }
+    return inner_->search(full);
+  }
+
+ private:
+  struct History {
+    std::int64_t first = -1, next = -1;  // samples [first, next), sample-major
+    int dims = 0;
+    std::vector<float> samples;
+  };
+  static bool continues(const History& h, const gw::kernels::StreamSlice& slice) {
+    return h.next >= 0 && h.dims == slice.dims && h.next == slice.first_new &&
+           h.first <= slice.first_index;
+  }
+  std::unique_ptr<gw::kernels::SearchBackend> inner_;
+  std::map<std::uint64_t, History> held_;
+  int fail_on_call_;
+  Tally* tally_;
   int calls_ = 0;
 };
 
@@ -465,14 +534,18 @@ std::vector<std::vector<gw::sensors::Frame>> daphnet_wearer_frames(int wearers) 
 // `host_threads` workers. With `frames_in_flight` > 0 each batch is started
 // (start_batch) and only finished after that many more rounds of every
 // wearer's frames, as the daemon takes frames while a search runs.
-std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_in_flight = 0) {
+// `backend`: the search backend (default: a simulated GPU backend).
+std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_in_flight = 0,
+                                      std::unique_ptr<gw::kernels::SearchBackend> backend = nullptr,
+                                      gw::pipeline::EngineCounters* counters = nullptr) {
   const gw::config::Config config = shipped_config(host_threads);
   const auto frames = daphnet_wearer_frames(wearers);
   // Named like a GPU backend, so that frames taken during a search are
   // appended on the engine's pool (with the CPU backend they stay on this
   // thread); its clock is written by the search and read by nobody.
   double search_clock = 0;
-  Engine engine(config, std::make_unique<SimulatedBackend>(&search_clock, 0, 0));
+  if (!backend) backend = std::make_unique<SimulatedBackend>(&search_clock, 0, 0);
+  Engine engine(config, std::move(backend));
   std::vector<Alert> alerts;
   const auto now = [] { return 1.0; };
   const auto keep = [&](std::vector<Alert> batch) {
@@ -513,6 +586,7 @@ std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_
   take_during_search();
   keep(engine.finish_batch(now));
   keep(engine.run_batch(now));
+  if (counters) *counters = engine.counters();
   return alerts;
 }
 
@@ -669,4 +743,112 @@ TEST_CASE("a batch finished after its samples left the ring gives the alerts of 
             gw::pipeline::alert_to_json(at_start[i]).dump());
   }
   CHECK(alerts_seen > 0);
+}
+
+TEST_CASE("a backend that holds the streams' history gets only new samples, with the same alerts",
+          "[engine][resident]") {
+  // The shipped config (raw and transformed views) over the Daphnet
+  // recording; the resident backend is told the history it holds and puts
+  // it back itself, so any sample the engine leaves out wrongly changes the
+  // alerts. Also with frames taken while each search runs.
+  const auto reference = run_shipped_config(12, 2);
+  for (const int in_flight : {0, 3}) {
+    INFO("frames in flight " << in_flight);
+    ResidentHistoryBackend::Tally tally;
+    gw::pipeline::EngineCounters counters;
+    const auto alerts = run_shipped_config(
+        12, 2, in_flight, std::make_unique<ResidentHistoryBackend>(-1, &tally), &counters);
+    require_same_alerts(reference, alerts);
+    // After a stream's first batch only its new samples travel: 48 per
+    // batch, while the 127 before them (m = 128) stay behind.
+    INFO("omitted " << tally.omitted << " sent " << tally.sent);
+    CHECK(tally.omitted > 2 * tally.sent);
+    CHECK(counters.backend_failovers == 0);
+  }
+}
+
+TEST_CASE("raw views: a backend that holds the history finds the planted shapes where the CPU does",
+          "[engine][resident]") {
+  // The planted chirp on raw channels, 6 wearers, a batch every 3 frames of
+  // 10 samples: the shape completes in a batch whose slices omit the
+  // samples before it.
+  Fixture fx;
+  const auto run_with = [&](std::unique_ptr<gw::kernels::SearchBackend> backend) {
+    Engine engine(fx.config, std::move(backend));
+    std::vector<std::vector<float>> data;
+    for (int w = 0; w < 6; ++w) data.push_back(stream_with_plant(900, 40 + w));
+    std::vector<std::string> alerts;
+    const auto now = [] { return 20.0; };
+    for (int t = 0; t < 90; ++t) {
+      for (int w = 0; w < 6; ++w)
+        REQUIRE(engine.on_frame(make_frame(data[w], t * 10, 10, static_cast<std::uint32_t>(t),
+                                           static_cast<std::uint32_t>(w + 1)),
+                                0.1 * t));
+      if (t % 3 == 2)
+        for (const Alert& a : engine.run_batch(now))
+          alerts.push_back(gw::pipeline::alert_to_json(a).dump());
+    }
+    return alerts;
+  };
+  ResidentHistoryBackend::Tally tally;
+  const auto reference = run_with(gw::kernels::make_cpu_backend(2));
+  const auto resident = run_with(std::make_unique<ResidentHistoryBackend>(-1, &tally));
+  REQUIRE(reference.size() == 6);
+  CHECK(resident == reference);
+  CHECK(tally.omitted > 0);
+  // The 18th batch (samples up to 540) completes the shapes (500..531); when
+  // the backend fails there, the CPU backend searches it with the omitted
+  // samples put back from the rings.
+  CHECK(run_with(std::make_unique<ResidentHistoryBackend>(/*fail_on_call=*/18)) == reference);
+}
+
+TEST_CASE("a failing resident-history backend fails over with the omitted samples put back",
+          "[engine][resident][failover]") {
+  // The CPU backend holds nothing: the batch in flight when the resident
+  // backend fails is searched again with every sample, the same alerts.
+  const auto reference = run_shipped_config(12, 2);
+  for (const int in_flight : {0, 3}) {
+    INFO("frames in flight " << in_flight);
+    gw::pipeline::EngineCounters counters;
+    const auto alerts = run_shipped_config(
+        12, 2, in_flight, std::make_unique<ResidentHistoryBackend>(/*fail_on_call=*/9), &counters);
+    CHECK(counters.backend_failovers == 1);
+    require_same_alerts(reference, alerts);
+  }
+}
+
+TEST_CASE("a failover after the omitted samples left the ring counts their windows as lost",
+          "[engine][resident][failover]") {
+  // A ring of a window and 30 samples; the resident backend fails on the
+  // third search, and 40 samples arrive before that batch finishes: the
+  // samples it held are gone from the ring too, so the batch's window ends
+  // cannot be searched on the CPU. They are counted as lost, nothing else.
+  Fixture fx;
+  fx.config.ingest.ring_capacity_samples = kShapeLength + 30;
+  const auto v = stream_with_plant(900, 11);
+  Engine engine(fx.config, std::make_unique<ResidentHistoryBackend>(/*fail_on_call=*/3));
+  const auto now = [] { return 10.0; };
+  std::uint32_t seq = 0;
+  const auto feed = [&](int frames) {
+    for (int i = 0; i < frames; ++i, ++seq)
+      REQUIRE(engine.on_frame(make_frame(v, static_cast<int>(seq) * 10, 10, seq), 0.1 * seq));
+  };
+  feed(5);
+  engine.run_batch(now);
+  feed(1);
+  engine.run_batch(now);  // the second search: history held from here on
+  feed(1);
+  REQUIRE(engine.start_batch(now));
+  feed(4);
+  engine.finish_batch(now);
+  const auto& c = engine.counters();
+  CHECK(c.backend_failovers == 1);
+  CHECK(c.lost_windows > 0);
+  CHECK(c.due_windows == c.searched_windows + c.shed_windows + c.dropped_windows + c.lost_windows +
+                             c.pending_windows);
+  // The next batch searches the newer samples as usual.
+  const auto windows_before = c.windows;
+  engine.run_batch(now);
+  CHECK(engine.counters().windows > windows_before);
+  CHECK(engine.counters().lost_windows == c.lost_windows);
 }

@@ -1,0 +1,195 @@
+// The daemon's network ingest in one process: gw::daemon::Ingest on a real
+// loopback TCP port, fed by real client sockets, read back from its frame
+// queue. Frames must arrive whole, in order per connection and counted,
+// however the bytes are split by the sender, on the I/O thread or spread
+// over ingest threads.
+#include "daemon/ingest.h"
+
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <catch2/catch.hpp>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "sensors/frame.h"
+#include "tests/daemon/process.h"
+
+namespace asio = boost::asio;
+using gw::daemon::FrameQueue;
+using gw::daemon::Ingest;
+using gw::daemon::ReceivedFrame;
+
+namespace {
+
+// A generic device of `channels` channels at 100 Hz; TCP on `port`, no UDP.
+gw::config::Config ingest_config(int port, int threads, int channels) {
+  std::string names;
+  for (int c = 0; c < channels; ++c) names += (c ? ", c" : "c") + std::to_string(c);
+  const std::string yaml =
+      "ingest:\n  udp: {port: 0}\n  tcp: {bind: 127.0.0.1, port: " + std::to_string(port) +
+      "}\n  threads: " + std::to_string(threads) +
+      "\ndevices:\n  - {id: 1, name: d, kind: generic, sample_rate_hz: 100, "
+      "channels: [" +
+      names + "]}\n";
+  return gw::config::parse_config(yaml, "ingest_test.yaml", ".");
+}
+
+gw::sensors::Frame frame_of(std::uint32_t wearer, std::uint32_t sequence, int channels,
+                            int samples) {
+  gw::sensors::Frame f;
+  f.kind = gw::sensors::DeviceKind::kGeneric;
+  f.wearer_id = wearer;
+  f.device_id = 1;
+  f.channels = static_cast<std::uint16_t>(channels);
+  f.samples = static_cast<std::uint16_t>(samples);
+  f.sample_rate_hz = 100;
+  f.sequence = sequence;
+  f.device_time_us = 1000ull * sequence;
+  for (int i = 0; i < channels * samples; ++i)
+    f.values.push_back(static_cast<float>(wearer * 1000 + sequence) +
+                       0.25f * static_cast<float>(i));
+  return f;
+}
+
+// The length prefix and the encoded frame, as a TCP sender puts them.
+std::vector<std::uint8_t> prefixed(const gw::sensors::Frame& frame) {
+  const std::vector<std::uint8_t> body = gw::sensors::encode_frame(frame);
+  const auto n = static_cast<std::uint32_t>(body.size());
+  std::vector<std::uint8_t> out = {static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8),
+                                   static_cast<std::uint8_t>(n >> 16),
+                                   static_cast<std::uint8_t>(n >> 24)};
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+// Ingest on its own I/O thread, as in the daemon.
+struct Running {
+  asio::io_context io;
+  FrameQueue queue{1 << 16, gw::OverflowPolicy::kBlock};
+  gw::config::Config config;
+  std::unique_ptr<Ingest> ingest;
+  std::thread thread;
+  Running(int threads, int channels)
+      : config(ingest_config(gw::test::free_port(false), threads, channels)) {
+    ingest = std::make_unique<Ingest>(io, config, queue);
+    thread = std::thread([this] { io.run(); });
+  }
+  ~Running() {
+    asio::post(io, [this] { ingest->stop(); });
+    thread.join();
+    ingest.reset();
+  }
+  // Pops until `count` frames came or 10 s passed.
+  std::vector<ReceivedFrame> take(std::size_t count) {
+    std::vector<ReceivedFrame> out;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (out.size() < count && std::chrono::steady_clock::now() < until)
+      if (auto f = queue.pop_for(std::chrono::milliseconds(50))) out.push_back(std::move(*f));
+    return out;
+  }
+};
+
+// Writes `bytes` to `socket` in pieces of random sizes up to `max_piece`.
+void send_in_pieces(asio::ip::tcp::socket& socket, const std::vector<std::uint8_t>& bytes,
+                    std::size_t max_piece, std::mt19937& rng) {
+  std::uniform_int_distribution<std::size_t> piece(1, max_piece);
+  for (std::size_t at = 0; at < bytes.size();) {
+    const std::size_t n = std::min(bytes.size() - at, piece(rng));
+    asio::write(socket, asio::buffer(bytes.data() + at, n));
+    at += n;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("TCP frames arrive whole and in order per connection however the bytes are split",
+          "[daemon][ingest]") {
+  // Four connections at once: bytes dribbled in pieces of 1..7, pieces up
+  // to 3 KB, every frame of a connection in one write, and frames larger
+  // than a session's first buffer (16 KB). On the I/O thread, and spread
+  // over three ingest threads.
+  const int threads = GENERATE(1, 3);
+  INFO("ingest threads " << threads);
+  constexpr int kChannels = 201;
+  Running run(threads, kChannels);
+  const std::vector<std::pair<std::size_t, int>> senders = {
+      {7, 10}, {3000, 10}, {1 << 30, 10}, {5000, 30}};  // (largest piece, samples per frame)
+  constexpr std::uint32_t kFrames = 120;
+  std::vector<std::thread> clients;
+  for (std::size_t c = 0; c < senders.size(); ++c)
+    clients.emplace_back([&, c] {
+      std::mt19937 rng(static_cast<std::uint32_t>(c) + 1);
+      asio::io_context io;
+      asio::ip::tcp::socket socket(io);
+      socket.connect({asio::ip::make_address("127.0.0.1"),
+                      static_cast<unsigned short>(run.config.ingest.tcp.port)});
+      std::vector<std::uint8_t> bytes;
+      for (std::uint32_t k = 0; k < kFrames; ++k) {
+        const auto one =
+            prefixed(frame_of(static_cast<std::uint32_t>(c + 1), k, kChannels, senders[c].second));
+        bytes.insert(bytes.end(), one.begin(), one.end());
+      }
+      send_in_pieces(socket, bytes, senders[c].first, rng);
+    });
+  for (auto& t : clients) t.join();
+  const auto frames = run.take(senders.size() * kFrames);
+  REQUIRE(frames.size() == senders.size() * kFrames);
+  std::map<std::uint32_t, std::uint32_t> next_sequence;
+  for (const ReceivedFrame& r : frames) {
+    const std::uint32_t wearer = r.frame.wearer_id;
+    REQUIRE(wearer >= 1);
+    REQUIRE(wearer <= senders.size());
+    CHECK(r.frame.sequence == next_sequence[wearer]++);
+    const auto expected = frame_of(wearer, r.frame.sequence, kChannels, senders[wearer - 1].second);
+    CHECK(r.frame.values == expected.values);
+  }
+  const auto& c = run.ingest->counters();
+  CHECK(c.tcp_frames == senders.size() * kFrames);
+  CHECK(c.queued == senders.size() * kFrames);
+  CHECK(c.tcp_connections == senders.size());
+  CHECK(c.tcp_bad_length == 0);
+}
+
+TEST_CASE("a bad length closes only its connection; a corrupt frame is counted and skipped",
+          "[daemon][ingest]") {
+  const int threads = GENERATE(1, 2);
+  INFO("ingest threads " << threads);
+  Running run(threads, 3);
+  asio::io_context io;
+  const asio::ip::tcp::endpoint at{asio::ip::make_address("127.0.0.1"),
+                                   static_cast<unsigned short>(run.config.ingest.tcp.port)};
+  asio::ip::tcp::socket good(io), bad(io);
+  good.connect(at);
+  bad.connect(at);
+  std::vector<std::uint8_t> corrupt = prefixed(frame_of(9, 1, 3, 4));
+  corrupt[20] ^= 0x40;  // inside the header: the CRC no longer matches
+  std::vector<std::uint8_t> bytes = prefixed(frame_of(8, 0, 3, 4));
+  bytes.insert(bytes.end(), corrupt.begin(), corrupt.end());
+  const auto last = prefixed(frame_of(8, 2, 3, 4));
+  bytes.insert(bytes.end(), last.begin(), last.end());
+  asio::write(good, asio::buffer(bytes));
+  // Length 0 cannot be resynchronised: the daemon closes that connection.
+  const std::uint8_t zero[4] = {0, 0, 0, 0};
+  asio::write(bad, asio::buffer(zero));
+  const auto frames = run.take(2);
+  REQUIRE(frames.size() == 2);
+  CHECK(frames[0].frame.sequence == 0);
+  CHECK(frames[1].frame.sequence == 2);
+  const auto& c = run.ingest->counters();
+  CHECK(gw::test::eventually([&] { return c.tcp_bad_length == 1; }, std::chrono::seconds(5)));
+  std::uint64_t decode_errors = 0;
+  for (const auto& n : c.decode) decode_errors += n;
+  CHECK(decode_errors == 1);
+  // The closed connection reads end-of-file; the good one still delivers.
+  std::uint8_t byte = 0;
+  boost::system::error_code ec;
+  bad.read_some(asio::buffer(&byte, 1), ec);
+  CHECK(ec == asio::error::eof);
+  asio::write(good, asio::buffer(prefixed(frame_of(8, 3, 3, 4))));
+  const auto more = run.take(1);
+  REQUIRE(more.size() == 1);
+  CHECK(more[0].frame.sequence == 3);
+}
