@@ -96,6 +96,9 @@ constexpr int kFramePeriodMs = 100;
 constexpr int kFrameSamples = kSampleRateHz * kFramePeriodMs / 1000;
 constexpr int kDeviceId = 1;
 constexpr double kDeadlineMs = 250;
+// A TCP sender holds a frame at most this long after its due time, so that
+// frames due together leave in one write.
+constexpr double kCoalesceMs = 1.0;
 static_assert(kW1Dims == kW1Channels);
 
 struct Options {
@@ -486,7 +489,11 @@ struct SendControl {
 // below control.active in each tick) from `start` to `end`: wearer w's frame
 // k is due at start + k ticks + w's phase (phases spread the active wearers
 // evenly over a tick, as unsynchronised devices would), and carries the 10
-// samples taken up to its due time.
+// samples taken up to its due time. Over TCP the frames that came due within
+// kCoalesceMs of each other leave in one write (one connection carries
+// thousands of wearers here; a write per frame made the sender, and the
+// daemon's reads, cost a system call per frame); over UDP each frame is a
+// datagram.
 SenderStats send_frames(const Options& options, const WearerPool& pool, int max_wearers,
                         SendControl& control, int index, int threads, Clock::time_point start,
                         Clock::time_point end, double start_unix, int port) {
@@ -508,6 +515,16 @@ SenderStats send_frames(const Options& options, const WearerPool& pool, int max_
     }
     const bool int16 = options.format == "int16";
     const auto tick = std::chrono::milliseconds(kFramePeriodMs);
+    const bool tcp_stream = options.transport == "tcp";
+    std::vector<std::uint8_t> pending;  // TCP: length-prefixed frames not written yet
+    Clock::time_point pending_since{};  // the due time of its first frame
+    constexpr std::size_t kCoalesceBytes = 256 * 1024;
+    const auto coalesce = std::chrono::microseconds(static_cast<int>(kCoalesceMs * 1000));
+    const auto flush = [&] {
+      if (pending.empty()) return;
+      asio::write(tcp, asio::buffer(pending));
+      pending.clear();
+    };
     std::vector<int> mine;
     for (int w = index; w < max_wearers; w += threads) mine.push_back(w);
     for (std::uint32_t k = 0;; ++k) {
@@ -519,21 +536,24 @@ SenderStats send_frames(const Options& options, const WearerPool& pool, int max_
         const auto phase =
             std::chrono::microseconds(static_cast<std::int64_t>(kFramePeriodMs) * 1000 * w / active);
         const auto due = tick_start + phase;
-        if (Clock::now() < due) std::this_thread::sleep_until(due);
+        if (Clock::now() < due) {
+          if (!pending.empty() && due - pending_since > coalesce) flush();
+          std::this_thread::sleep_until(due);
+        }
         const double due_unix = start_unix + std::chrono::duration<double>(due - start).count();
         const auto first_sample_us =
             static_cast<std::uint64_t>(std::llround(due_unix * 1e6)) -
             static_cast<std::uint64_t>((kFrameSamples - 1) * 1000000 / kSampleRateHz);
         const std::vector<std::uint8_t> bytes =
             gw::sensors::encode_frame(frame_of(pool, w, k, first_sample_us, int16));
-        if (options.transport == "tcp") {
+        if (tcp_stream) {
           const auto n = static_cast<std::uint32_t>(bytes.size());
-          const std::uint8_t length[4] = {
-              static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8),
-              static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 24)};
-          const std::array<asio::const_buffer, 2> buffers{asio::buffer(length),
-                                                          asio::buffer(bytes)};
-          asio::write(tcp, buffers);
+          if (pending.empty()) pending_since = due;
+          pending.insert(pending.end(),
+                         {static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8),
+                          static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 24)});
+          pending.insert(pending.end(), bytes.begin(), bytes.end());
+          if (pending.size() >= kCoalesceBytes || Clock::now() - pending_since > coalesce) flush();
         } else {
           udp.send(asio::buffer(bytes));
         }
@@ -545,6 +565,7 @@ SenderStats send_frames(const Options& options, const WearerPool& pool, int max_
         if (lag > kFramePeriodMs) ++stats.late_frames;
       }
     }
+    flush();
   } catch (const std::exception& e) {
     stats.error = e.what();
   }
@@ -888,7 +909,8 @@ json run_once(const Options& options, int wearers, double duration_s,
   // The daemon's pipeline thread over the window, as fractions of it: is it
   // the limit (waiting near 0), and on what.
   json pipeline_thread = json::object();
-  for (const char* part : {"waiting", "frames", "batch", "after_batch", "other"})
+  for (const char* part :
+       {"waiting", "frames", "frames_engine", "batch", "batch_start", "after_batch", "other"})
     pipeline_thread[part] =
         delta(std::string("gaitwatch_pipeline_thread_") + part + "_s") / window_s;
   line["pipeline_thread_fraction"] = pipeline_thread;

@@ -45,26 +45,30 @@ class BoundedQueue {
   // (returns true). Either way dropped() grows by one.
   bool push(T item) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (closed_) return false;
-    if (items_.size() >= capacity_) {
-      switch (policy_) {
-        case OverflowPolicy::kBlock:
-          not_full_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
-          if (closed_) return false;
-          break;
-        case OverflowPolicy::kDropNewest:
-          ++dropped_;
-          return false;
-        case OverflowPolicy::kDropOldest:
-          items_.pop_front();
-          ++dropped_;
-          break;
-      }
-    }
+    if (!make_room(lock)) return false;
     items_.push_back(std::move(item));
     high_water_ = std::max(high_water_, items_.size());
     not_empty_.notify_one();
     return true;
+  }
+
+  // push() of every item of `items` in order, under one lock while they fit
+  // (a producer with many items at once takes the lock once, not per item).
+  // Returns how many were queued; `items` is left empty.
+  std::size_t push_all(std::vector<T>& items) {
+    std::size_t queued = 0;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      for (T& item : items) {
+        if (!make_room(lock)) continue;
+        items_.push_back(std::move(item));
+        ++queued;
+      }
+      high_water_ = std::max(high_water_, items_.size());
+    }
+    items.clear();
+    if (queued > 0) not_empty_.notify_all();
+    return queued;
   }
 
   // Waits up to `timeout` for an item. Returns nullopt on timeout or when the
@@ -117,6 +121,29 @@ class BoundedQueue {
   OverflowPolicy policy() const { return policy_; }
 
  private:
+  // Under `lock`: whether one more item may go in, after applying the
+  // overflow policy to a full queue (kBlock waits; kDropNewest refuses and
+  // counts; kDropOldest drops the oldest and counts). False once closed.
+  bool make_room(std::unique_lock<std::mutex>& lock) {
+    if (closed_) return false;
+    if (items_.size() < capacity_) return true;
+    switch (policy_) {
+      case OverflowPolicy::kBlock:
+        // push_all may have queued items it has not announced yet.
+        not_empty_.notify_all();
+        not_full_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
+        return !closed_;
+      case OverflowPolicy::kDropNewest:
+        ++dropped_;
+        return false;
+      case OverflowPolicy::kDropOldest:
+        items_.pop_front();
+        ++dropped_;
+        return true;
+    }
+    return false;
+  }
+
   const std::size_t capacity_;
   const OverflowPolicy policy_;
   mutable std::mutex mu_;

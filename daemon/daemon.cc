@@ -451,7 +451,9 @@ class Daemon {
       if (history_) history_->flush_idle(unix_now());
       const auto started = Clock::now();
       p.engine.start_batch(unix_now, overlap_search ? std::launch::async : std::launch::deferred);
-      pipeline_seconds_.batch += seconds_between(started, Clock::now());
+      const double took = seconds_between(started, Clock::now());
+      pipeline_seconds_.batch += took;
+      pipeline_seconds_.batch_start += took;
     };
     auto end_tick = [&](bool final) {
       const auto batch_start = Clock::now();
@@ -492,6 +494,7 @@ class Daemon {
     std::vector<pipeline::Engine::ArrivedFrame> arrived_refs;
     std::vector<char> accepted;
     auto take_all = [&](const std::vector<ReceivedFrame>& frames) {
+      const auto engine_start = Clock::now();
       arrived_refs.clear();
       for (const ReceivedFrame& f : frames) {
         newest_arrival = std::max(newest_arrival, f.arrival_s);
@@ -500,6 +503,7 @@ class Daemon {
       p.engine.on_frames(arrived_refs, accepted);
       for (std::size_t i = 0; i < frames.size(); ++i)
         if (accepted[i]) p.jobs.on_frame(frames[i].frame, frames[i].zone, frames[i].arrival_s);
+      pipeline_seconds_.frames_engine += seconds_between(engine_start, Clock::now());
     };
     auto turn_start = Clock::now();
     while (!stopping_) {
@@ -598,14 +602,19 @@ class Daemon {
   std::uint64_t batches_seen_ = 0;
   // Where the pipeline thread's time goes, cumulative seconds (pipeline
   // thread only): waiting for frames (pop_for, lock included), taking them
-  // (engine, slot recorder), the engine's batches, what follows a batch
-  // (de-duplication, sink, metrics, slots), and the rest (control tasks,
-  // stats). Its "stats." and /metrics show whether the thread is the limit.
+  // (the queue, then the engine and slot recorder: frames_engine), the
+  // engine's batches (of which start_batch: batch_start), what follows a
+  // batch (de-duplication, sink, metrics, slots), and the rest (control
+  // tasks, stats). Its "stats." and /metrics show whether the thread is the
+  // limit.
   struct PipelineSeconds {
-    double waiting = 0, frames = 0, batch = 0, after_batch = 0, other = 0;
+    double waiting = 0, frames = 0, frames_engine = 0, batch = 0, batch_start = 0,
+           after_batch = 0, other = 0;
     nlohmann::json to_json() const {
-      return {{"waiting_s", waiting}, {"frames_s", frames}, {"batch_s", batch},
-              {"after_batch_s", after_batch}, {"other_s", other}};
+      return {{"waiting_s", waiting},        {"frames_s", frames},
+              {"frames_engine_s", frames_engine}, {"batch_s", batch},
+              {"batch_start_s", batch_start}, {"after_batch_s", after_batch},
+              {"other_s", other}};
     }
   } pipeline_seconds_;
   std::unique_ptr<pipeline::HistoryRecorder> history_;  // null unless history.enabled

@@ -105,9 +105,13 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
         break;
       }
       ++owner.counters_.tcp_frames;
-      owner.handle_frame(p + 4, length, sender, zone);
+      ReceivedFrame received;
+      if (owner.accept_frame(p + 4, length, sender, zone, received))
+        decoded.push_back(std::move(received));
       at += 4 + std::size_t{length};
     }
+    // The read's frames go to the queue together: one lock, not one per frame.
+    if (!decoded.empty()) owner.counters_.queued += owner.queue_.push_all(decoded);
     if (at > 0) {
       std::memmove(buffer.data(), buffer.data() + at, filled - at);
       filled -= at;
@@ -127,6 +131,7 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   int zone;
   std::vector<std::uint8_t> buffer;
   std::size_t filled = 0;  // bytes of buffer holding data not taken yet
+  std::vector<ReceivedFrame> decoded;  // of one read, on their way to the queue
 };
 
 // An ingest thread of its own (ingest.threads > 1): an io_context kept
@@ -223,7 +228,11 @@ void Ingest::receive_udp() {
                                else
                                {
                                  const Address sender = address_bytes(udp_sender_.address());
-                                 handle_frame(udp_buffer_.data(), size, sender, zone_of(sender));
+                                 ReceivedFrame received;
+                                 if (accept_frame(udp_buffer_.data(), size, sender,
+                                                  zone_of(sender), received) &&
+                                     queue_.push(std::move(received)))
+                                   ++counters_.queued;
                                }
                              }
                              receive_udp();
@@ -311,29 +320,28 @@ bool Ingest::admit(const std::uint8_t* data, std::size_t size, const sensors::Fr
   return true;
 }
 
-void Ingest::handle_frame(const std::uint8_t* data, std::size_t size, const Address& sender,
-                          int zone) {
-  ReceivedFrame received;
+bool Ingest::accept_frame(const std::uint8_t* data, std::size_t size, const Address& sender,
+                          int zone, ReceivedFrame& received) {
   received.arrival_s = unix_now();
   received.zone = zone;
   const sensors::DecodeStatus status = sensors::decode_frame(data, size, received.frame);
   if (status != sensors::DecodeStatus::kOk) {
     ++counters_.decode[static_cast<int>(status)];
-    return;
+    return false;
   }
   const sensors::Frame& f = received.frame;
-  if (!admit(data, size, f, sender)) return;
+  if (!admit(data, size, f, sender)) return false;
   const config::DeviceProfile* profile = config_.device_by_id(f.device_id);
   if (!profile) {
     ++counters_.unknown_device;
-    return;
+    return false;
   }
   if (profile->kind != f.kind || profile->channels.size() != f.channels ||
       std::fabs(profile->sample_rate_hz - f.sample_rate_hz) > 1e-3 * profile->sample_rate_hz) {
     ++counters_.profile_mismatch;
-    return;
+    return false;
   }
-  if (queue_.push(std::move(received))) ++counters_.queued;
+  return true;
 }
 
 }  // namespace gw::daemon

@@ -83,9 +83,12 @@ class Ingest {
   void receive_udp();
   void accept_tcp();
   using Address = std::array<std::uint8_t, 16>;  // config::AddressRange's form
-  // Decodes, admits, validates against the profiles and queues one frame
-  // from `sender`, received in `zone`. Called from every ingest thread.
-  void handle_frame(const std::uint8_t* data, std::size_t size, const Address& sender, int zone);
+  // Decodes, admits and validates against the profiles one frame from
+  // `sender`, received in `zone`, into `received` (stamped with its
+  // arrival); false when it is refused (counted by reason). Called from
+  // every ingest thread; the caller queues what passes.
+  bool accept_frame(const std::uint8_t* data, std::size_t size, const Address& sender, int zone,
+                    ReceivedFrame& received);
   // Admission by ingest.allowed_devices; false = refused (counted).
   bool admit(const std::uint8_t* data, std::size_t size, const sensors::Frame& frame,
              const Address& sender);

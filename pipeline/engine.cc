@@ -57,6 +57,7 @@ void Engine::reconfigure(const config::Config& config) {
 Engine::Stream& Engine::stream_for(const sensors::Frame& frame,
                                    const config::DeviceProfile& profile) {
   const std::uint64_t key = (static_cast<std::uint64_t>(frame.wearer_id) << 16) | frame.device_id;
+  if (const auto known = stream_index_.find(key); known != stream_index_.end()) return *known->second;
   auto it = streams_.find(key);
   if (it == streams_.end()) {
     Stream stream{frame.wearer_id,
@@ -70,6 +71,7 @@ Engine::Stream& Engine::stream_for(const sensors::Frame& frame,
     it = streams_.emplace(key, std::move(stream)).first;
     counters_.streams = streams_.size();
   }
+  stream_index_.emplace(key, &it->second);
   return it->second;
 }
 

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -258,6 +259,10 @@ class Engine {
   std::string backend_name_;
   CompiledLibrary library_;
   std::map<std::uint64_t, Stream> streams_;  // key: wearer << 16 | device
+  // The same streams by hash, for the per-frame lookup (thousands of
+  // streams: a map walk was a cache miss per level); streams_ keeps the
+  // order batches and clocks go in. Streams are never removed.
+  std::unordered_map<std::uint64_t, Stream*> stream_index_;
   int tick_ms_ = 100;
   int deadline_ms_ = 250;
   // Slices leave out what the backend holds (held_samples); off with

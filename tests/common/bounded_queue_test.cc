@@ -74,3 +74,45 @@ TEST_CASE("overflow policy names parse and bad names are errors", "[queue]") {
   CHECK(gw::parse_overflow_policy("drop_newest") == OverflowPolicy::kDropNewest);
   CHECK_THROWS_AS(gw::parse_overflow_policy("spill"), gw::Error);
 }
+
+TEST_CASE("push_all applies each policy item by item and empties its input", "[queue]") {
+  BoundedQueue<int> newest(3, OverflowPolicy::kDropNewest);
+  std::vector<int> items{1, 2, 3, 4, 5};
+  CHECK(newest.push_all(items) == 3);
+  CHECK(items.empty());
+  CHECK(newest.dropped() == 2);
+  BoundedQueue<int> oldest(3, OverflowPolicy::kDropOldest);
+  items = {1, 2, 3, 4, 5};
+  CHECK(oldest.push_all(items) == 5);
+  CHECK(oldest.dropped() == 2);
+  CHECK(oldest.high_water() == 3);
+  std::vector<int> out;
+  newest.drain(out);
+  oldest.drain(out);
+  CHECK(out == std::vector<int>{1, 2, 3, 3, 4, 5});
+}
+
+TEST_CASE("push_all blocks for room in order and wakes a consumer that waits", "[queue]") {
+  // Bunches larger than the queue: the producer must hand over what it has
+  // queued before it waits, or a consumer asleep on an empty queue never
+  // sees it (the timeout here is far longer than the test).
+  BoundedQueue<int> q(4, OverflowPolicy::kBlock);
+  std::thread producer([&] {
+    for (int bunch = 0; bunch < 20; ++bunch) {
+      std::vector<int> items;
+      for (int i = 0; i < 10; ++i) items.push_back(bunch * 10 + i);
+      CHECK(q.push_all(items) == 10);
+    }
+  });
+  std::vector<int> got;
+  const auto start = std::chrono::steady_clock::now();
+  while (got.size() < 200) {
+    auto v = q.pop_for(std::chrono::seconds(30));
+    REQUIRE(v.has_value());
+    got.push_back(*v);
+  }
+  producer.join();
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  CHECK(q.dropped() == 0);
+  for (int i = 0; i < 200; ++i) CHECK(got[i] == i);
+}
