@@ -96,8 +96,9 @@ constexpr int kFramePeriodMs = 100;
 constexpr int kFrameSamples = kSampleRateHz * kFramePeriodMs / 1000;
 constexpr int kDeviceId = 1;
 constexpr double kDeadlineMs = 250;
-// A TCP sender holds a frame at most this long after its due time, so that
-// frames due together leave in one write.
+// A sender wakes up to half this long after a frame's due time and, over
+// TCP, holds a frame at most this long, so that frames due together leave
+// in one write.
 constexpr double kCoalesceMs = 1.0;
 static_assert(kW1Dims == kW1Channels);
 
@@ -213,7 +214,10 @@ std::string w1_config(const Options& options, int wearers, const gw::bench::W1Pa
                       const fs::path& templates, const fs::path& run_dir, const Ports& ports) {
   const std::string hashtable = options.backend == "cpu" ? "cpu" : "auto";
   // A few ticks of every wearer's frames fit the queue; a ring holds the
-  // pattern, the frames of a deferred tick or two and the transforms' nothing.
+  // pattern (128) and 12 ticks of frames (deferred ticks), the transforms'
+  // nothing. Not more: a ring's first pass page-faults its memory in (2.5 s
+  // at 256 samples, 10 s at 1,024), which at thousands of wearers cost the
+  // pipeline thread ~4 us per frame (docs/benchmarks.md).
   const int queue = std::max(8192, 8 * wearers);
   std::string yaml = fmt::format(
       R"(daemon:
@@ -224,7 +228,7 @@ ingest:
   threads: {ingest_threads}
   queue_capacity: {queue}
   queue_overflow: drop_newest
-  ring_capacity_samples: 1024
+  ring_capacity_samples: 256
 search:
   backend: {backend}
   threads: {threads}
@@ -538,7 +542,10 @@ SenderStats send_frames(const Options& options, const WearerPool& pool, int max_
         const auto due = tick_start + phase;
         if (Clock::now() < due) {
           if (!pending.empty() && due - pending_since > coalesce) flush();
-          std::this_thread::sleep_until(due);
+          // Half the coalescing time later than due, so that one wake-up
+          // finds several frames due (thousands of wearers on a thread are
+          // tens of µs apart; a sleep per frame cost more than encoding it).
+          std::this_thread::sleep_until(due + coalesce / 2);
         }
         const double due_unix = start_unix + std::chrono::duration<double>(due - start).count();
         const auto first_sample_us =
@@ -914,6 +921,11 @@ json run_once(const Options& options, int wearers, double duration_s,
     pipeline_thread[part] =
         delta(std::string("gaitwatch_pipeline_thread_") + part + "_s") / window_s;
   line["pipeline_thread_fraction"] = pipeline_thread;
+  // The engine's host stages (within the batch part above), likewise.
+  json engine_host = json::object();
+  for (const char* stage : {"due", "slices", "fill", "phase2"})
+    engine_host[stage] = delta(std::string("gaitwatch_engine_host_s_") + stage) / window_s;
+  line["engine_host_fraction"] = engine_host;
   line["daemon_exit_code"] = exit_code ? *exit_code : -1;
 
   // The verdict.

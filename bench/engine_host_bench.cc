@@ -197,7 +197,7 @@ std::string engine_config(const Options& options, const gw::bench::W1PatternSet&
   return R"(daemon:
   log_level: warn
 ingest:
-  ring_capacity_samples: 1024
+  ring_capacity_samples: 256
 )" + gw::bench::w1_devices_yaml(kDeviceId) +
          "search:\n  backend: cpu\n  threads: " + std::to_string(options.threads) +
          "\n  tick_ms: " + std::to_string(kTickMs) +

@@ -470,12 +470,11 @@ class Daemon {
       if (batches_seen_ != batches_before) batch_time_.observe(p.engine.counters().last_batch_ms);
       for (const auto& alert : alerts) alert_latency_.observe(alert.latency_ms);
       metrics_board_.publish({p.counters(), alert_latency_, batch_time_});
-      for (auto& alert : alerts) {
+      for (const auto& alert : alerts)
         spdlog::info("alert: {} wearer {} device {} t={:.2f}s distance {:.3f} dims {}/{}",
                      alert.pattern, alert.wearer, alert.device, alert.t_end, alert.distance,
                      alert.matched_dims, alert.pattern_dims);
-        p.sink.submit(std::move(alert));
-      }
+      p.sink.submit_all(alerts);
       // While frames wait in the queue, the slot recorder's clock is the
       // arrival of the newest frame it was given: a stream whose next frames
       // are queued is late here, not silent.

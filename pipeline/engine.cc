@@ -177,13 +177,14 @@ std::pair<std::int64_t, std::int64_t> Engine::unsearched_ends(const Stream& stre
   return {first_new, end};
 }
 
-void Engine::account_due(Stream& stream, std::size_t v, std::int64_t first, std::int64_t end) {
+void Engine::account_due(Stream& stream, std::size_t v, std::int64_t first, std::int64_t end,
+                         DueTally& tally) const {
   auto& [from, until] = stream.pending[v];
   const auto per_end = static_cast<std::uint64_t>(work_per_end_[v]);
   if (first > from && until > from)
-    counters_.lost_windows += static_cast<std::uint64_t>(std::min(first, until) - from) * per_end;
+    tally.lost += static_cast<std::uint64_t>(std::min(first, until) - from) * per_end;
   const std::int64_t fresh_from = std::max(first, until);
-  if (end > fresh_from) counters_.due_windows += static_cast<std::uint64_t>(end - fresh_from) * per_end;
+  if (end > fresh_from) tally.due += static_cast<std::uint64_t>(end - fresh_from) * per_end;
   from = first;
   until = std::max(first, end);
 }
@@ -409,32 +410,54 @@ bool Engine::search_done() const {
 bool Engine::start_batch(const std::function<double()>& now, std::launch search_on) {
   if (flight_.active) throw Error("engine: a batch was started while another is in flight");
   const double batch_start = now();
+  const auto stage_start = std::chrono::steady_clock::now();
   // Every stream with unsearched window ends: its work (window end x dim
   // pair items, the cost model's unit, per view) and the arrival of its oldest
-  // unsearched sample (its deadline runs from there).
+  // unsearched sample (its deadline runs from there). Worked out per stream
+  // on the pool (thousands of streams, a few cache misses each), then
+  // gathered in key order.
+  if (stream_order_.size() != streams_.size()) {
+    stream_order_.clear();
+    for (auto& [key, stream] : streams_) stream_order_.emplace_back(key, &stream);
+  }
+  const std::size_t views = library_.views.size();
+  const std::size_t stream_count = stream_order_.size();
+  due_view_work_.assign(stream_count * views, 0.0);
+  due_work_.assign(stream_count, 0.0);
+  due_oldest_.resize(stream_count);
+  std::vector<DueTally> tallies(static_cast<std::size_t>(host_pool_->size()));
+  for_each_stream_item(stream_count, [&](std::size_t i, int worker) {
+    Stream& stream = *stream_order_[i].second;
+    double* view_work = due_view_work_.data() + i * views;
+    for (std::size_t v = 0; v < views; ++v) {
+      if (library_.views[v].device != stream.device) continue;
+      const auto [first, end] = unsearched_ends(stream, v);
+      account_due(stream, v, first, end, tallies[static_cast<std::size_t>(worker)]);
+      view_work[v] = static_cast<double>(end - first) * work_per_end_[v];
+      due_work_[i] += view_work[v];
+    }
+    if (due_work_[i] > 0) due_oldest_[i] = stream.state.arrival_s(stream.state.searched_until());
+  });
+  for (const DueTally& t : tallies) {
+    counters_.due_windows += t.due;
+    counters_.lost_windows += t.lost;
+  }
   struct Due {
     std::uint64_t key;
     Stream* stream;
     double oldest_arrival;
-    std::vector<double> view_work;  // per view; 0 where nothing is due
+    const double* view_work;  // per view; 0 where nothing is due
     double work = 0;
   };
   std::vector<Due> due;
-  for (auto& [key, stream] : streams_) {
-    Due d{key, &stream, 0, std::vector<double>(library_.views.size(), 0.0)};
-    for (std::size_t v = 0; v < library_.views.size(); ++v) {
-      if (library_.views[v].device != stream.device) continue;
-      const auto [first, end] = unsearched_ends(stream, v);
-      account_due(stream, v, first, end);
-      d.view_work[v] = static_cast<double>(end - first) * work_per_end_[v];
-      d.work += d.view_work[v];
-    }
-    if (d.work <= 0) continue;
-    d.oldest_arrival = stream.state.arrival_s(stream.state.searched_until());
-    due.push_back(std::move(d));
-  }
+  for (std::size_t i = 0; i < stream_count; ++i)
+    if (due_work_[i] > 0)
+      due.push_back({stream_order_[i].first, stream_order_[i].second, due_oldest_[i],
+                     due_view_work_.data() + i * views, due_work_[i]});
   counters_.pending_windows = 0;
   collect_stream_clocks(batch_clocks_);  // its storage reused
+  const auto due_done = std::chrono::steady_clock::now();
+  counters_.host_s.due += std::chrono::duration<double>(due_done - stage_start).count();
   if (due.empty()) return false;
 
   // Soft deadlines: when the cost model predicts that searching everything
@@ -497,8 +520,10 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
     }
   }
 
+  const auto slices_start = std::chrono::steady_clock::now();
   // Lay out one slice per (stream, view) that has unsearched window ends,
-  // then fill them on the host pool (a W1 slice is ~110 KB of samples).
+  // then fill them on the host pool (a W1 slice is ~110 KB of samples, or
+  // its new samples when the backend holds the rest).
   kernels::SearchBatch& batch = batch_;
   batch.streams.clear();
   slice_owners_.clear();
@@ -523,6 +548,8 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   // last batch's size costs no zero-fill.
   batch.data.resize(data_size);
   slice_times_.resize(times_size);
+  const auto fill_start = std::chrono::steady_clock::now();
+  counters_.host_s.slices += std::chrono::duration<double>(fill_start - slices_start).count();
   for_each_stream_item(batch.streams.size(), [&](std::size_t s, int worker) {
     const SliceOwner& owner = slice_owners_[s];
     const kernels::StreamSlice& slice = batch.streams[s];
@@ -532,6 +559,8 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
       slice_times_[owner.times_at + static_cast<std::size_t>(k - slice.first_new)] = {
           state.device_time_s(k), state.arrival_s(k)};
   });
+  counters_.host_s.fill +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - fill_start).count();
 
   flight_.batch_start = batch_start;
   flight_.started = std::chrono::steady_clock::now();
@@ -611,6 +640,8 @@ std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
     completing_arrival.insert(completing_arrival.end(), found.completing_arrival.begin(),
                               found.completing_arrival.end());
   }
+  counters_.host_s.phase2 +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - phase2_started).count();
 
   const double finished = now();
   for (std::size_t i = 0; i < alerts.size(); ++i) {
@@ -689,6 +720,10 @@ nlohmann::json Engine::stats_json() const {
                           {"slope_ms_per_item", cost_model_.slope_ms()},
                           {"observations", cost_model_.observations()},
                           {"last_predicted_ms", c.last_predicted_ms}}},
+          {"host_s", {{"due", c.host_s.due},
+                      {"slices", c.host_s.slices},
+                      {"fill", c.host_s.fill},
+                      {"phase2", c.host_s.phase2}}},
           {"last_batch_ms", c.last_batch_ms},
           {"max_batch_ms", c.max_batch_ms},
           {"max_latency_ms", c.max_latency_ms}};

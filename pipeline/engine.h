@@ -74,6 +74,12 @@ struct EngineCounters {
   std::uint64_t lost_windows = 0;
   std::uint64_t pending_windows = 0;
   std::uint64_t backend_failovers = 0;  // search backend errors that switched to the CPU backend
+  // The engine's own host work per batch, cumulative wall seconds on the
+  // calling thread (its pool's work included): finding what is due (and the
+  // stream clocks), laying out the slices, filling them, phase 2.
+  struct HostSeconds {
+    double due = 0, slices = 0, fill = 0, phase2 = 0;
+  } host_s;
   double last_predicted_ms = 0;         // cost model's prediction for the last batch
   double last_batch_ms = 0;
   double max_batch_ms = 0;
@@ -180,9 +186,15 @@ class Engine {
     std::vector<std::pair<std::int64_t, std::int64_t>> pending;
   };
   // Counts the view's due ends [first, end) of `stream`: those new since the
-  // last batch into due_windows, pending ones now before `first` into
-  // lost_windows; the stream's pending range becomes [first, end).
-  void account_due(Stream& stream, std::size_t view, std::int64_t first, std::int64_t end);
+  // last batch into tally.due (due_windows), pending ones now before `first`
+  // into tally.lost (lost_windows); the stream's pending range becomes
+  // [first, end). Streams may be accounted at once on different threads,
+  // each with its own tally.
+  struct DueTally {
+    std::uint64_t due = 0, lost = 0;
+  };
+  void account_due(Stream& stream, std::size_t view, std::int64_t first, std::int64_t end,
+                   DueTally& tally) const;
   // Appends the shape of the slice of `view` for `stream` to batch_.streams
   // (its samples at data_size, which grows by their count) when it has window
   // ends to search; returns false when it has none.
@@ -263,6 +275,11 @@ class Engine {
   // streams: a map walk was a cache miss per level); streams_ keeps the
   // order batches and clocks go in. Streams are never removed.
   std::unordered_map<std::uint64_t, Stream*> stream_index_;
+  // streams_ in key order for the per-stream passes on the pool (rebuilt
+  // when streams were added), and start_batch's per-stream scratch: work
+  // per view (flat, stream-major), total work, oldest unsearched arrival.
+  std::vector<std::pair<std::uint64_t, Stream*>> stream_order_;
+  std::vector<double> due_view_work_, due_work_, due_oldest_;
   int tick_ms_ = 100;
   int deadline_ms_ = 250;
   // Slices leave out what the backend holds (held_samples); off with

@@ -321,6 +321,18 @@ void AlertSink::submit(Alert alert) {
   }
 }
 
+void AlertSink::submit_all(std::vector<Alert>& alerts) {
+  if (alerts.empty()) return;
+  std::vector<Item> items;
+  items.reserve(alerts.size());
+  for (Alert& alert : alerts) items.emplace_back(std::move(alert));
+  const std::size_t given = items.size();
+  alerts.clear();
+  if (impl_->queue.push_all(items) != given)
+    throw Error("alert sink is stopped; " + std::to_string(given) +
+                " alerts were not all accepted");
+}
+
 void AlertSink::submit_stats(nlohmann::json stats) {
   // After stop() the socket is closed and no subscriber could receive a
   // status snapshot any more; it is dropped (unlike an alert).

@@ -53,7 +53,13 @@ class AlertSink {
   AlertSink(const AlertSink&) = delete;
   AlertSink& operator=(const AlertSink&) = delete;
 
+  // Queues an alert for the writer (blocks while its queue is full). Throws
+  // gw::Error after stop(): the alert can no longer be stored.
   void submit(Alert alert);
+  // submit() of each alert in order, under one lock of the writer's queue
+  // (a batch at thousands of wearers has about a thousand). `alerts` is
+  // left empty.
+  void submit_all(std::vector<Alert>& alerts);
   void submit_stats(nlohmann::json stats);
   void stop();
   SinkCounters counters() const;

@@ -317,11 +317,15 @@ TEST_CASE("AlertSink: stop() commits and publishes everything submitted", "[sink
 
   sink.stop();  // idempotent
   CHECK_THROWS_AS(sink.submit(make_alert(kAlerts)), gw::Error);
+  std::vector<Alert> late = {make_alert(kAlerts + 1)};
+  CHECK_THROWS_AS(sink.submit_all(late), gw::Error);
   sink.submit_stats(json{{"late", true}});  // dropped, documented
   CHECK(sink.counters().committed == kAlerts);
 }
 
 TEST_CASE("AlertSink: 5000 alerts from 2 producer threads commit with gapless seqs", "[sink]") {
+  // One producer submits alert by alert, the other in bunches of 37
+  // (submit_all), more than the queue holds: it blocks mid-bunch.
   TempDir dir;
   SinkOptions options = options_for(dir);
   options.queue_capacity = 64;  // producers block on the full queue
@@ -333,7 +337,15 @@ TEST_CASE("AlertSink: 5000 alerts from 2 producer threads commit with gapless se
 
   const int kPerProducer = 2500;
   auto produce = [&](std::uint32_t wearer) {
-    for (int i = 0; i < kPerProducer; ++i) sink.submit(make_alert(i, wearer));
+    if (wearer == 1) {
+      for (int i = 0; i < kPerProducer; ++i) sink.submit(make_alert(i, wearer));
+      return;
+    }
+    std::vector<Alert> bunch;
+    for (int i = 0; i < kPerProducer; ++i) {
+      bunch.push_back(make_alert(i, wearer));
+      if (bunch.size() == 37 || i + 1 == kPerProducer) sink.submit_all(bunch);
+    }
   };
   std::thread first(produce, 1);
   std::thread second(produce, 2);
