@@ -347,6 +347,20 @@ std::vector<std::uint8_t> encode_frame(const Frame& frame, const FrameMacKey* ma
   return bytes;
 }
 
+void restamp_frame(std::uint8_t* bytes, std::size_t size, std::uint32_t wearer_id,
+                   std::uint32_t sequence, std::uint64_t device_time_us) {
+  if (bytes == nullptr || size < kFrameHeaderBytes + kFrameCrcBytes ||
+      kFrameHeaderBytes + std::size_t{load_u32(bytes + kPayloadBytesOffset)} + kFrameCrcBytes != size)
+    throw Error("restamp_frame: not an encoded frame of " + std::to_string(size) + " bytes");
+  if (mac_bytes_of(bytes[kVersionOffset], bytes[kFlagsOffset]) != 0)
+    throw Error("restamp_frame: the frame carries a MAC");
+  store_le(bytes + kWearerOffset, wearer_id, 4);
+  store_le(bytes + kSequenceOffset, sequence, 4);
+  store_le(bytes + kDeviceTimeOffset, device_time_us, 8);
+  const std::size_t crc_offset = size - kFrameCrcBytes;
+  store_le(bytes + crc_offset, crc_of(bytes, crc_offset), 4);
+}
+
 bool verify_frame_mac(const std::uint8_t* data, std::size_t size, const FrameMacKey& key) {
   static_assert(kFrameMacBytes == crypto_auth_hmacsha256_BYTES);
   static_assert(kFrameMacKeyBytes == crypto_auth_hmacsha256_KEYBYTES);
@@ -406,11 +420,12 @@ std::vector<float> fit_int16_scales(const std::vector<float>& values, int channe
     throw Error("fit_int16_scales: " + std::to_string(values.size()) +
                 " values do not split into " + std::to_string(channels) + " channels");
   }
+  // Sample by sample (no index modulo: a division per value made this the
+  // bulk of encoding a W1 frame).
   std::vector<float> max_abs(static_cast<std::size_t>(channels), 0.0f);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    float& m = max_abs[i % max_abs.size()];
-    m = std::max(m, std::fabs(values[i]));
-  }
+  for (std::size_t i = 0; i < values.size(); i += max_abs.size())
+    for (std::size_t c = 0; c < max_abs.size(); ++c)
+      max_abs[c] = std::max(max_abs[c], std::fabs(values[i + c]));
   std::vector<float> scales(max_abs.size());
   for (std::size_t c = 0; c < scales.size(); ++c) {
     // max_abs / 32767 can underflow to zero for tiny channels; the smallest

@@ -95,6 +95,14 @@ DecodeStatus decode_frame(const std::uint8_t* data, std::size_t size, Frame& out
 // (inconsistent counts, too large).
 std::vector<std::uint8_t> encode_frame(const Frame& frame, const FrameMacKey* mac_key = nullptr);
 
+// Rewrites the wearer, sequence number and device timestamp of an encoded
+// frame without a MAC (as encode_frame wrote it) and its CRC: a sender that
+// sends the same samples for many wearers or over and over encodes them
+// once. Throws gw::Error when `bytes` is not such a frame (too short, its
+// payload length disagrees, or it carries a MAC, which this cannot renew).
+void restamp_frame(std::uint8_t* bytes, std::size_t size, std::uint32_t wearer_id,
+                   std::uint32_t sequence, std::uint64_t device_time_us);
+
 // For a frame that decode_frame accepted with has_mac: whether its MAC is
 // the HMAC-SHA-256 under `key` of the bytes it covers (compared in constant
 // time). False for a frame without a MAC.

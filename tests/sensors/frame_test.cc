@@ -621,3 +621,32 @@ TEST_CASE("MAC key files round-trip, are created 0600 and refused when readable 
                     Catch::Contains("bad.mackey:1: expected 'mac-key: <64 hex digits>'"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("restamp_frame gives the bytes encode_frame writes for the new header fields",
+          "[frame]") {
+  for (const SampleFormat format : {SampleFormat::kFloat32, SampleFormat::kInt16Scaled}) {
+    INFO("format " << static_cast<int>(format));
+    Frame frame = sample_frame(format);
+    Bytes bytes = encode_frame(frame);
+    frame.wearer_id = 0xA1B2C3D4u;
+    frame.sequence = 77777u;
+    frame.device_time_us = 0x0102030405060708ull;
+    gw::sensors::restamp_frame(bytes.data(), bytes.size(), frame.wearer_id, frame.sequence,
+                               frame.device_time_us);
+    CHECK(bytes == encode_frame(frame));
+    Frame out;
+    REQUIRE(decode_frame(bytes.data(), bytes.size(), out) == DecodeStatus::kOk);
+    require_same_header(frame, out);
+  }
+  // Not an encoded frame, or one with a MAC (which it cannot renew): refused.
+  Bytes short_bytes(kFrameHeaderBytes, 0);
+  CHECK_THROWS_AS(gw::sensors::restamp_frame(short_bytes.data(), short_bytes.size(), 1, 2, 3),
+                  gw::Error);
+  Bytes trimmed = encode_frame(sample_frame(SampleFormat::kFloat32));
+  trimmed.pop_back();
+  CHECK_THROWS_AS(gw::sensors::restamp_frame(trimmed.data(), trimmed.size(), 1, 2, 3), gw::Error);
+  const gw::sensors::FrameMacKey key = gw::sensors::generate_frame_mac_key();
+  Bytes signed_bytes = encode_frame(sample_frame(SampleFormat::kFloat32), &key);
+  CHECK_THROWS_AS(gw::sensors::restamp_frame(signed_bytes.data(), signed_bytes.size(), 1, 2, 3),
+                  gw::Error);
+}
