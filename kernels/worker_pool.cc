@@ -41,10 +41,11 @@ void WorkerPool::run(const std::function<void(int)>& task) {
     std::lock_guard<std::mutex> lock(mutex_);
     task_ = &task;
     error_ = nullptr;
-    busy_helpers_ = static_cast<int>(helpers_.size());
+    open_ = true;
+    joined_ = 0;
     ++generation_;
   }
-  start_.notify_all();
+  if (!helpers_.empty()) start_.notify_all();
   try {
     task(0);
   } catch (...) {
@@ -53,7 +54,8 @@ void WorkerPool::run(const std::function<void(int)>& task) {
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return busy_helpers_ == 0; });
+    open_ = false;  // helpers not in by now skip this run
+    done_.wait(lock, [this] { return joined_ == 0; });
     task_ = nullptr;
     error = error_;
     error_ = nullptr;
@@ -70,6 +72,8 @@ void WorkerPool::helper_loop(int worker) {
       start_.wait(lock, [&] { return stopping_ || generation_ != seen_generation; });
       if (stopping_) return;
       seen_generation = generation_;
+      if (!open_) continue;  // woke after the caller finished: nothing left
+      ++joined_;
       task = task_;
     }
     try {
@@ -77,11 +81,12 @@ void WorkerPool::helper_loop(int worker) {
     } catch (...) {
       record_exception();
     }
+    bool last = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      --busy_helpers_;
+      last = --joined_ == 0;
     }
-    done_.notify_one();
+    if (last) done_.notify_one();
   }
 }
 

@@ -31,9 +31,15 @@ class WorkerPool {
 
   int size() const { return static_cast<int>(helpers_.size()) + 1; }
 
-  // Calls task(worker) once for every worker in [0, size()) concurrently, the
-  // caller being worker 0, and blocks until all calls have returned. If a call
-  // throws, the first exception is rethrown here after all calls returned.
+  // Calls task(0) on the calling thread and task(worker) on each helper that
+  // wakes up before that call returns (at most once per worker in
+  // [1, size())), and blocks until every call has returned. A helper that
+  // wakes later does not call it: the task must hand out its work as the
+  // workers ask for it (an atomic counter), so that whoever runs it finishes
+  // all of it. The caller never waits for helpers to wake up (in a virtual
+  // machine waking an idle vCPU took ~0.1-1 ms, which a per-batch or
+  // per-bunch run paid every time; docs/benchmarks.md). If a call throws,
+  // the first exception is rethrown here after all calls returned.
   void run(const std::function<void(int)>& task);
 
  private:
@@ -45,7 +51,8 @@ class WorkerPool {
   std::condition_variable done_;
   const std::function<void(int)>* task_ = nullptr;  // valid while a run is in progress
   std::uint64_t generation_ = 0;                    // bumped by every run()
-  int busy_helpers_ = 0;
+  bool open_ = false;   // helpers may still join the current run
+  int joined_ = 0;      // helpers in the current run's task
   bool stopping_ = false;
   std::exception_ptr error_;
   std::vector<std::thread> helpers_;
