@@ -504,59 +504,27 @@ class Daemon {
         if (accepted[i]) p.jobs.on_frame(frames[i].frame, frames[i].zone, frames[i].arrival_s);
       pipeline_seconds_.frames_engine += seconds_between(engine_start, Clock::now());
     };
-    // Frames that arrived before a tick belong to its batch: everything
-    // queued is taken first (in bunches; bounded, so a flood cannot hold
-    // the tick off for long). Returns the seconds it took.
-    auto take_queued = [&] {
-      const auto start = Clock::now();
-      for (int bunch = 0; bunch < 64; ++bunch) {
-        arrived.clear();
-        if (p.queue.drain(arrived, kFramesPerTurn) == 0) break;
-        take_all(arrived);
-      }
-      return seconds_between(start, Clock::now());
-    };
-    // Frames are searched only at the next tick, so after a turn that found
-    // few, the next waits a little (kGather) for more to gather: the engine
-    // appends a bunch on its pool, and hundreds at once cost a fraction of
-    // what a few at a time do (each frame is a cache-cold copy into its
-    // stream's ring; measured on the H100 host: docs/benchmarks.md).
-    constexpr auto kGather = std::chrono::milliseconds(2);
-    constexpr std::size_t kEnoughFrames = 256;
-    bool gather = false;
     auto turn_start = Clock::now();
     while (!stopping_) {
       // While a search runs, the loop comes round at least every millisecond
       // (after each bunch of frames) to see whether it is done.
       const auto longest_wait = std::chrono::milliseconds(p.engine.batch_in_flight() ? 1 : 50);
-      if (gather) {
-        const auto until = std::min(turn_start + std::min(Clock::duration(kGather), Clock::duration(longest_wait)),
-                                    next_tick);
-        if (Clock::now() < until) std::this_thread::sleep_until(until);
-      }
-      auto frame = p.queue.pop_for(
-          std::max(Clock::duration::zero(),
-                   std::min(next_tick - Clock::now(), Clock::duration(longest_wait))));
+      auto frame = p.queue.pop_for(std::min(next_tick - turn_start, Clock::duration(longest_wait)));
       const auto popped = Clock::now();
       auto frame_done = popped;
-      gather = false;
       if (frame) {
         arrived.clear();
         arrived.push_back(std::move(*frame));
         p.queue.drain(arrived, kFramesPerTurn - 1);
-        gather = arrived.size() < kEnoughFrames;
         take_all(arrived);
         frame_done = Clock::now();
       }
       const double tick_before = pipeline_seconds_.batch + pipeline_seconds_.after_batch;
-      double frames_at_tick_s = 0;
       p.tasks.run_pending();  // control requests, between frames and ticks
       const auto now = Clock::now();
       if (p.engine.batch_in_flight() && (now >= next_tick || p.engine.search_done()))
         end_tick(/*final=*/false);
       if (now >= next_tick) {
-        frames_at_tick_s = take_queued();
-        pipeline_seconds_.frames += frames_at_tick_s;
         begin_tick();
         if (!overlap_search || !p.engine.batch_in_flight()) end_tick(/*final=*/false);
         next_tick += std::chrono::milliseconds(p.engine.tick_ms());
@@ -574,7 +542,7 @@ class Daemon {
       const double tick_s = pipeline_seconds_.batch + pipeline_seconds_.after_batch - tick_before;
       pipeline_seconds_.waiting += seconds_between(turn_start, popped);
       pipeline_seconds_.frames += seconds_between(popped, frame_done);
-      pipeline_seconds_.other += seconds_between(frame_done, turn_end) - tick_s - frames_at_tick_s;
+      pipeline_seconds_.other += seconds_between(frame_done, turn_end) - tick_s;
       turn_start = turn_end;
     }
     // Drain: every frame that was accepted into the queue is searched, and

@@ -6,7 +6,10 @@
 #   E2E_WEARERS=4000,6000       counts (comma-separated)
 #   E2E_DURATION=30 E2E_WARMUP=10
 #   E2E_VARIANTS="new old"      names; per name: ENV_<name> (environment
-#                               assignments) and ARGS_<name> (e2e_bench options)
+#                               assignments), ARGS_<name> (e2e_bench options) and
+#                               DAEMON_<name> (another gaitwatchd binary)
+#   AB_BASE=DIR                 a source tree built into $BUILD-base as well
+#                               (its daemon: DAEMON_x=$BUILD-base/daemon/gaitwatchd)
 #   E2E_ARGS                    e2e_bench options for every run (e.g. --threads 12)
 #   E2E_TESTS=1                 first the GPU test suite (test_kernels_gpu)
 # Results in $OUT: e2e.jsonl (e2e_bench lines, each with "variant"), e2e.err
@@ -18,7 +21,15 @@ source scripts/lib/gpu-env.sh
 targets="e2e_bench gaitwatchd"
 [ "${E2E_TESTS:-0}" = 1 ] && targets="$targets test_kernels_gpu"
 start=$SECONDS
+if [ -n "${AB_BASE:-}" ]; then
+  # The reference tree's daemon, built beside (its own build folder).
+  (cmake -S "$AB_BASE" -B $BUILD-base -DCMAKE_BUILD_TYPE=Release -DGAITWATCH_CUDA=ON \
+     -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build-base.log" 2>&1 &&
+   cmake --build $BUILD-base -j"$(nproc)" --target gaitwatchd >> "$OUT/build-base.log" 2>&1) &
+  base_build=$!
+fi
 gpu_build $targets || exit 1
+if [ -n "${AB_BASE:-}" ]; then wait $base_build || { tail -20 "$OUT/build-base.log"; exit 1; }; fi
 echo "build: $((SECONDS - start)) s"
 if [ "${E2E_TESTS:-0}" = 1 ]; then
   (cd $BUILD && ctest -L gpu --output-on-failure --timeout 300) > "$OUT/ctest-gpu.log" 2>&1
@@ -34,12 +45,13 @@ for n in "${counts[@]}"; do
   for name in ${E2E_VARIANTS:-new}; do
     env_var="ENV_$name"
     args_var="ARGS_$name"
+    daemon_var="DAEMON_$name"
     # Per-thread CPU (% of one core) over 5 s in the middle of the window.
     python3 scripts/lib/thread_cpu.py --after $((warmup + duration / 2)) --seconds 5 \
       --label "$name $n" gaitwatchd e2e_bench >> "$OUT/threads.txt" 2>&1 &
     sampler=$!
     # shellcheck disable=SC2086
-    env ${!env_var:-} $BUILD/bench/e2e_bench --daemon $BUILD/daemon/gaitwatchd --backend cuda \
+    env ${!env_var:-} $BUILD/bench/e2e_bench --daemon "${!daemon_var:-$BUILD/daemon/gaitwatchd}" --backend cuda \
       --wearers "$n" --duration "$duration" --warmup "$warmup" ${E2E_ARGS:-} ${!args_var:-} \
       2> >(tee -a "$OUT/e2e.err" | grep -- "->" | sed "s/^/[$name] /" >&2) |
       python3 -c "
