@@ -62,9 +62,9 @@ class BoundedQueue {
       for (T& item : items) {
         if (!make_room(lock)) continue;
         items_.push_back(std::move(item));
+        high_water_ = std::max(high_water_, items_.size());
         ++queued;
       }
-      high_water_ = std::max(high_water_, items_.size());
     }
     items.clear();
     if (queued > 0) not_empty_.notify_all();

@@ -93,7 +93,9 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
       const std::uint32_t length = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 |
                                    std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
       if (length == 0 || length > owner.config_.ingest.max_frame_bytes) {
-        // The stream cannot be resynchronised after a bad length: close it.
+        // The stream cannot be resynchronised after a bad length: close it,
+        // after queueing the good frames read before it.
+        if (!decoded.empty()) owner.counters_.queued += owner.queue_.push_all(decoded);
         ++owner.counters_.tcp_bad_length;
         spdlog::warn("tcp ingest: bad frame length {} from {}; closing", length, peer());
         boost::system::error_code ignored;

@@ -375,6 +375,14 @@ class CudaBackend final : public SearchBackend {
     eq_packed_.upload(eq_packed, stream_);
     ec_packed_.upload(ec_packed, stream_);
     check(cudaStreamSynchronize(stream_), "library upload");
+    {
+      // The streams' device rings hold samples of the old library's views
+      // (a reload may change a view's transforms, not its shape or stream
+      // key): nothing is held any more, the next batch uploads whole slices.
+      std::lock_guard<std::mutex> lock(stage_mutex_);
+      histories_.clear();
+      for (StagedUpload& slot : staged_) slot.batch = nullptr;  // planned against those rings
+    }
     host_pairs_ = std::move(pairs);
     groups_ = std::move(groups);
     profile_slots_ = std::move(profile_slots);

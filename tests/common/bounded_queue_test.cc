@@ -114,5 +114,6 @@ TEST_CASE("push_all blocks for room in order and wakes a consumer that waits", "
   producer.join();
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
   CHECK(q.dropped() == 0);
+  CHECK(q.high_water() == 4);  // it was full while the producer blocked
   for (int i = 0; i < 200; ++i) CHECK(got[i] == i);
 }

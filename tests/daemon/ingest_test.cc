@@ -171,13 +171,23 @@ TEST_CASE("a bad length closes only its connection; a corrupt frame is counted a
   const auto last = prefixed(frame_of(8, 2, 3, 4));
   bytes.insert(bytes.end(), last.begin(), last.end());
   asio::write(good, asio::buffer(bytes));
-  // Length 0 cannot be resynchronised: the daemon closes that connection.
-  const std::uint8_t zero[4] = {0, 0, 0, 0};
-  asio::write(bad, asio::buffer(zero));
-  const auto frames = run.take(2);
-  REQUIRE(frames.size() == 2);
+  // Length 0 cannot be resynchronised: the daemon closes that connection,
+  // after queueing the good frames that came in the same read before it.
+  std::vector<std::uint8_t> then_bad = prefixed(frame_of(9, 0, 3, 4));
+  const auto second = prefixed(frame_of(9, 1, 3, 4));
+  then_bad.insert(then_bad.end(), second.begin(), second.end());
+  then_bad.insert(then_bad.end(), {0, 0, 0, 0});
+  asio::write(bad, asio::buffer(then_bad));
+  auto frames = run.take(4);
+  REQUIRE(frames.size() == 4);
+  std::stable_sort(frames.begin(), frames.end(), [](const auto& a, const auto& b) {
+    return a.frame.wearer_id < b.frame.wearer_id;
+  });
   CHECK(frames[0].frame.sequence == 0);
   CHECK(frames[1].frame.sequence == 2);
+  CHECK(frames[2].frame.wearer_id == 9);
+  CHECK(frames[2].frame.sequence == 0);
+  CHECK(frames[3].frame.sequence == 1);
   const auto& c = run.ingest->counters();
   CHECK(gw::test::eventually([&] { return c.tcp_bad_length == 1; }, std::chrono::seconds(5)));
   std::uint64_t decode_errors = 0;
