@@ -97,11 +97,12 @@ TEST_CASE("push_all blocks for room in order and wakes a consumer that waits", "
   // queued before it waits, or a consumer asleep on an empty queue never
   // sees it (the timeout here is far longer than the test).
   BoundedQueue<int> q(4, OverflowPolicy::kBlock);
+  std::size_t queued = 0;  // read after join (Catch assertions are not thread-safe)
   std::thread producer([&] {
     for (int bunch = 0; bunch < 20; ++bunch) {
       std::vector<int> items;
       for (int i = 0; i < 10; ++i) items.push_back(bunch * 10 + i);
-      CHECK(q.push_all(items) == 10);
+      queued += q.push_all(items);
     }
   });
   std::vector<int> got;
@@ -112,6 +113,7 @@ TEST_CASE("push_all blocks for room in order and wakes a consumer that waits", "
     got.push_back(*v);
   }
   producer.join();
+  CHECK(queued == 200);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
   CHECK(q.dropped() == 0);
   CHECK(q.high_water() == 4);  // it was full while the producer blocked
