@@ -222,7 +222,7 @@ struct StorageConfig {
   std::string path = "gaitwatch.db";
   double retention_days = 30;
   int commit_interval_ms = 50;
-  int max_batch = 256;
+  int max_batch = 4096;
 };
 
 // The raw-stream history (pipeline/history_recorder.h): every accepted sample

@@ -74,7 +74,7 @@ Int get_integer(const json& object, const std::string& where, const std::string&
 
 }  // namespace
 
-nlohmann::json alert_to_json(const Alert& alert) {
+nlohmann::json dims_to_json(const Alert& alert) {
   json dims = json::array();
   for (const DimMatch& dim : alert.dims) {
     dims.push_back({{"pattern_dim", dim.pattern_dim},
@@ -82,6 +82,11 @@ nlohmann::json alert_to_json(const Alert& alert) {
                     {"distance", dim.distance},
                     {"end_index", dim.end_index}});
   }
+  return dims;
+}
+
+nlohmann::json alert_to_json(const Alert& alert) {
+  json dims = dims_to_json(alert);
   return json{{"seq", alert.seq},
               {"wearer", alert.wearer},
               {"device", alert.device},

@@ -36,6 +36,8 @@ struct Alert {
 };
 
 nlohmann::json alert_to_json(const Alert& alert);
+// alert_to_json(alert)["dims"] alone: the array the store keeps per row.
+nlohmann::json dims_to_json(const Alert& alert);
 Alert alert_from_json(const nlohmann::json& j);  // throws gw::Error on missing fields
 // "alert.<severity>.<wearer>." — a subscriber filters by prefix.
 std::string alert_topic(const Alert& alert);

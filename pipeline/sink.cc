@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -38,11 +39,17 @@ constexpr auto kMaxBackoff = std::chrono::seconds(2);
 constexpr int kAttemptsWhenStopping = 3;
 constexpr auto kStoppingBackoff = std::chrono::milliseconds(200);
 const std::string kStatsTopic = "stats.";
+// From this many alerts in a transaction their JSON is made on a thread of
+// its own while the transaction runs; fewer are not worth starting one.
+constexpr std::size_t kAlertsForSerializer = 64;
 
 struct StatsMessage {
   json body;
 };
-using Item = std::variant<Alert, StatsMessage>;
+// Ends the alerts of one submit_all() (a tick's alerts): nothing more of that
+// group is coming, so the writer commits without waiting for the interval.
+struct GroupEnd {};
+using Item = std::variant<Alert, StatsMessage, GroupEnd>;
 
 // "<3>" is the syslog priority "err"; journald strips it from the line and
 // records the priority (sd-daemon(3)).
@@ -134,7 +141,15 @@ struct AlertSink::Impl {
     std::size_t batch_alerts = 0;
     Clock::time_point batch_deadline;
 
+    // Set when a group's end was added: the batch is committed as soon as
+    // what is already queued has joined it (group commit), not at the
+    // deadline.
+    bool group_complete = false;
     auto add = [&](Item item) {
+      if (std::holds_alternative<GroupEnd>(item)) {
+        group_complete = !batch.empty();
+        return;
+      }
       if (batch.empty() && std::holds_alternative<StatsMessage>(item)) {
         // No alert is waiting for a commit, so order is kept by publishing
         // now; a status message never waits for commit_interval_ms.
@@ -149,6 +164,7 @@ struct AlertSink::Impl {
         batch_alerts = 0;
       }
     };
+    std::vector<Item> queued;  // reused: what was waiting behind a popped item
 
     while (true) {
       auto now = Clock::now();
@@ -164,6 +180,12 @@ struct AlertSink::Impl {
       std::optional<Item> item = queue.pop_for(std::max(wake - now, Clock::duration::zero()));
       if (item) {
         add(std::move(*item));
+        // Whatever else is waiting joins this batch (up to max_batch per
+        // transaction, see add): several ticks' alerts that queued behind a
+        // slow commit go out in one transaction, not one each.
+        queued.clear();
+        queue.drain(queued);
+        for (Item& next : queued) add(std::move(next));
       } else if (stopping.load()) {
         // stop() closes the queue before it sets `stopping`, so nothing can
         // be pushed any more: take what is left, commit, publish, finish.
@@ -173,10 +195,11 @@ struct AlertSink::Impl {
         flush(batch);
         return;
       }
-      if (!batch.empty() && Clock::now() >= batch_deadline) {
+      if (!batch.empty() && (group_complete || Clock::now() >= batch_deadline)) {
         flush(batch);
         batch_alerts = 0;
       }
+      if (batch.empty()) group_complete = false;
     }
   }
 
@@ -188,39 +211,72 @@ struct AlertSink::Impl {
     for (Item& item : batch) {
       if (auto* alert = std::get_if<Alert>(&item)) alerts.push_back(std::move(*alert));
     }
-    const bool stored = commit(alerts);
+    // The alerts' published text is made while the transaction runs, with
+    // the seqs they will get: this writer is the store's only one, so they
+    // follow the last seq it committed (checked after the commit; text made
+    // for other seqs is made again). At ~1,000 alerts a tick this takes the
+    // JSON off the way from the commit to the subscribers.
+    std::vector<std::string> bodies(alerts.size());
+    const std::uint64_t expected_first = last_seq.load() + 1;
+    const auto write_bodies = [&alerts, &bodies](std::uint64_t first_seq) {
+      for (std::size_t i = 0; i < alerts.size(); ++i) {
+        nlohmann::json body = alert_to_json(alerts[i]);
+        body["seq"] = first_seq + i;
+        bodies[i] = to_text(body);
+      }
+    };
+    std::future<void> bodies_made;
+    if (publisher && alerts.size() >= kAlertsForSerializer)
+      bodies_made = std::async(std::launch::async, [&] {
+        set_thread_name("gw-sink-json");
+        write_bodies(expected_first);
+      });
+    else if (publisher)
+      write_bodies(expected_first);
+    const auto commit_start = Clock::now();
+    const std::optional<std::uint64_t> first_seq = commit(alerts);
+    const auto publish_start = Clock::now();
+    commit_ns += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(publish_start - commit_start).count());
+    if (bodies_made.valid()) bodies_made.get();
+    if (first_seq) {
+      for (std::size_t i = 0; i < alerts.size(); ++i) alerts[i].seq = *first_seq + i;
+      if (publisher && *first_seq != expected_first) write_bodies(*first_seq);
+    }
     std::size_t next_alert = 0;
     for (const Item& item : batch) {
       if (std::holds_alternative<Alert>(item)) {
-        const Alert& alert = alerts[next_alert++];
+        const std::size_t i = next_alert++;
         // Never publish an alert whose row is not committed.
-        if (stored && publish(alert_topic(alert), to_text(alert_to_json(alert)))) ++published;
-      } else {
-        publish(kStatsTopic, to_text(std::get<StatsMessage>(item).body));
+        if (first_seq && publish(alert_topic(alerts[i]), bodies[i])) ++published;
+      } else if (const auto* stats = std::get_if<StatsMessage>(&item)) {
+        publish(kStatsTopic, to_text(stats->body));
       }
     }
     batch.clear();
+    publish_ns += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - publish_start).count());
   }
 
-  // Returns true once the alerts are committed (each now has its seq); false
-  // only when stop() was called and the batch still failed
-  // kAttemptsWhenStopping more times, which it reports.
-  bool commit(std::vector<Alert>& alerts) {
-    if (alerts.empty()) return true;
+  // Returns the first alert's seq once the alerts are committed (the others
+  // follow it); nothing only when stop() was called and the batch still
+  // failed kAttemptsWhenStopping more times, which it reports.
+  std::optional<std::uint64_t> commit(const std::vector<Alert>& alerts) {
+    if (alerts.empty()) return last_seq.load() + 1;
     auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
     int failures = 0;
     int failures_while_stopping = 0;
     while (true) {
       try {
-        store.insert(alerts);
+        const std::uint64_t first_seq = store.insert_rows(alerts);
         committed += alerts.size();
         ++transactions;
-        last_seq = alerts.back().seq;
+        last_seq = first_seq + alerts.size() - 1;
         if (failures > 0) {
           log_error("commit of " + std::to_string(alerts.size()) + " alerts succeeded after " +
                     std::to_string(failures) + " failed attempts");
         }
-        return true;
+        return first_seq;
       } catch (const std::exception& e) {
         ++store_errors;
         ++failures;
@@ -232,7 +288,7 @@ struct AlertSink::Impl {
                     "(first: wearer " +
                     std::to_string(alerts.front().wearer) + ", pattern '" + alerts.front().pattern +
                     "'): " + e.what());
-          return false;
+          return std::nullopt;
         }
         auto pause =
             is_stopping ? std::chrono::duration_cast<Clock::duration>(kStoppingBackoff) : backoff;
@@ -302,6 +358,8 @@ struct AlertSink::Impl {
   std::atomic<std::uint64_t> retention_deleted{0};
   std::atomic<std::uint64_t> last_seq{0};
   std::atomic<std::uint64_t> store_errors{0};
+  std::atomic<std::uint64_t> commit_ns{0};
+  std::atomic<std::uint64_t> publish_ns{0};
 
   std::thread writer;  // last: started when everything above exists
 };
@@ -324,12 +382,13 @@ void AlertSink::submit(Alert alert) {
 void AlertSink::submit_all(std::vector<Alert>& alerts) {
   if (alerts.empty()) return;
   std::vector<Item> items;
-  items.reserve(alerts.size());
+  items.reserve(alerts.size() + 1);
   for (Alert& alert : alerts) items.emplace_back(std::move(alert));
+  items.emplace_back(GroupEnd{});
   const std::size_t given = items.size();
   alerts.clear();
   if (impl_->queue.push_all(items) != given)
-    throw Error("alert sink is stopped; " + std::to_string(given) +
+    throw Error("alert sink is stopped; " + std::to_string(given - 1) +
                 " alerts were not all accepted");
 }
 
@@ -365,6 +424,8 @@ SinkCounters AlertSink::counters() const {
   c.retention_deleted = impl_->retention_deleted.load();
   c.last_seq = impl_->last_seq.load();
   c.store_errors = impl_->store_errors.load();
+  c.commit_s = static_cast<double>(impl_->commit_ns.load()) * 1e-9;
+  c.publish_s = static_cast<double>(impl_->publish_ns.load()) * 1e-9;
   return c;
 }
 

@@ -124,7 +124,13 @@ HitStore::HitStore(const std::string& path, bool read_only)
 HitStore::~HitStore() { sqlite::close(db_); }
 
 void HitStore::insert(std::vector<Alert>& alerts) {
-  if (alerts.empty()) return;
+  const std::uint64_t first_seq = insert_rows(alerts);
+  // Seqs are handed out only once the rows exist.
+  for (std::size_t i = 0; i < alerts.size(); ++i) alerts[i].seq = first_seq + i;
+}
+
+std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts) {
+  if (alerts.empty()) return last_seq() + 1;
   // IMMEDIATE: take the write lock up front, so the read of last_seq and the
   // writes that follow cannot interleave with another writer.
   std::uint64_t first_seq = 0;
@@ -149,8 +155,7 @@ void HitStore::insert(std::vector<Alert>& alerts) {
       insert.bind(14, a.latency_ms);
       // The same dims JSON as on the wire; replace, not throw, on bad UTF-8
       // (there are no strings in dims, but dump() must never stop a commit).
-      insert.bind(15,
-                  alert_to_json(a).at("dims").dump(-1, ' ', false, json::error_handler_t::replace));
+      insert.bind(15, dims_to_json(a).dump(-1, ' ', false, json::error_handler_t::replace));
       insert.run();
       insert.reset();
     }
@@ -160,8 +165,7 @@ void HitStore::insert(std::vector<Alert>& alerts) {
     if (sqlite3_changes(db_) != 1)
       throw Error(label_ + ": meta.last_seq is missing; the file is damaged");
   });
-  // Seqs are handed out only once the rows exist.
-  for (std::size_t i = 0; i < alerts.size(); ++i) alerts[i].seq = first_seq + i;
+  return first_seq;
 }
 
 std::vector<Alert> HitStore::query(const HitQuery& q) const {

@@ -39,6 +39,9 @@ class HitStore {
   // Inserts all alerts in one transaction and assigns each its seq
   // (last_seq() + 1, + 2, ...). On failure nothing is inserted and it throws.
   void insert(std::vector<Alert>& alerts);
+  // insert() without touching `alerts`: returns the seq of the first row
+  // (the others follow it), which the caller assigns.
+  std::uint64_t insert_rows(const std::vector<Alert>& alerts);
   std::vector<Alert> query(const HitQuery& q) const;
   std::uint64_t last_seq() const;
   std::uint64_t count() const;

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -508,4 +509,88 @@ TEST_CASE("AlertSink: stop() terminates when a batch can never commit", "[sink]"
   CHECK(sink.counters().store_errors >= 2);
   CHECK_FALSE(sub.receive(200ms).has_value());
   CHECK(stored_seqs(options.db_path).empty());
+}
+
+TEST_CASE("AlertSink: a tick's alerts commit at once, a lone alert waits for the interval",
+          "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.publish_endpoint.clear();
+  options.commit_interval_ms = 60000;  // only group commit or stop() can commit here
+  options.max_batch = 100;
+  AlertSink sink(options);
+
+  // 250 alerts in one group: two full transactions of 100, then the group's
+  // end commits the last 50 without waiting the minute.
+  std::vector<Alert> tick;
+  for (int i = 0; i < 250; ++i) tick.push_back(make_alert(i));
+  sink.submit_all(tick);
+  CHECK(tick.empty());
+  REQUIRE(eventually([&] { return sink.counters().committed == 250; }));
+  CHECK(sink.counters().transactions == 3);
+  CHECK(stored_seqs(options.db_path) == iota_seqs(250));
+
+  // A lone alert is not a group: it waits for commit_interval_ms (or stop()).
+  sink.submit(make_alert(250));
+  std::this_thread::sleep_for(300ms);
+  CHECK(sink.counters().committed == 250);
+
+  // The next group takes the waiting alert along in its transaction.
+  std::vector<Alert> next_tick = {make_alert(251), make_alert(252)};
+  sink.submit_all(next_tick);
+  REQUIRE(eventually([&] { return sink.counters().committed == 253; }));
+  CHECK(sink.counters().transactions == 4);
+  sink.stop();
+  CHECK(stored_seqs(options.db_path) == iota_seqs(253));
+}
+
+TEST_CASE("AlertSink: large groups publish the committed seqs, also after another writer's rows",
+          "[sink]") {
+  // Groups of 150 have their JSON made while the transaction runs, with the
+  // seqs they are expected to get; a row written by someone else in between
+  // moves the seqs, and what is published must still be what was committed.
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.max_batch = 1000;
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
+  wait_until_subscribed(sink, {&sub});
+
+  const auto group = [](std::int64_t first) {
+    std::vector<Alert> alerts;
+    for (std::int64_t i = first; i < first + 150; ++i) alerts.push_back(make_alert(i, 1 + i % 5));
+    return alerts;
+  };
+  std::vector<Alert> first = group(0);
+  sink.submit_all(first);
+  REQUIRE(eventually([&] { return sink.counters().committed == 150; }));
+  {
+    HitStore other(options.db_path);  // another writer: takes seq 151
+    std::vector<Alert> intruder = {make_alert(10000, 99)};
+    other.insert(intruder);
+    REQUIRE(intruder[0].seq == 151);
+  }
+  std::vector<Alert> second = group(150);
+  sink.submit_all(second);
+  sink.submit_stats(json{{"end", true}});
+  const std::vector<Message> received = sub.receive_until_end();
+  sink.stop();
+  REQUIRE(received.size() == 300);
+
+  HitStore reader(options.db_path, /*read_only=*/true);
+  HitQuery all;
+  all.limit = -1;
+  std::map<std::uint64_t, std::int64_t> stored;  // seq -> end_index
+  for (const Alert& row : reader.query(all)) stored[row.seq] = row.end_index;
+  REQUIRE(stored.size() == 301);
+  for (std::size_t i = 0; i < received.size(); ++i) {
+    const Alert alert = alert_from_json(json::parse(received[i].body));
+    CHECK(alert.end_index == static_cast<std::int64_t>(i));
+    CHECK(alert.seq == (i < 150 ? i + 1 : i + 2));  // 151 is the other writer's
+    REQUIRE(stored.count(alert.seq) == 1);
+    CHECK(stored[alert.seq] == alert.end_index);
+  }
+  CHECK(sink.counters().last_seq == 301);
+  CHECK(sink.counters().published == 300);
 }
