@@ -963,7 +963,8 @@ json run_once(const Options& options, int wearers, double duration_s,
   // the limit (waiting near 0), and on what.
   json pipeline_thread = json::object();
   for (const char* part :
-       {"waiting", "frames", "frames_engine", "batch", "batch_start", "after_batch", "other"})
+       {"waiting", "frames", "frames_engine", "batch", "batch_start", "after_batch", "alerts_out",
+        "other"})
     pipeline_thread[part] =
         delta(std::string("gaitwatch_pipeline_thread_") + part + "_s") / window_s;
   line["pipeline_thread_fraction"] = pipeline_thread;
@@ -972,6 +973,9 @@ json run_once(const Options& options, int wearers, double duration_s,
   for (const char* stage : {"due", "slices", "fill", "phase2"})
     engine_host[stage] = delta(std::string("gaitwatch_engine_host_s_") + stage) / window_s;
   line["engine_host_fraction"] = engine_host;
+  // The alert writer's thread, likewise: transactions and publishing.
+  line["sink_fraction"] = {{"commit", delta("gaitwatch_sink_commit_s") / window_s},
+                           {"publish", delta("gaitwatch_sink_publish_s") / window_s}};
   line["daemon_exit_code"] = exit_code ? *exit_code : -1;
 
   // The verdict.

@@ -162,8 +162,9 @@ class TableJobs {
     }
   }
 
-  void on_frame(const sensors::Frame& frame, int zone, double arrival_s) {
-    if (recorder_) recorder_->on_frame(frame, zone, arrival_s);
+  void on_frame(const ReceivedFrame& received) {
+    if (recorder_)
+      recorder_->on_frame(received.frame, received.zone, received.arrival_s, &received.slot_inputs);
   }
 
   // Records the complete wearer-seconds (all of them when `final`) and, once
@@ -290,7 +291,8 @@ class Daemon {
       const auto c = sink.counters();
       stats["sink"] = {{"committed", c.committed},   {"published", c.published},
                        {"transactions", c.transactions}, {"last_seq", c.last_seq},
-                       {"store_errors", c.store_errors}};
+                       {"store_errors", c.store_errors}, {"commit_s", c.commit_s},
+                       {"publish_s", c.publish_s}};
       stats.update(jobs.stats_json());
       if (history_) stats["history"] = history_->stats_json();
       stats["latency"] = {{"alert_p50_ms", alert_latency_.quantile(0.5)},
@@ -441,11 +443,20 @@ class Daemon {
     double newest_arrival = 0;
     // A tick starts a batch; the search runs on the engine's thread while
     // this one goes on taking frames, and the tick ends (phase 2, alerts out)
-    // when the search is done, or at the next tick at the latest.
+    // when the search is done. Ticks are tick_ms apart at the most often;
+    // one that falls while a search runs starts its batch when it ends.
     // GW_DAEMON_SERIAL_BATCH (any value): each tick's batch runs whole on
     // this thread before the next frame is taken (run_batch's way), as before
     // overlapping; for A/B measurements.
     const bool overlap_search = std::getenv("GW_DAEMON_SERIAL_BATCH") == nullptr;
+    // GW_DAEMON_TICK_WAITS (any value): a search still running at the next
+    // tick is waited for there (this thread stops taking frames until it
+    // ends), as before batches ran back to back; for A/B measurements.
+    const bool wait_at_tick = std::getenv("GW_DAEMON_TICK_WAITS") != nullptr;
+    constexpr int kHungSearchTicks = 50;
+    const auto hung_search =
+        std::chrono::milliseconds(kHungSearchTicks * std::max(p.engine.tick_ms(), 100));
+    auto flight_start = Clock::now();
     auto begin_tick = [&] {
       apply_pending_reload(p.engine);
       if (history_) history_->flush_idle(unix_now());
@@ -461,6 +472,17 @@ class Daemon {
       const auto batch_end = Clock::now();
       pipeline_seconds_.batch += seconds_between(batch_start, batch_end);
       auto alerts = p.jobs.admit(p.engine, std::move(batch));
+      // The alerts go to the writer first: the rest of the tick's bookkeeping
+      // (the counters' snapshot for /metrics is ~1,000 values) is not on
+      // their way to the subscribers.
+      for (const auto& alert : alerts) {
+        alert_latency_.observe(alert.latency_ms);
+        spdlog::info("alert: {} wearer {} device {} t={:.2f}s distance {:.3f} dims {}/{}",
+                     alert.pattern, alert.wearer, alert.device, alert.t_end, alert.distance,
+                     alert.matched_dims, alert.pattern_dims);
+      }
+      p.sink.submit_all(alerts);
+      pipeline_seconds_.alerts_out += seconds_between(batch_end, Clock::now());
       if (const std::string note = p.engine.take_backend_note(); !note.empty()) {
         spdlog::error("{}", note);
         notify_status(note);
@@ -468,13 +490,7 @@ class Daemon {
       const std::uint64_t batches_before = batches_seen_;
       batches_seen_ = p.engine.counters().batches;
       if (batches_seen_ != batches_before) batch_time_.observe(p.engine.counters().last_batch_ms);
-      for (const auto& alert : alerts) alert_latency_.observe(alert.latency_ms);
       metrics_board_.publish({p.counters(), alert_latency_, batch_time_});
-      for (const auto& alert : alerts)
-        spdlog::info("alert: {} wearer {} device {} t={:.2f}s distance {:.3f} dims {}/{}",
-                     alert.pattern, alert.wearer, alert.device, alert.t_end, alert.distance,
-                     alert.matched_dims, alert.pattern_dims);
-      p.sink.submit_all(alerts);
       // While frames wait in the queue, the slot recorder's clock is the
       // arrival of the newest frame it was given: a stream whose next frames
       // are queued is late here, not silent.
@@ -501,7 +517,7 @@ class Daemon {
       }
       p.engine.on_frames(arrived_refs, accepted);
       for (std::size_t i = 0; i < frames.size(); ++i)
-        if (accepted[i]) p.jobs.on_frame(frames[i].frame, frames[i].zone, frames[i].arrival_s);
+        if (accepted[i]) p.jobs.on_frame(frames[i]);
       pipeline_seconds_.frames_engine += seconds_between(engine_start, Clock::now());
     };
     auto turn_start = Clock::now();
@@ -522,9 +538,17 @@ class Daemon {
       const double tick_before = pipeline_seconds_.batch + pipeline_seconds_.after_batch;
       p.tasks.run_pending();  // control requests, between frames and ticks
       const auto now = Clock::now();
-      if (p.engine.batch_in_flight() && (now >= next_tick || p.engine.search_done()))
+      // A search still running at the tick is not waited for: the next batch
+      // starts as soon as it ends (so with a short tick_ms the batches run
+      // back to back, each taking what arrived during the one before). Only
+      // a search that has run for kHungSearchTicks ticks is waited for here,
+      // so that a hung device stops the watchdog pings.
+      if (p.engine.batch_in_flight() &&
+          (p.engine.search_done() || (wait_at_tick && now >= next_tick) ||
+           now >= flight_start + hung_search))
         end_tick(/*final=*/false);
-      if (now >= next_tick) {
+      if (now >= next_tick && !p.engine.batch_in_flight()) {
+        flight_start = now;
         begin_tick();
         if (!overlap_search || !p.engine.batch_in_flight()) end_tick(/*final=*/false);
         next_tick += std::chrono::milliseconds(p.engine.tick_ms());
@@ -603,16 +627,18 @@ class Daemon {
   // thread only): waiting for frames (pop_for, lock included), taking them
   // (the queue, then the engine and slot recorder: frames_engine), the
   // engine's batches (of which start_batch: batch_start), what follows a
-  // batch (de-duplication, sink, metrics, slots), and the rest (control
+  // batch (de-duplication, sink, metrics, slots; the part until the alerts
+  // are with the sink: alerts_out), and the rest (control
   // tasks, stats). Its "stats." and /metrics show whether the thread is the
   // limit.
   struct PipelineSeconds {
     double waiting = 0, frames = 0, frames_engine = 0, batch = 0, batch_start = 0,
-           after_batch = 0, other = 0;
+           after_batch = 0, alerts_out = 0, other = 0;
     nlohmann::json to_json() const {
       return {{"waiting_s", waiting},        {"frames_s", frames},
               {"frames_engine_s", frames_engine}, {"batch_s", batch},
               {"batch_start_s", batch_start}, {"after_batch_s", after_batch},
+              {"alerts_out_s", alerts_out},
               {"other_s", other}};
     }
   } pipeline_seconds_;

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/thread_name.h"
+#include "pipeline/daemon_jobs.h"
 
 namespace gw::daemon {
 
@@ -157,6 +158,7 @@ struct Ingest::Worker {
 
 Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& queue)
     : io_(io), config_(config), queue_(queue), udp_buffer_(config.ingest.max_frame_bytes + 1) {
+  if (config_.slots.enabled) slot_sources_ = pipeline::slot_sources(config_);
   for (const config::AllowedDevice& entry : config_.ingest.allowed_devices) {
     Allowed allowed{&entry, std::nullopt};
     if (!entry.mac_key.empty()) {
@@ -343,6 +345,10 @@ bool Ingest::accept_frame(const std::uint8_t* data, std::size_t size, const Addr
     ++counters_.profile_mismatch;
     return false;
   }
+  if (const auto source = slot_sources_.find(f.device_id); source != slot_sources_.end())
+    pipeline::reduce_slot_inputs(source->second, f, received.slot_inputs);
+  else
+    received.slot_inputs.values.clear();
   return true;
 }
 

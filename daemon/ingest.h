@@ -21,6 +21,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,7 @@
 
 #include "common/bounded_queue.h"
 #include "config/config.h"
+#include "pipeline/slot_recorder.h"
 #include "sensors/frame.h"
 
 namespace gw::daemon {
@@ -42,6 +44,9 @@ struct ReceivedFrame {
   sensors::Frame frame;
   double arrival_s = 0;  // unix seconds at receipt
   int zone = 0;          // receiving zone of the sender's address (config zones; 0 = none)
+  // The frame's inputs to the time-slot recorder, reduced on the ingest
+  // thread (empty when slots are off or its device gives no status inputs).
+  pipeline::SlotSampleInputs slot_inputs;
 };
 using FrameQueue = BoundedQueue<ReceivedFrame>;
 
@@ -101,6 +106,8 @@ class Ingest {
   };
   // By wearer << 17 | device, and wearer << 17 | 0x10000 for every device.
   std::unordered_map<std::uint64_t, Allowed> allowed_;
+  // slots.* and devices are restart-only, so these stay the recorder's.
+  std::map<std::uint16_t, pipeline::SlotSources> slot_sources_;  // empty: slots off
 
   boost::asio::io_context& io_;
   config::Config config_;

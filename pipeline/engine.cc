@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <future>
 
 #include "common/error.h"
@@ -108,7 +109,12 @@ void Engine::on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char
   accepted.assign(frames.size(), 0);
   // Below this, waking the pool costs more than the appends (~2 us each).
   // While the CPU backend searches, its own pool has the cores.
-  constexpr std::size_t kFramesForPool = 32;
+  // GW_ENGINE_POOL_FRAMES=N sets it, for A/B measurements.
+  static const std::size_t kFramesForPool = [] {
+    const char* text = std::getenv("GW_ENGINE_POOL_FRAMES");
+    return text != nullptr ? static_cast<std::size_t>(std::strtoul(text, nullptr, 10))
+                           : std::size_t{32};
+  }();
   const bool cpu_search_running = flight_.active && backend_name_.rfind("cpu", 0) == 0;
   if (frames.size() < kFramesForPool || host_pool_->size() == 1 || cpu_search_running) {
     for (std::size_t i = 0; i < frames.size(); ++i)

@@ -31,7 +31,40 @@ int highest_channel(const SlotSources& source) {
   return highest;
 }
 
+std::size_t inputs_per_sample(const SlotSources& source) {
+  return source.accel.size() + (source.left_load.empty() ? 0 : 1) +
+         (source.right_load.empty() ? 0 : 1);
+}
+
 }  // namespace
+
+void reduce_slot_inputs(const SlotSources& source, const sensors::Frame& frame,
+                        SlotSampleInputs& out) {
+  const std::size_t samples = frame.samples;
+  const std::size_t channels = frame.channels;
+  if (highest_channel(source) >= static_cast<int>(channels) ||
+      frame.values.size() < samples * channels) {
+    out.values.clear();
+    return;
+  }
+  const std::size_t per_sample = inputs_per_sample(source);
+  out.values.assign(samples * per_sample, 0.0f);
+  const float* values = frame.values.data();
+  for (std::size_t s = 0; s < samples; ++s)
+    for (std::size_t a = 0; a < source.accel.size(); ++a)
+      out.values[s * per_sample + a] = values[s * channels + static_cast<std::size_t>(source.accel[a])];
+  // Channel by channel over all samples: each sample's total adds its
+  // channels in list order from 0 (the same float result as one sample at a
+  // time), but the samples' additions do not wait on each other.
+  std::size_t at = source.accel.size();
+  for (const std::vector<int>* load : {&source.left_load, &source.right_load}) {
+    if (load->empty()) continue;
+    for (int c : *load)
+      for (std::size_t s = 0; s < samples; ++s)
+        out.values[s * per_sample + at] += values[s * channels + static_cast<std::size_t>(c)];
+    ++at;
+  }
+}
 
 SlotRecorder::SlotRecorder(const SlotRecorderOptions& options,
                            std::map<std::uint16_t, SlotSources> sources)
@@ -50,18 +83,31 @@ SlotRecorder::SlotRecorder(const SlotRecorderOptions& options,
     if (source.vertical_axis < 0 || source.vertical_axis > 2)
       throw Error("slot recorder: device " + std::to_string(device) +
                   ": vertical_axis must be 0, 1 or 2");
-    if (!source.empty()) sources_.emplace(device, std::move(source));
+    if (!source.empty()) {
+      const int highest = highest_channel(source);
+      sources_.emplace(device, Source{std::move(source), highest});
+    }
   }
 }
 
-void SlotRecorder::on_frame(const sensors::Frame& frame, int zone, double arrival_s) {
+void SlotRecorder::on_frame(const sensors::Frame& frame, int zone, double arrival_s,
+                            const SlotSampleInputs* inputs) {
   const auto source_it = sources_.find(frame.device_id);
   if (source_it == sources_.end()) return;
-  const SlotSources& source = source_it->second;
+  const SlotSources& source = source_it->second.sources;
   counters_.samples += frame.samples;
-  if (frame.wearer_id > kMaxSlotWearer || highest_channel(source) >= frame.channels) {
+  if (frame.wearer_id > kMaxSlotWearer || source_it->second.highest_channel >= frame.channels) {
     counters_.out_of_range_samples += frame.samples;
     return;
+  }
+  const std::size_t per_sample = inputs_per_sample(source);
+  if (inputs == nullptr || inputs->values.size() != frame.samples * per_sample) {
+    reduce_slot_inputs(source, frame, scratch_);
+    inputs = &scratch_;
+    if (scratch_.values.size() != frame.samples * per_sample) {  // fewer values than it says
+      counters_.out_of_range_samples += frame.samples;
+      return;
+    }
   }
   WearerState& wearer = wearers_[frame.wearer_id];
   StreamClockState& clock = wearer.streams[frame.device_id];
@@ -75,7 +121,12 @@ void SlotRecorder::on_frame(const sensors::Frame& frame, int zone, double arriva
   clock.last_arrival_s = arrival_s;
 
   const double rate = static_cast<double>(frame.sample_rate_hz);
-  const std::size_t channels = frame.channels;
+  // The wearer-second and its device and zone entries are looked up once per
+  // run of samples in the same second (a frame of 10 samples spans one or
+  // two), not per sample: map nodes stay put while others are added.
+  std::int64_t current_second = 0;
+  DeviceSamples* samples = nullptr;
+  std::size_t* zone_count = nullptr;
   for (std::size_t s = 0; s < frame.samples; ++s) {
     const double t = first_s + static_cast<double>(s) / rate;
     clock.last_device_s = t;
@@ -91,20 +142,28 @@ void SlotRecorder::on_frame(const sensors::Frame& frame, int zone, double arriva
       ++counters_.late_samples;
       continue;
     }
-    auto [it, inserted] = wearer.pending.try_emplace(second);
-    PendingSecond& pending = it->second;
-    if (inserted) pending.first_arrival_s = arrival_s;
-    DeviceSamples& samples = pending.devices[frame.device_id];
-    const float* row = frame.values.data() + s * channels;
-    for (int c : source.accel) samples.accel.push_back(row[c]);
-    auto total = [row](const std::vector<int>& load) {
-      float sum = 0;
-      for (int c : load) sum += row[c];
-      return sum;
-    };
-    if (!source.left_load.empty()) samples.left.push_back(total(source.left_load));
-    if (!source.right_load.empty()) samples.right.push_back(total(source.right_load));
-    ++pending.zone_samples[zone];
+    if (samples == nullptr || second != current_second) {
+      auto [it, inserted] = wearer.pending.try_emplace(second);
+      PendingSecond& pending = it->second;
+      if (inserted) pending.first_arrival_s = arrival_s;
+      auto [device_it, new_device] = pending.devices.try_emplace(frame.device_id);
+      samples = &device_it->second;
+      if (new_device) {
+        // A second's worth, so that a second's samples are not moved as they come.
+        const auto per_second = static_cast<std::size_t>(std::ceil(rate)) + 1;
+        samples->accel.reserve(source.accel.size() * per_second);
+        if (!source.left_load.empty()) samples->left.reserve(per_second);
+        if (!source.right_load.empty()) samples->right.reserve(per_second);
+      }
+      zone_count = &pending.zone_samples[zone];
+      current_second = second;
+    }
+    const float* in = inputs->values.data() + s * per_sample;
+    samples->accel.insert(samples->accel.end(), in, in + source.accel.size());
+    in += source.accel.size();
+    if (!source.left_load.empty()) samples->left.push_back(*in++);
+    if (!source.right_load.empty()) samples->right.push_back(*in);
+    ++*zone_count;
   }
 }
 
@@ -148,7 +207,7 @@ SlotEntry SlotRecorder::finish(std::uint32_t wearer, std::int64_t second,
   }
   const SlotSources defaults;
   const ClassifyOptions classify =
-      classify_options(options_, accel ? sources_.at(accel_device) : defaults);
+      classify_options(options_, accel ? sources_.at(accel_device).sources : defaults);
 
   SlotEntry entry;
   entry.wearer = wearer;

@@ -76,6 +76,21 @@ struct SlotRecorderOptions {
 ClassifyOptions classify_options(const SlotRecorderOptions& options,
                                  const SlotSources& accel_device);
 
+// A frame's per-sample inputs to the recorder under one device's
+// SlotSources: for each sample, the accelerometer's x, y, z (if the source
+// has one), then the left foot's total, then the right foot's (if it has
+// them). Empty when the frame has fewer channels than the source names.
+struct SlotSampleInputs {
+  std::vector<float> values;
+};
+
+// Pure and thread-safe: the inputs on_frame() takes from `frame`. The daemon's
+// ingest threads compute them as frames are decoded, so that the pipeline
+// thread does not sum ~200 channels per sample; each total adds its channels
+// in list order from 0, exactly as on_frame() would.
+void reduce_slot_inputs(const SlotSources& source, const sensors::Frame& frame,
+                        SlotSampleInputs& out);
+
 struct SlotRecorderCounters {
   std::uint64_t samples = 0;        // samples of frames from devices with sources
   std::uint64_t seconds = 0;        // wearer-seconds returned
@@ -96,7 +111,11 @@ class SlotRecorder {
   // Gathers the samples of a frame the engine accepted (in sequence order,
   // channels as its profile). `zone` in 0..kMaxSlotZone; `arrival_s` is the
   // wall clock at receipt (unix seconds).
-  void on_frame(const sensors::Frame& frame, int zone, double arrival_s);
+  // `inputs`, when given, are reduce_slot_inputs() of the frame under its
+  // device's sources (computed elsewhere); otherwise, or when they do not fit
+  // the frame, they are computed here.
+  void on_frame(const sensors::Frame& frame, int zone, double arrival_s,
+                const SlotSampleInputs* inputs = nullptr);
 
   // The wearer-seconds complete at wall time `now_s` (see above), ordered by
   // wearer, then second. A caller that lags behind its input passes the
@@ -141,9 +160,14 @@ class SlotRecorder {
                 double now_s) const;
 
   SlotRecorderOptions options_;
-  std::map<std::uint16_t, SlotSources> sources_;
+  struct Source {
+    SlotSources sources;
+    int highest_channel = -1;  // of all the channels `sources` names
+  };
+  std::map<std::uint16_t, Source> sources_;
   std::map<std::uint32_t, WearerState> wearers_;
   SlotRecorderCounters counters_;
+  SlotSampleInputs scratch_;  // on_frame's, for frames that come without inputs
 };
 
 }  // namespace gw::pipeline

@@ -62,17 +62,19 @@ for line in sys.stdin:
     print(json.dumps(j))
     if j.get('bench') == 'e2e_run':
         p = j.get('pipeline_thread_fraction', {})
-        print('[$name] $n: sustained %s; ready p50/p99 %.0f/%.0f, subscriber p99 %.0f, batch p50/p99 %.0f/%.0f, '
+        print('[$name] $n: sustained %s; ready p50/p99 %.0f/%.0f, subscriber p50/p99 %.0f/%.0f, batch p50/p99 %.0f/%.0f, '
               'misses %d, deferred %d, lost frames %d, sender late %d; pipeline thread wait %.2f '
-              'frames %.2f (engine %.2f) batch %.2f (start %.2f) after %.2f; engine due %.3f slices %.3f '
-              'fill %.3f phase2 %.3f' % (
+              'frames %.2f (engine %.2f) batch %.2f (start %.2f) after %.2f (alerts out %.2f); engine due %.3f slices %.3f '
+              'fill %.3f phase2 %.3f; sink commit %.3f publish %.3f' % (
               j['sustained'], j['latency_ms']['ingest_to_alert_ready']['p50'],
-              j['latency_ms']['ingest_to_alert_ready']['p99'], j['latency_ms']['ingest_to_subscriber']['p99'],
+              j['latency_ms']['ingest_to_alert_ready']['p99'], j['latency_ms']['ingest_to_subscriber']['p50'],
+              j['latency_ms']['ingest_to_subscriber']['p99'],
               j['batch_ms']['p50'], j['batch_ms']['p99'], j['deadline_misses_window'],
               j['deferred_streams_window'], j['frames_lost'], j['sender']['late_frames'],
               p.get('waiting', 0), p.get('frames', 0), p.get('frames_engine', 0),
-              p.get('batch', 0), p.get('batch_start', 0), p.get('after_batch', 0),
-              *[j.get('engine_host_fraction', {}).get(k, 0) for k in ('due', 'slices', 'fill', 'phase2')]),
+              p.get('batch', 0), p.get('batch_start', 0), p.get('after_batch', 0), p.get('alerts_out', 0),
+              *[j.get('engine_host_fraction', {}).get(k, 0) for k in ('due', 'slices', 'fill', 'phase2')],
+              j.get('sink_fraction', {}).get('commit', 0), j.get('sink_fraction', {}).get('publish', 0)),
               file=sys.stderr)
 " >> "$OUT/e2e.jsonl"
     wait $sampler

@@ -25,7 +25,10 @@ using gw::daemon::ReceivedFrame;
 namespace {
 
 // A generic device of `channels` channels at 100 Hz; TCP on `port`, no UDP.
-gw::config::Config ingest_config(int port, int threads, int channels) {
+// `status` (a YAML map, or empty) is the device's status inputs for the
+// time-slot index.
+gw::config::Config ingest_config(int port, int threads, int channels,
+                                 const std::string& status = "", bool slots = true) {
   std::string names;
   for (int c = 0; c < channels; ++c) names += (c ? ", c" : "c") + std::to_string(c);
   const std::string yaml =
@@ -33,7 +36,8 @@ gw::config::Config ingest_config(int port, int threads, int channels) {
       "}\n  threads: " + std::to_string(threads) +
       "\ndevices:\n  - {id: 1, name: d, kind: generic, sample_rate_hz: 100, "
       "channels: [" +
-      names + "]}\n";
+      names + "]" + (status.empty() ? "" : ", status: " + status) + "}\n" +
+      (slots ? "" : "slots: {enabled: false}\n");
   return gw::config::parse_config(yaml, "ingest_test.yaml", ".");
 }
 
@@ -72,8 +76,8 @@ struct Running {
   gw::config::Config config;
   std::unique_ptr<Ingest> ingest;
   std::thread thread;
-  Running(int threads, int channels)
-      : config(ingest_config(gw::test::free_port(false), threads, channels)) {
+  Running(int threads, int channels, const std::string& status = "", bool slots = true)
+      : config(ingest_config(gw::test::free_port(false), threads, channels, status, slots)) {
     ingest = std::make_unique<Ingest>(io, config, queue);
     thread = std::thread([this] { io.run(); });
   }
@@ -202,4 +206,52 @@ TEST_CASE("a bad length closes only its connection; a corrupt frame is counted a
   const auto more = run.take(1);
   REQUIRE(more.size() == 1);
   CHECK(more[0].frame.sequence == 3);
+}
+
+TEST_CASE("frames carry their time-slot inputs, reduced on the ingest thread", "[daemon][ingest]") {
+  // A W1-like body: accelerometer on c0..c2, the left foot c3..c101, the
+  // right c102..c200.
+  constexpr int kChannels = 201;
+  std::string left, right;
+  for (int c = 3; c < 102; ++c) left += (c > 3 ? ", c" : "c") + std::to_string(c);
+  for (int c = 102; c < 201; ++c) right += (c > 102 ? ", c" : "c") + std::to_string(c);
+  const std::string status =
+      "{accel: [c0, c1, c2], left_load: [" + left + "], right_load: [" + right + "]}";
+  const bool slots = GENERATE(true, false);
+  INFO("slots enabled " << slots);
+  Running run(2, kChannels, status, slots);
+  {
+    asio::io_context io;
+    asio::ip::tcp::socket socket(io);
+    socket.connect({asio::ip::make_address("127.0.0.1"),
+                    static_cast<unsigned short>(run.config.ingest.tcp.port)});
+    std::vector<std::uint8_t> bytes;
+    for (std::uint32_t k = 0; k < 5; ++k) {
+      const auto one = prefixed(frame_of(4, k, kChannels, 10));
+      bytes.insert(bytes.end(), one.begin(), one.end());
+    }
+    asio::write(socket, asio::buffer(bytes));
+  }
+  const auto frames = run.take(5);
+  REQUIRE(frames.size() == 5);
+  for (const ReceivedFrame& r : frames) {
+    if (!slots) {
+      CHECK(r.slot_inputs.values.empty());
+      continue;
+    }
+    // Per sample: x, y, z, then each foot's cells summed in order.
+    REQUIRE(r.slot_inputs.values.size() == 10 * 5);
+    for (int s = 0; s < 10; ++s) {
+      const float* row = r.frame.values.data() + s * kChannels;
+      float l = 0, rt = 0;
+      for (int c = 3; c < 102; ++c) l += row[c];
+      for (int c = 102; c < 201; ++c) rt += row[c];
+      const float* in = r.slot_inputs.values.data() + s * 5;
+      CHECK(in[0] == row[0]);
+      CHECK(in[1] == row[1]);
+      CHECK(in[2] == row[2]);
+      CHECK(in[3] == l);
+      CHECK(in[4] == rt);
+    }
+  }
 }

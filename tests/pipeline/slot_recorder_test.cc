@@ -245,3 +245,76 @@ TEST_CASE("frames the key cannot hold are counted, bad sources rejected", "[slot
 
 }  // namespace
 }  // namespace gw::pipeline
+
+namespace gw::pipeline {
+namespace {
+
+TEST_CASE("a frame of many samples, or its inputs reduced beforehand, records what its samples one at a time record",
+          "[slot_recorder]") {
+  // W1-like: 99 cells per foot summed per sample (the sums add the cells in
+  // list order however a frame's samples are grouped), an accelerometer,
+  // frames that cross second boundaries, zones that change between frames.
+  SlotSources w1;
+  for (int c = 0; c < 99; ++c) w1.left_load.push_back(c);
+  for (int c = 99; c < 198; ++c) w1.right_load.push_back(c);
+  w1.accel = {198, 199, 200};
+  auto value = [](double t, int c) {
+    const double n = static_cast<double>(std::llround(t * kRate));
+    if (c >= 198) return body(t, c - 198);
+    // Irregular magnitudes, so that the order of the additions shows.
+    return static_cast<float>((1 + c % 7) * 37.125 * (1.3 + std::sin(0.37 * n + c)) + 1e-3 * c);
+  };
+  SlotRecorderOptions options;
+  options.clock = SlotClock::kDevice;
+  SlotRecorder whole(options, {{5, w1}});
+  SlotRecorder single(options, {{5, w1}});
+  SlotRecorder given(options, {{5, w1}});  // inputs reduced beforehand, as the ingest does
+  // Frames of 10 samples at 50 Hz (0.2 s) that cross seconds; samples at
+  // 0.905 + 0.02 j lie clear of the whole seconds and of value()'s rounding.
+  const double t0 = 0.905;
+  for (int k = 0; k < 30; ++k) {
+    const int zone = (k / 4) % 3;
+    const double start = t0 + k * 0.2;
+    const sensors::Frame f = frame(3, 5, start, 10, 201, value);
+    whole.on_frame(f, zone, 50.0 + k * 0.2);
+    SlotSampleInputs inputs;
+    reduce_slot_inputs(w1, f, inputs);
+    REQUIRE(inputs.values.size() == 10 * 5);
+    given.on_frame(f, zone, 50.0 + k * 0.2, &inputs);
+    for (int s = 0; s < 10; ++s)
+      single.on_frame(frame(3, 5, start + double(s) / kRate, 1, 201, value), zone, 50.0 + k * 0.2);
+  }
+  const std::vector<SlotEntry> got = whole.take_all();
+  const std::vector<SlotEntry> want = single.take_all();
+  const std::vector<SlotEntry> from_inputs = given.take_all();
+  REQUIRE(got.size() == 7);  // seconds 0..6 (0.905 s .. 6.885 s)
+  REQUIRE(want.size() == got.size());
+  REQUIRE(from_inputs.size() == got.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("second " << got[i].second);
+    check_entry(got[i], want[i]);
+    check_entry(from_inputs[i], want[i]);
+  }
+  // And the totals are the specification's: per sample, the cells in order.
+  std::vector<float> xyz, left, right;
+  for (int n = 100; n < 150; ++n) {  // second 2: value() of sample j is that of n = 45 + j
+    const double t = double(n) / kRate;
+    float l = 0, r = 0;
+    for (int c = 0; c < 99; ++c) l += value(t, c);
+    for (int c = 99; c < 198; ++c) r += value(t, c);
+    left.push_back(l);
+    right.push_back(r);
+    for (int c = 198; c < 201; ++c) xyz.push_back(value(t, c));
+  }
+  // Second 2: samples j = 55..104, i.e. the last 5 of frame 5, frames 6..9
+  // and the first 5 of frame 10; zone 1 (frames 4..7) and zone 2 (8..11)
+  // have 25 each, and a tie goes to the lower zone.
+  const SlotEntry& second2 = got[2];
+  REQUIRE(second2.second == 2);
+  check_entry(second2, expected(3, 2, /*zone=*/1, xyz, left, right));
+  CHECK(whole.counters().samples == 300);
+  CHECK(single.counters().samples == 300);
+}
+
+}  // namespace
+}  // namespace gw::pipeline
