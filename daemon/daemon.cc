@@ -291,7 +291,8 @@ class Daemon {
       const auto c = sink.counters();
       stats["sink"] = {{"committed", c.committed},   {"published", c.published},
                        {"transactions", c.transactions}, {"last_seq", c.last_seq},
-                       {"store_errors", c.store_errors}, {"commit_s", c.commit_s},
+                       {"store_errors", c.store_errors}, {"checkpoints", c.checkpoints},
+                       {"commit_s", c.commit_s},
                        {"publish_s", c.publish_s}};
       stats.update(jobs.stats_json());
       if (history_) stats["history"] = history_->stats_json();

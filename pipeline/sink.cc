@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr auto kRetentionPeriod = std::chrono::minutes(1);
+constexpr auto kCheckpointPeriod = std::chrono::milliseconds(500);
 // How long closing the socket may wait for queued messages to reach
 // subscribers; bounds how long stop() can take on the ZeroMQ side.
 constexpr int kLingerMs = 1000;
@@ -89,7 +90,15 @@ struct AlertSink::Impl {
         store(options.db_path),
         queue(options.queue_capacity, OverflowPolicy::kBlock) {
     last_seq = store.last_seq();
+    // Checkpoints run on their own thread and connection (checkpoint_loop),
+    // not inside a commit: copying megabytes of WAL and two fsyncs every few
+    // ticks would delay that tick's alerts.
+    store.disable_auto_checkpoint();
     if (!options.publish_endpoint.empty()) bind_publisher();
+    checkpointer = std::thread([this] {
+      set_thread_name("gw-sink-ckpt");
+      checkpoint_loop();
+    });
     writer = std::thread([this] {
       set_thread_name("gw-sink");
       run();
@@ -116,6 +125,32 @@ struct AlertSink::Impl {
       publisher.reset();
       throw Error("alert sink: cannot bind the alert publisher to '" + options.publish_endpoint +
                   "': " + e.what());
+    }
+  }
+
+  // Every kCheckpointPeriod (and once at stop), a PASSIVE checkpoint on a
+  // connection of its own: it never blocks the writer, and the WAL stays
+  // small. A failure is reported and retried at the next period.
+  void checkpoint_loop() {
+    std::optional<HitStore> connection;
+    bool last_failed = false;
+    while (true) {
+      bool stop_now = false;
+      {
+        std::unique_lock<std::mutex> lock(backoff_mu);
+        stop_now = backoff_cv.wait_for(lock, kCheckpointPeriod, [&] { return stopping.load(); });
+      }
+      try {
+        if (!connection) connection.emplace(options.db_path);
+        connection->checkpoint();
+        ++checkpoints;
+        last_failed = false;
+      } catch (const std::exception& e) {
+        if (!last_failed) log_error(std::string("WAL checkpoint: ") + e.what());
+        last_failed = true;
+        connection.reset();
+      }
+      if (stop_now) return;
     }
   }
 
@@ -361,6 +396,8 @@ struct AlertSink::Impl {
   std::atomic<std::uint64_t> commit_ns{0};
   std::atomic<std::uint64_t> publish_ns{0};
 
+  std::atomic<std::uint64_t> checkpoints{0};
+  std::thread checkpointer;
   std::thread writer;  // last: started when everything above exists
 };
 
@@ -409,6 +446,7 @@ void AlertSink::stop() {
   }
   impl_->backoff_cv.notify_all();
   if (impl_->writer.joinable()) impl_->writer.join();
+  if (impl_->checkpointer.joinable()) impl_->checkpointer.join();
   // The ZAP handler's socket must be closed before the context terminates.
   impl_->authenticator.reset();
   // The writer closed the socket; this returns once its last messages are
@@ -424,6 +462,7 @@ SinkCounters AlertSink::counters() const {
   c.retention_deleted = impl_->retention_deleted.load();
   c.last_seq = impl_->last_seq.load();
   c.store_errors = impl_->store_errors.load();
+  c.checkpoints = impl_->checkpoints.load();
   c.commit_s = static_cast<double>(impl_->commit_ns.load()) * 1e-9;
   c.publish_s = static_cast<double>(impl_->publish_ns.load()) * 1e-9;
   return c;

@@ -45,6 +45,7 @@ struct SinkCounters {
   std::uint64_t retention_deleted = 0;
   std::uint64_t last_seq = 0;
   std::uint64_t store_errors = 0;
+  std::uint64_t checkpoints = 0;  // WAL checkpoints run (off the writer thread)
   // Cumulative wall seconds of the writer thread in transactions (rows and
   // fsync) and in publishing committed alerts (JSON and sockets).
   double commit_s = 0;

@@ -1,5 +1,7 @@
 #include "pipeline/store.h"
 
+#include <algorithm>
+
 #include <sqlite3.h>
 
 #include <iterator>
@@ -188,6 +190,18 @@ std::vector<Alert> HitStore::query(const HitQuery& q) const {
   select.bind(5, static_cast<std::int64_t>(q.limit));
   while (select.step()) result.push_back(row_to_alert(select, label_));
   return result;
+}
+
+void HitStore::disable_auto_checkpoint() { sqlite::exec(db_, label_, "PRAGMA wal_autocheckpoint=0"); }
+
+std::int64_t HitStore::checkpoint() {
+  int log_frames = 0;
+  int copied = 0;
+  const int rc =
+      sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &copied);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+    throw Error(label_ + ": WAL checkpoint failed: " + sqlite3_errmsg(db_));
+  return std::max(0, log_frames - copied);
 }
 
 std::uint64_t HitStore::last_seq() const {

@@ -49,6 +49,14 @@ class HitStore {
   // later rows never change and are never reused.
   std::int64_t delete_older_than(double cutoff_unix_s);
   int schema_version() const;
+  // WAL checkpoints. By default SQLite checkpoints inside a commit once the
+  // WAL passes 1,000 pages; a writer that must commit promptly turns that
+  // off and has checkpoint() called on another connection instead.
+  void disable_auto_checkpoint();
+  // A PASSIVE checkpoint (never waits for, nor blocks, the writer): copies
+  // what it can of the WAL into the database file. Returns the WAL's frames
+  // not yet copied afterwards (0 = all of it); throws gw::Error on failure.
+  std::int64_t checkpoint();
   const std::string& path() const { return path_; }
 
  private:
