@@ -262,6 +262,10 @@ class Daemon {
     sink_options.curve_secret_key = config_.publish.curve_secret_key;
     sink_options.curve_authorized_keys = config_.publish.curve_authorized_keys;
     pipeline::AlertSink sink(sink_options);
+    if (config_.publish.send_hwm > 0 && config_.publish.send_hwm <= config_.storage.max_batch)
+      spdlog::warn("publish.send_hwm {} is not above storage.max_batch {}: a transaction's alerts "
+                   "go out at once, so a subscriber that keeps up may lose part of a burst",
+                   config_.publish.send_hwm, config_.storage.max_batch);
     spdlog::info("storing hits in {}; publishing alerts on {}", config_.storage.path,
                  sink.bound_endpoint());
     history_ = make_history(config_);
