@@ -16,6 +16,8 @@ Engine::Engine(const config::Config& config, std::unique_ptr<kernels::SearchBack
     : backend_(std::move(backend)) {
   if (!backend_) throw Error("engine: no search backend");
   backend_name_ = backend_->name();
+  if (const char* path = std::getenv("GW_ENGINE_BATCH_LOG"))
+    batch_log_.reset(std::fopen(path, "a"));
   reconfigure(config);
 }
 
@@ -660,8 +662,14 @@ std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
   const auto ms = [](auto from, auto to) {
     return std::chrono::duration<double, std::milli>(to - from).count();
   };
-  counters_.last_batch_ms = ms(flight_.started, search_ended) +
-                            ms(phase2_started, std::chrono::steady_clock::now());
+  const double search_ms = ms(flight_.started, search_ended);
+  const double phase2_ms = ms(phase2_started, std::chrono::steady_clock::now());
+  counters_.last_batch_ms = search_ms + phase2_ms;
+  if (batch_log_)
+    std::fprintf(batch_log_.get(), "%.3f %zu %.0f %.2f %.2f %.2f %.2f %zu %llu\n",
+                 flight_.batch_start, slices, flight_.searched_work, counters_.last_predicted_ms,
+                 (flight_.search_end_s - flight_.batch_start) * 1000.0, search_ms, phase2_ms,
+                 result.matches.size(), static_cast<unsigned long long>(counters_.deferred_streams));
   counters_.max_batch_ms = std::max(counters_.max_batch_ms, counters_.last_batch_ms);
   const double latency_ms = (finished - flight_.newest_arrival) * 1000.0;
   counters_.max_latency_ms = std::max(counters_.max_latency_ms, latency_ms);

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -262,6 +263,14 @@ class Engine {
   // pool: search.threads workers (0 = all cores), so that a GPU search is not
   // left waiting for one core (docs/design.md, "Engine host work").
   std::unique_ptr<kernels::WorkerPool> host_pool_;
+  // GW_ENGINE_BATCH_LOG=PATH: a line per batch appended there (start unix s,
+  // slices, work, predicted ms, observed ms = start to search end as the cost
+  // model sees it, search ms, phase 2 ms, matches, deferred streams so far),
+  // to see where a slow batch lost its time. Diagnostics only.
+  struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, FileCloser> batch_log_;
   std::vector<std::vector<float>> scratch_;                          // per worker
   std::vector<std::vector<std::vector<DimCandidate>>> by_kernel_;  // per worker, per kernel pattern
   BatchCostModel cost_model_;
