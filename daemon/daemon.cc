@@ -459,8 +459,6 @@ class Daemon {
     // ends), as before batches ran back to back; for A/B measurements.
     const bool wait_at_tick = std::getenv("GW_DAEMON_TICK_WAITS") != nullptr;
     constexpr int kHungSearchTicks = 50;
-    const auto hung_search =
-        std::chrono::milliseconds(kHungSearchTicks * std::max(p.engine.tick_ms(), 100));
     auto flight_start = Clock::now();
     auto begin_tick = [&] {
       apply_pending_reload(p.engine);
@@ -550,7 +548,8 @@ class Daemon {
       // so that a hung device stops the watchdog pings.
       if (p.engine.batch_in_flight() &&
           (p.engine.search_done() || (wait_at_tick && now >= next_tick) ||
-           now >= flight_start + hung_search))
+           now >= flight_start + std::chrono::milliseconds(
+                                     kHungSearchTicks * std::max(p.engine.tick_ms(), 100))))
         end_tick(/*final=*/false);
       if (now >= next_tick && !p.engine.batch_in_flight()) {
         flight_start = now;

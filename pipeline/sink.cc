@@ -64,6 +64,11 @@ std::string to_text(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::uint64_t nanoseconds_between(Clock::time_point from, Clock::time_point to) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
+}
+
 double unix_now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -137,8 +142,8 @@ struct AlertSink::Impl {
     while (true) {
       bool stop_now = false;
       {
-        std::unique_lock<std::mutex> lock(backoff_mu);
-        stop_now = backoff_cv.wait_for(lock, kCheckpointPeriod, [&] { return stopping.load(); });
+        std::unique_lock<std::mutex> lock(sleep_mu);
+        stop_now = sleep_cv.wait_for(lock, kCheckpointPeriod, [&] { return stopping.load(); });
       }
       try {
         if (!connection) connection.emplace(options.db_path);
@@ -271,8 +276,7 @@ struct AlertSink::Impl {
     const auto commit_start = Clock::now();
     const std::optional<std::uint64_t> first_seq = commit(alerts);
     const auto publish_start = Clock::now();
-    commit_ns += static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(publish_start - commit_start).count());
+    commit_ns += nanoseconds_between(commit_start, publish_start);
     if (bodies_made.valid()) bodies_made.get();
     if (first_seq) {
       for (std::size_t i = 0; i < alerts.size(); ++i) alerts[i].seq = *first_seq + i;
@@ -289,8 +293,7 @@ struct AlertSink::Impl {
       }
     }
     batch.clear();
-    publish_ns += static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - publish_start).count());
+    publish_ns += nanoseconds_between(publish_start, Clock::now());
   }
 
   // Returns the first alert's seq once the alerts are committed (the others
@@ -336,13 +339,13 @@ struct AlertSink::Impl {
               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(pause).count()) +
               " ms, new alerts wait in the queue: " + e.what());
         }
-        std::unique_lock<std::mutex> lock(backoff_mu);
+        std::unique_lock<std::mutex> lock(sleep_mu);
         if (is_stopping) {
-          backoff_cv.wait_for(lock, pause);
+          sleep_cv.wait_for(lock, pause);
         } else {
           // stop() cuts a long back-off short; the retries then go at the
           // shutdown pace.
-          backoff_cv.wait_for(lock, pause, [&] { return stopping.load(); });
+          sleep_cv.wait_for(lock, pause, [&] { return stopping.load(); });
         }
         backoff = std::min(backoff * 2, std::chrono::duration_cast<Clock::duration>(kMaxBackoff));
       }
@@ -384,8 +387,10 @@ struct AlertSink::Impl {
   std::mutex stop_mu;    // serializes stop()
   bool stopped = false;  // guarded by stop_mu
   std::atomic<bool> stopping{false};
-  std::mutex backoff_mu;
-  std::condition_variable backoff_cv;
+  // The writer's back-off and the checkpointer's period sleep on these;
+  // stop() wakes both.
+  std::mutex sleep_mu;
+  std::condition_variable sleep_cv;
 
   std::atomic<std::uint64_t> committed{0};
   std::atomic<std::uint64_t> published{0};  // alerts handed to the socket; stats not counted
@@ -441,10 +446,10 @@ void AlertSink::stop() {
   impl_->stopped = true;
   impl_->queue.close();  // before `stopping`: see write_until_stopped
   {
-    std::lock_guard<std::mutex> backoff_lock(impl_->backoff_mu);
+    std::lock_guard<std::mutex> sleep_lock(impl_->sleep_mu);
     impl_->stopping = true;
   }
-  impl_->backoff_cv.notify_all();
+  impl_->sleep_cv.notify_all();
   if (impl_->writer.joinable()) impl_->writer.join();
   if (impl_->checkpointer.joinable()) impl_->checkpointer.join();
   // The ZAP handler's socket must be closed before the context terminates.

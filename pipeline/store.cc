@@ -1,7 +1,5 @@
 #include "pipeline/store.h"
 
-#include <algorithm>
-
 #include <sqlite3.h>
 
 #include <iterator>
@@ -192,16 +190,15 @@ std::vector<Alert> HitStore::query(const HitQuery& q) const {
   return result;
 }
 
-void HitStore::disable_auto_checkpoint() { sqlite::exec(db_, label_, "PRAGMA wal_autocheckpoint=0"); }
+void HitStore::disable_auto_checkpoint() {
+  sqlite::exec(db_, label_, "PRAGMA wal_autocheckpoint=0");
+}
 
-std::int64_t HitStore::checkpoint() {
-  int log_frames = 0;
-  int copied = 0;
+void HitStore::checkpoint() {
   const int rc =
-      sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &copied);
+      sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
   if (rc != SQLITE_OK && rc != SQLITE_BUSY)
     throw Error(label_ + ": WAL checkpoint failed: " + sqlite3_errmsg(db_));
-  return std::max(0, log_frames - copied);
 }
 
 std::uint64_t HitStore::last_seq() const {

@@ -54,9 +54,8 @@ class HitStore {
   // off and has checkpoint() called on another connection instead.
   void disable_auto_checkpoint();
   // A PASSIVE checkpoint (never waits for, nor blocks, the writer): copies
-  // what it can of the WAL into the database file. Returns the WAL's frames
-  // not yet copied afterwards (0 = all of it); throws gw::Error on failure.
-  std::int64_t checkpoint();
+  // what it can of the WAL into the database file; throws gw::Error on failure.
+  void checkpoint();
   const std::string& path() const { return path_; }
 
  private:
