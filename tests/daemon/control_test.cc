@@ -33,7 +33,6 @@ class PipelineThread {
   ~PipelineThread() { stop(); }
   void start() {
     thread_ = std::thread([this] {
-      id_ = std::this_thread::get_id();
       while (!stop_.load()) {
         tasks_.run_pending();
         std::this_thread::sleep_for(2ms);
@@ -41,6 +40,9 @@ class PipelineThread {
       tasks_.close();
       tasks_.run_pending();
     });
+    // Set here, not by the thread: the test reads it after a reply that went
+    // through ZeroMQ, an order TSan cannot see.
+    id_ = thread_.get_id();
   }
   void stop() {
     stop_.store(true);
