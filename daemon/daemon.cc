@@ -458,10 +458,20 @@ class Daemon {
     // tick is waited for there (this thread stops taking frames until it
     // ends), as before batches ran back to back; for A/B measurements.
     const bool wait_at_tick = std::getenv("GW_DAEMON_TICK_WAITS") != nullptr;
+    // A search that ends after the next tick, or so shortly before it that
+    // the tick would fall during its phase 2 (as long as the last one took),
+    // starts that tick's batch before its own phase 2: the next search then
+    // runs during the phase 2, and the ticks do not slip by a phase 2 each
+    // (docs/design.md, "Pipelined batches"). GW_DAEMON_PHASE2_FIRST (any
+    // value): the phase 2 first, as before; for A/B measurements.
+    const bool next_search_first =
+        overlap_search && std::getenv("GW_DAEMON_PHASE2_FIRST") == nullptr;
     constexpr int kHungSearchTicks = 50;
     auto flight_start = Clock::now();
     auto begin_tick = [&] {
-      apply_pending_reload(p.engine);
+      // A reload changes the patterns the waiting phase 2 reads: it waits
+      // for a tick without one.
+      if (!p.engine.batch_searched()) apply_pending_reload(p.engine);
       if (history_) history_->flush_idle(unix_now());
       const auto started = Clock::now();
       p.engine.start_batch(unix_now, overlap_search ? std::launch::async : std::launch::deferred);
@@ -469,9 +479,17 @@ class Daemon {
       pipeline_seconds_.batch += took;
       pipeline_seconds_.batch_start += took;
     };
-    auto end_tick = [&](bool final) {
+    // The search in flight (if any) ends; its batch then waits for its
+    // phase 2 (detect_and_send).
+    auto end_search = [&] {
+      const auto started = Clock::now();
+      p.engine.end_search(unix_now);
+      pipeline_seconds_.batch += seconds_between(started, Clock::now());
+    };
+    // Phase 2 of the searched batch (if any), and its alerts out.
+    auto detect_and_send = [&](bool final) {
       const auto batch_start = Clock::now();
-      auto batch = p.engine.finish_batch(unix_now);
+      auto batch = p.engine.detect_searched(unix_now);
       const auto batch_end = Clock::now();
       pipeline_seconds_.batch += seconds_between(batch_start, batch_end);
       auto alerts = p.jobs.admit(p.engine, std::move(batch));
@@ -500,6 +518,10 @@ class Daemon {
       p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final);
       pipeline_seconds_.after_batch += seconds_between(batch_end, Clock::now());
     };
+    auto end_tick = [&](bool final) {
+      end_search();
+      detect_and_send(final);
+    };
     auto run_tick = [&](bool final) {
       begin_tick();
       end_tick(final);
@@ -508,6 +530,9 @@ class Daemon {
     // that ticks and the search in flight are still looked at every few ms)
     // and appended on the engine's pool.
     constexpr std::size_t kFramesPerTurn = 1024;
+    // At a tick, up to this many (a bound, so that a flooded queue cannot
+    // hold the tick for long: ~2 µs a frame).
+    constexpr std::size_t kFramesAtTick = 16 * kFramesPerTurn;
     std::vector<ReceivedFrame> arrived;
     std::vector<pipeline::Engine::ArrivedFrame> arrived_refs;
     std::vector<char> accepted;
@@ -522,6 +547,23 @@ class Daemon {
       for (std::size_t i = 0; i < frames.size(); ++i)
         if (accepted[i]) p.jobs.on_frame(frames[i]);
       pipeline_seconds_.frames_engine += seconds_between(engine_start, Clock::now());
+    };
+    // A tick's batch takes every frame queued by then: they arrived before
+    // it, while this thread was busy (a phase 2 and the alerts out take ~30
+    // ms at 10,000 W1 wearers), and without this their samples would wait
+    // for the next batch.
+    auto start_tick = [&](Clock::time_point now) {
+      arrived.clear();
+      if (p.queue.drain(arrived, kFramesAtTick) > 0) {
+        const auto taking = Clock::now();
+        take_all(arrived);
+        pipeline_seconds_.frames += seconds_between(taking, Clock::now());
+      }
+      flight_start = now;
+      begin_tick();
+      if (!overlap_search || !p.engine.batch_in_flight()) end_tick(/*final=*/false);
+      next_tick += std::chrono::milliseconds(p.engine.tick_ms());
+      if (next_tick < now) next_tick = now + std::chrono::milliseconds(p.engine.tick_ms());
     };
     auto turn_start = Clock::now();
     while (!stopping_) {
@@ -538,7 +580,10 @@ class Daemon {
         take_all(arrived);
         frame_done = Clock::now();
       }
-      const double tick_before = pipeline_seconds_.batch + pipeline_seconds_.after_batch;
+      // Ticks' time (the frames a tick takes included; the turn's own
+      // frames are added below).
+      const double tick_before =
+          pipeline_seconds_.batch + pipeline_seconds_.after_batch + pipeline_seconds_.frames;
       p.tasks.run_pending();  // control requests, between frames and ticks
       const auto now = Clock::now();
       // A search still running at the tick is not waited for: the next batch
@@ -549,15 +594,15 @@ class Daemon {
       if (p.engine.batch_in_flight() &&
           (p.engine.search_done() || (wait_at_tick && now >= next_tick) ||
            now >= flight_start + std::chrono::milliseconds(
-                                     kHungSearchTicks * std::max(p.engine.tick_ms(), 100))))
-        end_tick(/*final=*/false);
-      if (now >= next_tick && !p.engine.batch_in_flight()) {
-        flight_start = now;
-        begin_tick();
-        if (!overlap_search || !p.engine.batch_in_flight()) end_tick(/*final=*/false);
-        next_tick += std::chrono::milliseconds(p.engine.tick_ms());
-        if (next_tick < now) next_tick = now + std::chrono::milliseconds(p.engine.tick_ms());
+                                     kHungSearchTicks * std::max(p.engine.tick_ms(), 100)))) {
+        end_search();
+        const auto ended = Clock::now();
+        const auto phase2_takes = std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double, std::milli>(p.engine.counters().last_phase2_ms));
+        if (next_search_first && ended + phase2_takes >= next_tick) start_tick(ended);
+        detect_and_send(/*final=*/false);
       }
+      if (now >= next_tick && !p.engine.batch_in_flight()) start_tick(now);
       if (stats_interval().count() > 0 && now >= next_stats) {
         publish_stats("interval");
         next_stats = now + stats_interval();
@@ -567,7 +612,8 @@ class Daemon {
         next_ping = now + watchdog;
       }
       const auto turn_end = Clock::now();
-      const double tick_s = pipeline_seconds_.batch + pipeline_seconds_.after_batch - tick_before;
+      const double tick_s = pipeline_seconds_.batch + pipeline_seconds_.after_batch +
+                            pipeline_seconds_.frames - tick_before;
       pipeline_seconds_.waiting += seconds_between(turn_start, popped);
       pipeline_seconds_.frames += seconds_between(popped, frame_done);
       pipeline_seconds_.other += seconds_between(frame_done, turn_end) - tick_s;

@@ -24,7 +24,8 @@ Engine::Engine(const config::Config& config, std::unique_ptr<kernels::SearchBack
 Engine::~Engine() = default;
 
 void Engine::reconfigure(const config::Config& config) {
-  if (flight_.active) throw Error("engine: reconfigure while a batch is in flight");
+  if (searching_.active || searched_.active)
+    throw Error("engine: reconfigure while a batch is in flight or waits for its phase 2");
   CompiledLibrary compiled = compile_library(config);
   backend_->set_library(compiled.kernel_library);
   library_ = std::move(compiled);
@@ -117,7 +118,7 @@ void Engine::on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char
     return text != nullptr ? static_cast<std::size_t>(std::strtoul(text, nullptr, 10))
                            : std::size_t{32};
   }();
-  const bool cpu_search_running = flight_.active && backend_name_.rfind("cpu", 0) == 0;
+  const bool cpu_search_running = searching_.active && backend_name_.rfind("cpu", 0) == 0;
   if (frames.size() < kFramesForPool || host_pool_->size() == 1 || cpu_search_running) {
     for (std::size_t i = 0; i < frames.size(); ++i)
       accepted[i] = on_frame(*frames[i].frame, frames[i].arrival_s);
@@ -217,7 +218,7 @@ bool Engine::plan_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
   // ~93 % of a W1 slice (docs/design.md, "Resident history").
   slice.omitted = use_held_samples_ ? backend_->held_samples(slice) : 0;
   data_size += slice.data_size();
-  batch_.streams.push_back(slice);
+  searching_.batch.streams.push_back(slice);
   return true;
 }
 
@@ -252,14 +253,15 @@ void Engine::fill_view_slice(Stream& stream, std::size_t v, const kernels::Strea
     samples = cache.values.data() + static_cast<std::size_t>(slice.omitted) * out_channels;
   }
   kernels::transpose_to_dim_major(samples, slice.length - slice.omitted, slice.dims,
-                                  batch_.data.data() + slice.offset);
+                                  searching_.batch.data.data() + slice.offset);
 }
 
 void Engine::restore_omitted_samples() {
   bool any = false;
-  for (const kernels::StreamSlice& slice : batch_.streams) any = any || slice.omitted > 0;
+  for (const kernels::StreamSlice& slice : searching_.batch.streams)
+    any = any || slice.omitted > 0;
   if (!any) return;
-  kernels::SearchBatch& batch = batch_;
+  kernels::SearchBatch& batch = searching_.batch;
   std::vector<float> present;
   present.swap(batch.data);
   std::size_t size = 0;
@@ -270,7 +272,7 @@ void Engine::restore_omitted_samples() {
   std::size_t offset = 0;
   for (std::size_t s = 0; s < batch.streams.size(); ++s) {
     kernels::StreamSlice& slice = batch.streams[s];
-    const SliceOwner& owner = slice_owners_[s];
+    const SliceOwner& owner = searching_.owners[s];
     const ChannelView& view = library_.views[owner.view];
     const StreamState& state = owner.stream->state;
     const std::size_t present_at = slice.offset;
@@ -305,7 +307,7 @@ void Engine::restore_omitted_samples() {
           work_per_end_[owner.view]);
       counters_.searched_windows -= items;
       counters_.lost_windows += items;
-      flight_.searched_work -= static_cast<double>(items);
+      searching_.searched_work -= static_cast<double>(items);
       slice.first_new = slice.first_index + slice.length;
       slice.omitted = 0;
       continue;
@@ -345,14 +347,15 @@ void Engine::for_each_stream_item(std::size_t count,
 void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
                              std::vector<std::vector<DimCandidate>>& by_kernel,
                              SliceAlerts& out) {
-  Stream& stream = *slice_owners_[s].stream;
-  const kernels::StreamSlice& slice = batch_.streams[s];
+  const SliceOwner& owner = searched_.owners[s];
+  Stream& stream = *owner.stream;
+  const kernels::StreamSlice& slice = searched_.batch.streams[s];
   const std::int64_t searched_until = slice.first_index + slice.length;
   // Every detection ends among the slice's new samples, whose times were
   // copied at the start; the ring is read only as a fallback.
   const auto sample_times = [&](std::int64_t end) -> std::pair<double, double> {
     if (end >= slice.first_new && end < searched_until)
-      return slice_times_[slice_owners_[s].times_at + static_cast<std::size_t>(end - slice.first_new)];
+      return searched_.times[owner.times_at + static_cast<std::size_t>(end - slice.first_new)];
     return {stream.state.device_time_s(end), stream.state.arrival_s(end)};
   };
   // The backend sorts matches by slice, then kernel pattern.
@@ -367,7 +370,7 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
   out.completing_arrival.clear();
   for (std::size_t p = 0; p < library_.patterns.size(); ++p) {
     const CompiledPattern& pattern = library_.patterns[p];
-    if (pattern.view != slice_owners_[s].view) continue;
+    if (pattern.view != owner.view) continue;
     // The first window end searched for this pattern (shorter patterns
     // than the view's longest start later after a gap). Query segments
     // are shorter still: their matches before it are left out, so that
@@ -411,12 +414,11 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
 }
 
 bool Engine::search_done() const {
-  return !flight_.search.valid() ||
-         flight_.search.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  return !search_.valid() || search_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
 bool Engine::start_batch(const std::function<double()>& now, std::launch search_on) {
-  if (flight_.active) throw Error("engine: a batch was started while another is in flight");
+  if (searching_.active) throw Error("engine: a batch was started while another is in flight");
   const double batch_start = now();
   const auto stage_start = std::chrono::steady_clock::now();
   // Every stream with unsearched window ends: its work (window end x dim
@@ -463,7 +465,7 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
       due.push_back({stream_order_[i].first, stream_order_[i].second, due_oldest_[i],
                      due_view_work_.data() + i * views, due_work_[i]});
   counters_.pending_windows = 0;
-  collect_stream_clocks(batch_clocks_);  // its storage reused
+  collect_stream_clocks(searching_.clocks);  // its storage reused
   const auto due_done = std::chrono::steady_clock::now();
   counters_.host_s.due += std::chrono::duration<double>(due_done - stage_start).count();
   if (due.empty()) return false;
@@ -483,10 +485,17 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   if (policy != "none" && cost_model_.ready()) {
     double oldest = due.front().oldest_arrival;
     for (const Due& d : due) oldest = std::min(oldest, d.oldest_arrival);
-    // A batch that is late already still makes a tick's worth of progress.
+    // A batch that is late already still makes one and a half ticks of
+    // progress. A deferred stream waits a whole batch more, so deferring
+    // pays only when the search cannot keep pace with the samples; a floor
+    // of one tick also cut batches that were searched as fast as their
+    // samples came (a backlog then shrank by what the cost model's error
+    // left, and on the H100 at 10,000 W1 wearers ~10 % of the stream-
+    // batches waited one batch more, which set the p99 latency). Under
+    // overload the batches stay within 1.5 ticks and the rest waits.
     const double budget_ms =
         std::max(deadline_ms_ - (batch_start - oldest) * 1000.0 - config_.search.deadline_safety_ms,
-                 static_cast<double>(tick_ms_));
+                 1.5 * tick_ms_);
     if (counters_.last_predicted_ms > budget_ms) {
       if (policy == "drop_patterns") {
         // Lowest-priority views first, never the highest priority present.
@@ -532,11 +541,12 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   // Lay out one slice per (stream, view) that has unsearched window ends,
   // then fill them on the host pool (a W1 slice is ~110 KB of samples, or
   // its new samples when the backend holds the rest).
-  kernels::SearchBatch& batch = batch_;
+  BatchState& flight = searching_;
+  kernels::SearchBatch& batch = flight.batch;
   batch.streams.clear();
-  slice_owners_.clear();
-  flight_.newest_arrival = 0;
-  flight_.searched_work = 0;
+  flight.owners.clear();
+  flight.newest_arrival = 0;
+  flight.searched_work = 0;
   std::size_t data_size = 0;
   std::size_t times_size = 0;
   for (std::size_t i = 0; i < take; ++i) {
@@ -545,42 +555,44 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
       if (library_.views[v].device != stream.device || view_dropped[v]) continue;
       if (!plan_view_slice(stream, due[i].key, v, data_size)) continue;
       const kernels::StreamSlice& slice = batch.streams.back();
-      slice_owners_.push_back({&stream, v, times_size});
+      flight.owners.push_back({&stream, v, times_size});
       times_size += static_cast<std::size_t>(slice.first_index + slice.length - slice.first_new);
-      flight_.searched_work += due[i].view_work[v];
+      flight.searched_work += due[i].view_work[v];
     }
-    flight_.newest_arrival =
-        std::max(flight_.newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
+    flight.newest_arrival =
+        std::max(flight.newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
   }
-  // Not cleared first: every value is overwritten, and a resize within the
-  // last batch's size costs no zero-fill.
-  batch.data.resize(data_size);
-  slice_times_.resize(times_size);
+  // Never shrunk: the slices' values are all written, and growing the size
+  // zero-fills (with two batch buffers of varying sizes taking turns, a
+  // resize per batch cost ~3 ms per 100 ms at 10,000 W1 wearers).
+  if (batch.data.size() < data_size) batch.data.resize(data_size);
+  flight.times.resize(times_size);
   const auto fill_start = std::chrono::steady_clock::now();
   counters_.host_s.slices += std::chrono::duration<double>(fill_start - slices_start).count();
   for_each_stream_item(batch.streams.size(), [&](std::size_t s, int worker) {
-    const SliceOwner& owner = slice_owners_[s];
+    const SliceOwner& owner = flight.owners[s];
     const kernels::StreamSlice& slice = batch.streams[s];
     fill_view_slice(*owner.stream, owner.view, slice, scratch_[static_cast<std::size_t>(worker)]);
     const StreamState& state = owner.stream->state;
     for (std::int64_t k = slice.first_new; k < slice.first_index + slice.length; ++k)
-      slice_times_[owner.times_at + static_cast<std::size_t>(k - slice.first_new)] = {
+      flight.times[owner.times_at + static_cast<std::size_t>(k - slice.first_new)] = {
           state.device_time_s(k), state.arrival_s(k)};
   });
   counters_.host_s.fill +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fill_start).count();
 
-  flight_.batch_start = batch_start;
-  flight_.started = std::chrono::steady_clock::now();
-  flight_.search = {};
-  // The search task touches batch_, search_result_ and the backend only;
-  // `now` is copied, since the caller's function object may not outlive this.
+  flight.batch_start = batch_start;
+  flight.started = std::chrono::steady_clock::now();
+  search_ = {};
+  // The search task touches searching_'s batch, result and search end, and
+  // the backend only; `now` is copied, since the caller's function object
+  // may not outlive this.
   if (!batch.streams.empty())
-    flight_.search = std::async(search_on, [this, now, search_on] {
+    search_ = std::async(search_on, [this, now, search_on] {
       if (search_on == std::launch::async) set_thread_name("gw-search");
-      backend_->search_into(batch_, search_result_);
-      flight_.search_end_s = now();
-      flight_.search_ended = std::chrono::steady_clock::now();
+      backend_->search_into(searching_.batch, searching_.result);
+      searching_.search_end_s = now();
+      searching_.search_ended = std::chrono::steady_clock::now();
     });
   // Only now that nothing above can throw any more: the taken streams are
   // marked searched (those whose due views were all dropped too), now and not
@@ -592,39 +604,57 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
     stream.state.mark_searched(stream.state.next_index());
     clear_pending(stream);
   }
-  counters_.searched_windows += static_cast<std::uint64_t>(flight_.searched_work);
+  counters_.searched_windows += static_cast<std::uint64_t>(flight.searched_work);
   counters_.pending_windows = static_cast<std::uint64_t>(pending_work);
-  flight_.active = true;
+  flight.active = true;
   return true;
 }
 
-std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
-  if (!flight_.active) return {};
-  flight_.active = false;
-  kernels::SearchResult& result = search_result_;
-  auto search_ended = flight_.started;  // no search: no search time
-  if (flight_.search.valid()) {
+bool Engine::end_search(const std::function<double()>& now) {
+  if (!searching_.active) return false;
+  if (searched_.active)
+    throw Error("engine: a search ended while the batch before it still waits for its phase 2");
+  BatchState& flight = searching_;
+  flight.active = false;
+  if (search_.valid()) {
     try {
-      flight_.search.get();
-      search_ended = flight_.search_ended;
+      search_.get();
     } catch (const std::exception& e) {
       try {
         search_again_on_cpu(e);
       } catch (...) {
         // The CPU backend itself failed (a bug, surfaced): what the batch was
         // to search is lost, not searched.
-        const auto lost = static_cast<std::uint64_t>(flight_.searched_work);
+        const auto lost = static_cast<std::uint64_t>(flight.searched_work);
         counters_.searched_windows -= lost;
         counters_.lost_windows += lost;
         throw;
       }
-      flight_.search_end_s = now();
-      search_ended = std::chrono::steady_clock::now();
+      flight.search_end_s = now();
+      flight.search_ended = std::chrono::steady_clock::now();
     }
-    cost_model_.observe(flight_.searched_work, (flight_.search_end_s - flight_.batch_start) * 1000.0);
+    cost_model_.observe(flight.searched_work, (flight.search_end_s - flight.batch_start) * 1000.0);
   } else {
-    result = {};
+    flight.result = {};
+    flight.search_ended = flight.started;  // no search: no search time
   }
+  std::swap(searching_, searched_);
+  searched_.active = true;
+  return true;
+}
+
+std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
+  if (searched_.active)
+    throw Error("engine: finish_batch while a searched batch waits for its phase 2");
+  if (!end_search(now)) return {};
+  return detect_searched(now);
+}
+
+std::vector<Alert> Engine::detect_searched(const std::function<double()>& now) {
+  if (!searched_.active) return {};
+  BatchState& done = searched_;  // stays as it is until the next end_search (its clocks)
+  done.active = false;
+  const kernels::SearchResult& result = done.result;
   const auto phase2_started = std::chrono::steady_clock::now();
   ++counters_.batches;
   counters_.windows += result.stats.windows;
@@ -632,10 +662,10 @@ std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
 
   // Phase 2 per slice on the host pool (a slice's trackers belong to its
   // stream and view alone); alerts in slice order, whatever the threads.
-  // It reads the times of the slices' new samples from slice_times_, not
+  // It reads the times of the slices' new samples from done.times, not
   // from the rings: frames taken while the search ran may have overwritten
   // those slots.
-  const std::size_t slices = batch_.streams.size();
+  const std::size_t slices = done.batch.streams.size();
   if (slice_alerts_.size() < slices) slice_alerts_.resize(slices);
   for_each_stream_item(slices, [&](std::size_t s, int worker) {
     detect_in_slice(s, result, by_kernel_[static_cast<std::size_t>(worker)], slice_alerts_[s]);
@@ -658,20 +688,21 @@ std::vector<Alert> Engine::finish_batch(const std::function<double()>& now) {
   }
   counters_.alerts += alerts.size();
   // The batch's own time: the search, then phase 2 (not the caller's frames
-  // in between).
+  // in between, nor the next batch's start when it came first).
   const auto ms = [](auto from, auto to) {
     return std::chrono::duration<double, std::milli>(to - from).count();
   };
-  const double search_ms = ms(flight_.started, search_ended);
+  const double search_ms = ms(done.started, done.search_ended);
   const double phase2_ms = ms(phase2_started, std::chrono::steady_clock::now());
   counters_.last_batch_ms = search_ms + phase2_ms;
+  counters_.last_phase2_ms = phase2_ms;
   if (batch_log_)
     std::fprintf(batch_log_.get(), "%.3f %zu %.0f %.2f %.2f %.2f %.2f %zu %llu\n",
-                 flight_.batch_start, slices, flight_.searched_work, counters_.last_predicted_ms,
-                 (flight_.search_end_s - flight_.batch_start) * 1000.0, search_ms, phase2_ms,
+                 done.batch_start, slices, done.searched_work, counters_.last_predicted_ms,
+                 (done.search_end_s - done.batch_start) * 1000.0, search_ms, phase2_ms,
                  result.matches.size(), static_cast<unsigned long long>(counters_.deferred_streams));
   counters_.max_batch_ms = std::max(counters_.max_batch_ms, counters_.last_batch_ms);
-  const double latency_ms = (finished - flight_.newest_arrival) * 1000.0;
+  const double latency_ms = (finished - done.newest_arrival) * 1000.0;
   counters_.max_latency_ms = std::max(counters_.max_latency_ms, latency_ms);
   if (latency_ms > deadline_ms_) ++counters_.deadline_misses;
   std::uint64_t overrun = 0, gaps = 0, missing = 0, restarts = 0;
@@ -700,7 +731,7 @@ void Engine::search_again_on_cpu(const std::exception& error) {
   backend_name_ = backend_->name();
   // The CPU backend holds no history: every sample travels again.
   restore_omitted_samples();
-  backend_->search_into(batch_, search_result_);
+  backend_->search_into(searching_.batch, searching_.result);
 }
 
 nlohmann::json Engine::stats_json() const {

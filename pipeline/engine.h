@@ -83,6 +83,7 @@ struct EngineCounters {
   } host_s;
   double last_predicted_ms = 0;         // cost model's prediction for the last batch
   double last_batch_ms = 0;
+  double last_phase2_ms = 0;  // of the last batch (its share of last_batch_ms)
   double max_batch_ms = 0;
   double max_latency_ms = 0;  // newest sample arrival -> alerts ready, worst batch
   std::uint64_t streams = 0;
@@ -125,35 +126,47 @@ class Engine {
   // the sink assigns it). `now` gives the wall clock for detected_at/latency.
   std::vector<Alert> run_batch(const std::function<double()>& now);
 
-  // run_batch in two steps, for a caller that takes frames while the search
-  // runs (the daemon): start_batch() does the work before the search (due
-  // streams, soft deadlines, slices; the streams are marked searched up to
-  // their newest sample) and starts the search, on a thread of its own with
+  // run_batch in steps, for a caller that takes frames while the search runs
+  // and starts the next batch before the last one's phase 2 (the daemon):
+  // start_batch() does the work before the search (due streams, soft
+  // deadlines, slices; the streams are marked searched up to their newest
+  // sample) and starts the search, on a thread of its own with
   // std::launch::async (`now` is then also called there: it must be safe to
-  // call from another thread) or in finish_batch() on the caller's thread
-  // with std::launch::deferred (= run_batch). It returns false when nothing
-  // was due (nothing in flight then). Until finish_batch(), only on_frame(),
-  // on_frames(), search_done(), batch_in_flight() and the const accessors may
-  // be called; frames taken meanwhile belong to the next batch. finish_batch()
-  // waits for the search if need be and returns what run_batch() would have
-  // returned at the start ({} when nothing is in flight), whatever the frames
-  // taken in between overwrote in the rings. Throws gw::Error when a batch is
-  // started while one is in flight.
+  // call from another thread) or in end_search() on the caller's thread with
+  // std::launch::deferred (= run_batch). It returns false when nothing was
+  // due (nothing in flight then). end_search() waits for the search if need
+  // be and keeps the batch for its phase 2; detect_searched() runs that phase
+  // 2 and returns what run_batch() would have returned at the start ({} when
+  // no batch waits), whatever the frames taken in between overwrote in the
+  // rings. Between end_search() and detect_searched() the next batch may be
+  // started: its search then runs during the phase 2 (docs/design.md,
+  // "Pipelined batches"). While a search is in flight, only on_frame(),
+  // on_frames(), search_done(), batch_in_flight(), detect_searched() and the
+  // const accessors may be called; frames taken meanwhile belong to the next
+  // batch. Throws gw::Error when a batch is started while a search is in
+  // flight, or end_search() finds a searched batch still waiting for its
+  // phase 2 (phase 2 runs in batch order: the trackers carry state).
   bool start_batch(const std::function<double()>& now,
                    std::launch search_on = std::launch::async);
-  bool batch_in_flight() const { return flight_.active; }
+  bool batch_in_flight() const { return searching_.active; }
   // The search in flight (if any) has returned; a deferred one runs only in
-  // finish_batch(), so it is never done before.
+  // end_search(), so it is never done before.
   bool search_done() const;
+  // Returns false when no search was in flight.
+  bool end_search(const std::function<double()>& now);
+  bool batch_searched() const { return searched_.active; }
+  std::vector<Alert> detect_searched(const std::function<double()>& now);
+  // end_search() then detect_searched(): the batch in flight, finished
+  // ({} when none). Throws gw::Error when a searched batch still waits.
   std::vector<Alert> finish_batch(const std::function<double()>& now);
 
   // The device time of the newest sample of every stream (the clock its
   // alerts' t_start/t_end are on).
   std::vector<StreamClock> stream_clocks() const;
-  // stream_clocks() as it was when the last batch started: what the alerts of
-  // a batch finished later are to be compared with (frames taken while its
-  // search ran are not theirs).
-  const std::vector<StreamClock>& batch_stream_clocks() const { return batch_clocks_; }
+  // stream_clocks() as it was when the batch of the last end_search()
+  // started: what the alerts of its phase 2 are to be compared with (frames
+  // taken while its search ran are not theirs).
+  const std::vector<StreamClock>& batch_stream_clocks() const { return searched_.clocks; }
 
   const EngineCounters& counters() const { return counters_; }
   // The config in effect (the last reconfigure()'s).
@@ -196,11 +209,12 @@ class Engine {
   };
   void account_due(Stream& stream, std::size_t view, std::int64_t first, std::int64_t end,
                    DueTally& tally) const;
-  // Appends the shape of the slice of `view` for `stream` to batch_.streams
-  // (its samples at data_size, which grows by their count) when it has window
+  // Appends the shape of the slice of `view` for `stream` to searching_.batch
+  // .streams (its samples at data_size, which grows by their count) when it has window
   // ends to search; returns false when it has none.
   bool plan_view_slice(Stream& stream, std::uint64_t key, std::size_t view, std::size_t& data_size);
-  // Writes the samples of a planned slice into batch_.data (a transformed
+  // Writes the samples of a planned slice into searching_.batch.data (a
+  // transformed
   // view through the stream's cache), from its first sample not omitted on.
   // Different slices may be filled at once from different threads, each
   // with its own `scratch`.
@@ -223,10 +237,10 @@ class Engine {
                                                         std::size_t view) const;
   // Called from the handler of the search's `error`: rethrows it for the CPU
   // backend; otherwise switches to the CPU backend (counted, noted) and
-  // searches batch_ again.
+  // searches searching_.batch again.
   void search_again_on_cpu(const std::exception& error);
   // Puts the samples the last backend held (StreamSlice::omitted) back into
-  // batch_, for a backend that holds none. A raw slice whose omitted samples
+  // searching_.batch, for a backend that holds none. A raw slice whose omitted samples
   // have left the ring since the batch started is not searched: its window
   // ends move from searched_windows to lost_windows.
   void restore_omitted_samples();
@@ -241,24 +255,38 @@ class Engine {
 
   config::Config config_;
   std::unique_ptr<kernels::SearchBackend> backend_;
-  kernels::SearchResult search_result_;  // kept across batches: its match storage is reused
-  // Kept across batches too: a W1 batch holds ~110 KB of samples per wearer,
-  // and fresh storage every tick costs page faults (docs/benchmarks.md,
-  // "Engine host path").
-  kernels::SearchBatch batch_;
   struct SliceOwner {
     Stream* stream;
     std::size_t view;
-    std::size_t times_at;  // its new samples' times in slice_times_
+    std::size_t times_at;  // its new samples' times in BatchState::times
   };
-  // Device time and arrival of every slice's new samples [first_new, end),
-  // copied when the batch starts: frames taken while the search runs may
-  // overwrite those ring slots before phase 2 reads them.
-  std::vector<std::pair<double, double>> slice_times_;
-  // stream_clocks() as of the start of the last batch.
-  std::vector<StreamClock> batch_clocks_;
-  std::vector<SliceOwner> slice_owners_;  // per slice of batch_
-  std::vector<SliceAlerts> slice_alerts_;  // per slice of batch_; storage reused
+  // One batch's own storage and times, from start_batch() to the end of its
+  // phase 2. There are two: the next batch's search fills one while the phase
+  // 2 of the batch before it reads the other; end_search() swaps them, so
+  // their storage is reused (a W1 batch holds ~110 KB of samples per wearer,
+  // and fresh storage every tick costs page faults: docs/benchmarks.md,
+  // "Engine host path").
+  struct BatchState {
+    bool active = false;
+    kernels::SearchBatch batch;
+    kernels::SearchResult result;
+    std::vector<SliceOwner> owners;  // per slice of `batch`
+    // Device time and arrival of every slice's new samples [first_new, end),
+    // copied when the batch starts: frames taken while the search runs may
+    // overwrite those ring slots before phase 2 reads them.
+    std::vector<std::pair<double, double>> times;
+    std::vector<StreamClock> clocks;  // stream_clocks() as of the start
+    double batch_start = 0;     // now() at the start
+    double newest_arrival = 0;  // of the samples searched
+    double searched_work = 0;   // items given to the backend
+    std::chrono::steady_clock::time_point started;  // search start
+    // Written by the search task, read after its future is ready.
+    double search_end_s = 0;
+    std::chrono::steady_clock::time_point search_ended;
+  };
+  BatchState searching_;  // start_batch() .. end_search()
+  BatchState searched_;   // end_search() .. detect_searched()
+  std::vector<SliceAlerts> slice_alerts_;  // per slice of a phase 2; storage reused
   // The batch's host work per stream (slice filling, phase 2) runs on this
   // pool: search.threads workers (0 = all cores), so that a GPU search is not
   // left waiting for one core (docs/design.md, "Engine host work").
@@ -305,20 +333,10 @@ class Engine {
   std::vector<std::size_t> frames_by_stream_;
   std::vector<std::pair<std::size_t, std::size_t>> stream_runs_;  // [begin, end) of frames_by_stream_
   std::vector<FrameVerdict> frame_verdicts_;
-  // The batch between start_batch and finish_batch. Last member: a search
-  // still running when the engine goes is waited for (std::future from
-  // std::async) before the members it uses are destroyed.
-  struct InFlight {
-    bool active = false;
-    double batch_start = 0;     // now() at the start
-    double newest_arrival = 0;  // of the samples searched
-    double searched_work = 0;   // items given to the backend
-    std::chrono::steady_clock::time_point started;  // search start
-    // Written by the search task, read after its future is ready.
-    double search_end_s = 0;
-    std::chrono::steady_clock::time_point search_ended;
-    std::future<void> search;
-  } flight_;
+  // The search in flight. Last member: a search still running when the
+  // engine goes is waited for (std::future from std::async) before the
+  // members it uses are destroyed.
+  std::future<void> search_;
 };
 
 }  // namespace gw::pipeline

@@ -286,7 +286,15 @@ class GpuHashTable final : public HashTableBackend {
     internal::validate_config(config);
     select_device(config.gpu_device);
     try {
-      check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+      // The highest priority the device has: the daemon's dedup and slot
+      // tables run small batches while a window search fills every SM, and
+      // their blocks should not queue behind all of the search's (each
+      // batch is on an alert's way out, docs/hashtable.md).
+      int least_priority = 0, greatest_priority = 0;
+      check(cudaDeviceGetStreamPriorityRange(&least_priority, &greatest_priority),
+            "cudaDeviceGetStreamPriorityRange");
+      check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest_priority),
+            "cudaStreamCreate");
       for (cudaEvent_t& event : events_) check(cudaEventCreate(&event), "cudaEventCreate");
       check(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount,
                                    config.gpu_device),

@@ -533,11 +533,15 @@ std::vector<std::vector<gw::sensors::Frame>> daphnet_wearer_frames(int wearers) 
 // samples, a batch after every wearer's 6th frame; the engine's host work on
 // `host_threads` workers. With `frames_in_flight` > 0 each batch is started
 // (start_batch) and only finished after that many more rounds of every
-// wearer's frames, as the daemon takes frames while a search runs.
+// wearer's frames, as the daemon takes frames while a search runs. With
+// `next_before_phase2` each batch's search runs until the next batch point
+// and ends there, then the next batch starts before the ended one's phase 2
+// (the daemon's order when a search ends after its tick).
 // `backend`: the search backend (default: a simulated GPU backend).
 std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_in_flight = 0,
                                       std::unique_ptr<gw::kernels::SearchBackend> backend = nullptr,
-                                      gw::pipeline::EngineCounters* counters = nullptr) {
+                                      gw::pipeline::EngineCounters* counters = nullptr,
+                                      bool next_before_phase2 = false) {
   const gw::config::Config config = shipped_config(host_threads);
   const auto frames = daphnet_wearer_frames(wearers);
   // Named like a GPU backend, so that frames taken during a search are
@@ -574,6 +578,27 @@ std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_
       REQUIRE_FALSE(engine.batch_in_flight());
     }
     if ((f + 1) % 6 != 0) continue;
+    if (next_before_phase2) {
+      if (!engine.batch_in_flight()) {
+        engine.start_batch(now);
+        continue;
+      }
+      take_during_search();
+      REQUIRE(engine.end_search(now));
+      REQUIRE(engine.batch_searched());
+      if (engine.start_batch(now)) {
+        // Phase 2 runs in batch order: this search may not end before the
+        // batch before it is through its phase 2.
+        CHECK_THROWS_AS(engine.end_search(now), gw::Error);
+        CHECK_THROWS_AS(engine.finish_batch(now), gw::Error);
+        REQUIRE(engine.batch_in_flight());
+      }
+      CHECK_THROWS_AS(engine.reconfigure(engine.config()), gw::Error);
+      keep(engine.detect_searched(now));
+      REQUIRE_FALSE(engine.batch_searched());
+      CHECK(engine.detect_searched(now).empty());
+      continue;
+    }
     if (frames_in_flight == 0) {
       keep(engine.run_batch(now));
     } else if (engine.start_batch(now)) {
@@ -619,6 +644,19 @@ TEST_CASE("frames taken while a search is in flight give the alerts of batches r
   // finishes it later; those frames belong to the next batch.
   require_same_alerts(run_shipped_config(12, 2),
                       run_shipped_config(12, 2, /*frames_in_flight=*/3));
+}
+
+TEST_CASE("a batch started before the last one's phase 2 gives the alerts of batches run one at a time",
+          "[engine]") {
+  // The daemon ends a search that ran past its tick, starts the next batch
+  // (its search runs meanwhile) and only then runs the ended batch's phase 2.
+  gw::pipeline::EngineCounters one_at_a_time, pipelined;
+  const auto reference = run_shipped_config(12, 2, 0, nullptr, &one_at_a_time);
+  require_same_alerts(reference,
+                      run_shipped_config(12, 2, 0, nullptr, &pipelined, /*next_before_phase2=*/true));
+  CHECK(pipelined.batches == one_at_a_time.batches);
+  CHECK(pipelined.searched_windows == one_at_a_time.searched_windows);
+  CHECK(pipelined.single_dim_matches == one_at_a_time.single_dim_matches);
 }
 
 TEST_CASE("frames taken in bunches give what frames taken one at a time give", "[engine]") {
