@@ -629,7 +629,22 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
   const auto cooldown = std::max<std::int64_t>(
       1, static_cast<std::int64_t>(std::llround(pc.cooldown_s * sample_rate_hz)));
   std::vector<DimCandidate>& best_per_pair = best_per_pair_;
-  for (std::int64_t t = first_end; t < searched_until; ++t) {
+  // The next window end after t where anything can happen: a fresh candidate
+  // arrives, a front may expire, or the running episode may alert. At the
+  // ends in between no window, hence no match and no decision, changes, and
+  // no alert is due, so they are skipped.
+  const auto next_event = [&](std::int64_t t) {
+    std::int64_t event = searched_until;
+    for (std::size_t e = 0; e < examples; ++e) {
+      if (e < given && next[e] < fresh[e].size()) event = std::min(event, fresh[e][next[e]].end);
+      const std::int64_t earliest = windows_[e].earliest_front_end;
+      if (earliest != std::numeric_limits<std::int64_t>::max())
+        event = std::min(event, earliest + span);
+    }
+    if (active_) event = std::min(event, std::max(episode_start_ + min_duration, cooldown_until_));
+    return std::max(t + 1, event);
+  };
+  for (std::int64_t t = first_end; t < searched_until; t = next_event(t)) {
     // Slide every (example, pair) window to (t - span, t]: each keeps the
     // candidates that can still become its best (a monotonic queue: distances
     // increase from the front; of equal distances the earlier end stays).
