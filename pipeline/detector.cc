@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
-#include <map>
 #include <utility>
 
 #include "common/error.h"
@@ -221,82 +219,136 @@ CompiledLibrary compile_library(const config::Config& config) {
   return out;
 }
 
-Combination combine_matches(const std::vector<DimCandidate>& candidates,
-                            const std::vector<int>& home_channel, double alpha) {
-  // One edge per (j, i): its best candidate.
-  std::map<std::pair<int, int>, DimCandidate> best;
-  for (const auto& c : candidates) {
-    auto [it, inserted] = best.try_emplace({c.pattern_dim, c.stream_dim}, c);
-    if (!inserted && (c.distance < it->second.distance ||
-                      (c.distance == it->second.distance && c.end < it->second.end)))
-      it->second = c;
-  }
-  std::vector<int> left, right;  // distinct pattern dims and stream dims, ascending
-  for (const auto& [key, c] : best) {
-    left.push_back(key.first);
-    right.push_back(key.second);
-  }
-  left.erase(std::unique(left.begin(), left.end()), left.end());
-  std::sort(right.begin(), right.end());
-  right.erase(std::unique(right.begin(), right.end()), right.end());
+namespace {
+
+// The reusable storage of combine_matches and combine_with_exhausting: phase 2
+// redoes an example's combination whenever its window's best candidates
+// change, so these must not allocate once warm. One per thread (the engine
+// runs phase 2 of different slices on its host workers); not reentrant, and
+// the functions below never call each other while a scratch is in use except
+// where stated.
+struct CombineScratch {
   struct Edge {
     int l, r;
     double w;
     const DimCandidate* c;
   };
-  std::vector<Edge> edges;
-  std::vector<std::vector<int>> edges_of_left(left.size());
-  for (const auto& [key, c] : best) {
-    const int l =
-        static_cast<int>(std::lower_bound(left.begin(), left.end(), key.first) - left.begin());
-    const int r =
-        static_cast<int>(std::lower_bound(right.begin(), right.end(), key.second) - right.begin());
-    const bool home = c.stream_dim == home_channel[static_cast<std::size_t>(c.pattern_dim)];
-    edges_of_left[static_cast<std::size_t>(l)].push_back(static_cast<int>(edges.size()));
-    edges.push_back({l, r, c.distance * (home ? 1.0 : alpha), &c});
+  std::vector<const DimCandidate*> keyed;  // the candidates, by (pattern dim, stream dim)
+  std::vector<const DimCandidate*> best;   // one per (j, i), ascending key
+  std::vector<int> left, right;            // distinct pattern dims and stream dims, ascending
+  std::vector<Edge> edges;                 // key order: the edges of one left vertex are adjacent
+  std::vector<int> first_edge_of_left;     // edges of left l: [first[l], first[l + 1])
+  std::vector<int> match_of_left, match_of_right;  // edge index, -1: unmatched
+  std::vector<double> dist_left, dist_right;
+  std::vector<int> via_right;  // edge that reached the right vertex
+  std::vector<int> queue;      // FIFO: queue[queue_head..]
+  std::vector<char> queued;
+  // combine_with_exhausting's split of the candidates, and its second matching.
+  std::vector<DimCandidate> own, loose;
+  Combination extra;
+};
+
+CombineScratch& combine_scratch() {
+  thread_local CombineScratch scratch;
+  return scratch;
+}
+
+bool key_less(const DimCandidate* a, const DimCandidate* b) {
+  return a->pattern_dim != b->pattern_dim ? a->pattern_dim < b->pattern_dim
+                                          : a->stream_dim < b->stream_dim;
+}
+
+// combine_matches into `out` (its storage reused). Uses scratch's matching
+// fields, not own/loose/extra. `out.edges` copies the candidates, so
+// `candidates` may live in the scratch's own/loose.
+void combine_matches_into(const std::vector<DimCandidate>& candidates,
+                          const std::vector<int>& home_channel, double alpha, CombineScratch& s,
+                          Combination& out) {
+  // One edge per (j, i): its best candidate (lowest distance, then earliest
+  // end; of equal ones the first given). Grouped by a stable sort, skipped
+  // when the candidates come sorted with distinct keys (PatternTracker's).
+  s.keyed.clear();
+  for (const DimCandidate& c : candidates) s.keyed.push_back(&c);
+  bool sorted_distinct = true;
+  for (std::size_t i = 1; i < s.keyed.size() && sorted_distinct; ++i)
+    sorted_distinct = key_less(s.keyed[i - 1], s.keyed[i]);
+  if (!sorted_distinct) std::stable_sort(s.keyed.begin(), s.keyed.end(), key_less);
+  s.best.clear();
+  for (const DimCandidate* c : s.keyed) {
+    if (!s.best.empty() && !key_less(s.best.back(), c)) {  // same key
+      const DimCandidate*& kept = s.best.back();
+      if (c->distance < kept->distance || (c->distance == kept->distance && c->end < kept->end))
+        kept = c;
+      continue;
+    }
+    s.best.push_back(c);
   }
+  s.left.clear();
+  s.right.clear();
+  for (const DimCandidate* c : s.best) {
+    if (s.left.empty() || s.left.back() != c->pattern_dim) s.left.push_back(c->pattern_dim);
+    s.right.push_back(c->stream_dim);
+  }
+  std::sort(s.right.begin(), s.right.end());
+  s.right.erase(std::unique(s.right.begin(), s.right.end()), s.right.end());
+  s.edges.clear();
+  s.first_edge_of_left.clear();
+  for (const DimCandidate* c : s.best) {
+    if (s.first_edge_of_left.empty() || s.left[s.first_edge_of_left.size() - 1] != c->pattern_dim)
+      s.first_edge_of_left.push_back(static_cast<int>(s.edges.size()));
+    const int l = static_cast<int>(s.first_edge_of_left.size()) - 1;
+    const int r = static_cast<int>(std::lower_bound(s.right.begin(), s.right.end(), c->stream_dim) -
+                                   s.right.begin());
+    const bool home = c->stream_dim == home_channel[static_cast<std::size_t>(c->pattern_dim)];
+    s.edges.push_back({l, r, c->distance * (home ? 1.0 : alpha), c});
+  }
+  s.first_edge_of_left.push_back(static_cast<int>(s.edges.size()));
 
   // Successive shortest augmenting paths: each augmentation along a
   // minimum-weight alternating path keeps the matching of minimum weight for
   // its size, and they run until no augmenting path is left (maximum size).
   // Shortest paths by label correction (Bellman-Ford with a queue): the graph
   // has at most k x (2 nr + 1) edges.
-  const auto nl = left.size(), nr = right.size();
-  std::vector<int> match_of_left(nl, -1), match_of_right(nr, -1);  // edge index
+  const auto nl = s.left.size(), nr = s.right.size();
+  s.match_of_left.assign(nl, -1);
+  s.match_of_right.assign(nr, -1);
   constexpr double kInf = std::numeric_limits<double>::infinity();
   // Path lengths are sums of weights; a change below this is rounding, not a shorter path.
   constexpr double kTolerance = 1e-12;
   for (;;) {
-    std::vector<double> dist_left(nl, kInf), dist_right(nr, kInf);
-    std::vector<int> via_right(nr, -1);  // edge that reached the right vertex
-    std::deque<int> queue;
-    std::vector<char> queued(nl, 0);
+    s.dist_left.assign(nl, kInf);
+    s.dist_right.assign(nr, kInf);
+    s.via_right.assign(nr, -1);
+    s.queue.clear();
+    std::size_t queue_head = 0;
+    s.queued.assign(nl, 0);
     for (std::size_t l = 0; l < nl; ++l)
-      if (match_of_left[l] < 0) {
-        dist_left[l] = 0;
-        queue.push_back(static_cast<int>(l));
-        queued[l] = 1;
+      if (s.match_of_left[l] < 0) {
+        s.dist_left[l] = 0;
+        s.queue.push_back(static_cast<int>(l));
+        s.queued[l] = 1;
       }
-    while (!queue.empty()) {
-      const int l = queue.front();
-      queue.pop_front();
-      queued[static_cast<std::size_t>(l)] = 0;
-      for (const int e : edges_of_left[static_cast<std::size_t>(l)]) {
-        if (match_of_left[static_cast<std::size_t>(l)] == e) continue;
-        const Edge& edge = edges[static_cast<std::size_t>(e)];
-        const double d = dist_left[static_cast<std::size_t>(l)] + edge.w;
-        if (d < dist_right[static_cast<std::size_t>(edge.r)] - kTolerance) {
-          dist_right[static_cast<std::size_t>(edge.r)] = d;
-          via_right[static_cast<std::size_t>(edge.r)] = e;
-          const int back = match_of_right[static_cast<std::size_t>(edge.r)];
+    while (queue_head < s.queue.size()) {
+      const auto l = static_cast<std::size_t>(s.queue[queue_head++]);
+      s.queued[l] = 0;
+      for (int e = s.first_edge_of_left[l]; e < s.first_edge_of_left[l + 1]; ++e) {
+        if (s.match_of_left[l] == e) continue;
+        const CombineScratch::Edge& edge = s.edges[static_cast<std::size_t>(e)];
+        const auto r = static_cast<std::size_t>(edge.r);
+        const double d = s.dist_left[l] + edge.w;
+        if (d < s.dist_right[r] - kTolerance) {
+          s.dist_right[r] = d;
+          s.via_right[r] = e;
+          const int back = s.match_of_right[r];
           if (back >= 0) {  // continue through the matched edge, backwards
-            const Edge& matched = edges[static_cast<std::size_t>(back)];
+            const CombineScratch::Edge& matched = s.edges[static_cast<std::size_t>(back)];
+            const auto ml = static_cast<std::size_t>(matched.l);
             const double dl = d - matched.w;
-            if (dl < dist_left[static_cast<std::size_t>(matched.l)] - kTolerance) {
-              dist_left[static_cast<std::size_t>(matched.l)] = dl;
-              if (!queued[static_cast<std::size_t>(matched.l)]) {
-                queue.push_back(matched.l);
-                queued[static_cast<std::size_t>(matched.l)] = 1;
+            if (dl < s.dist_left[ml] - kTolerance) {
+              s.dist_left[ml] = dl;
+              if (!s.queued[ml]) {
+                s.queue.push_back(matched.l);
+                s.queued[ml] = 1;
               }
             }
           }
@@ -305,28 +357,68 @@ Combination combine_matches(const std::vector<DimCandidate>& candidates,
     }
     int target = -1;
     for (std::size_t r = 0; r < nr; ++r)
-      if (match_of_right[r] < 0 && dist_right[r] < kInf &&
-          (target < 0 || dist_right[r] < dist_right[static_cast<std::size_t>(target)] - kTolerance))
+      if (s.match_of_right[r] < 0 && s.dist_right[r] < kInf &&
+          (target < 0 || s.dist_right[r] < s.dist_right[static_cast<std::size_t>(target)] - kTolerance))
         target = static_cast<int>(r);
     if (target < 0) break;
     // Flip the path: every edge that reached a right vertex becomes matched.
     int r = target;
     while (r >= 0) {
-      const int e = via_right[static_cast<std::size_t>(r)];
-      const Edge& edge = edges[static_cast<std::size_t>(e)];
-      const int previous = match_of_left[static_cast<std::size_t>(edge.l)];
-      match_of_left[static_cast<std::size_t>(edge.l)] = e;
-      match_of_right[static_cast<std::size_t>(r)] = e;
-      r = previous >= 0 ? edges[static_cast<std::size_t>(previous)].r : -1;
+      const int e = s.via_right[static_cast<std::size_t>(r)];
+      const CombineScratch::Edge& edge = s.edges[static_cast<std::size_t>(e)];
+      const int previous = s.match_of_left[static_cast<std::size_t>(edge.l)];
+      s.match_of_left[static_cast<std::size_t>(edge.l)] = e;
+      s.match_of_right[static_cast<std::size_t>(r)] = e;
+      r = previous >= 0 ? s.edges[static_cast<std::size_t>(previous)].r : -1;
     }
   }
-  Combination out;
+  out.edges.clear();
+  out.distance = 0;
+  out.recovered = 0;
   for (std::size_t l = 0; l < nl; ++l) {
-    if (match_of_left[l] < 0) continue;
-    const Edge& edge = edges[static_cast<std::size_t>(match_of_left[l])];
+    if (s.match_of_left[l] < 0) continue;
+    const CombineScratch::Edge& edge = s.edges[static_cast<std::size_t>(s.match_of_left[l])];
     out.edges.push_back(*edge.c);
     out.distance += edge.w;
   }
+}
+
+// combine_with_exhausting into `out` (its storage reused).
+void combine_with_exhausting_into(const std::vector<DimCandidate>& candidates,
+                                  const std::vector<int>& home_channel, double alpha,
+                                  CombineScratch& s, Combination& out) {
+  const bool any_loose = std::any_of(candidates.begin(), candidates.end(),
+                                     [](const DimCandidate& c) { return c.loose; });
+  if (!any_loose) return combine_matches_into(candidates, home_channel, alpha, s, out);
+  s.own.clear();
+  s.loose.clear();
+  for (const DimCandidate& c : candidates) (c.loose ? s.loose : s.own).push_back(c);
+  combine_matches_into(s.own, home_channel, alpha, s, out);
+  if (out.edges.empty() || out.edges.size() >= home_channel.size()) return;
+  // Only pattern dims the match misses, on stream dims it leaves free.
+  auto used = [&out](const DimCandidate& c) {
+    return std::any_of(out.edges.begin(), out.edges.end(), [&c](const DimCandidate& e) {
+      return e.pattern_dim == c.pattern_dim || e.stream_dim == c.stream_dim;
+    });
+  };
+  s.loose.erase(std::remove_if(s.loose.begin(), s.loose.end(), used), s.loose.end());
+  if (s.loose.empty()) return;
+  combine_matches_into(s.loose, home_channel, alpha, s, s.extra);
+  const Combination& extra = s.extra;
+  out.edges.insert(out.edges.end(), extra.edges.begin(), extra.edges.end());
+  std::sort(out.edges.begin(), out.edges.end(), [](const DimCandidate& a, const DimCandidate& b) {
+    return a.pattern_dim < b.pattern_dim;
+  });
+  out.distance += extra.distance;
+  out.recovered = static_cast<int>(extra.edges.size());
+}
+
+}  // namespace
+
+Combination combine_matches(const std::vector<DimCandidate>& candidates,
+                            const std::vector<int>& home_channel, double alpha) {
+  Combination out;
+  combine_matches_into(candidates, home_channel, alpha, combine_scratch(), out);
   return out;
 }
 
@@ -357,68 +449,154 @@ void example_candidates(const CompiledPattern& pattern, const CompiledExample& e
 
 Combination combine_with_exhausting(const std::vector<DimCandidate>& candidates,
                                     const std::vector<int>& home_channel, double alpha) {
-  const bool any_loose = std::any_of(candidates.begin(), candidates.end(),
-                                     [](const DimCandidate& c) { return c.loose; });
-  if (!any_loose) return combine_matches(candidates, home_channel, alpha);
-  std::vector<DimCandidate> own, loose;
-  for (const DimCandidate& c : candidates) (c.loose ? loose : own).push_back(c);
-  Combination out = combine_matches(own, home_channel, alpha);
-  if (out.edges.empty() || out.edges.size() >= home_channel.size()) return out;
-  // Only pattern dims the match misses, on stream dims it leaves free.
-  auto used = [&out](const DimCandidate& c) {
-    return std::any_of(out.edges.begin(), out.edges.end(), [&c](const DimCandidate& e) {
-      return e.pattern_dim == c.pattern_dim || e.stream_dim == c.stream_dim;
-    });
-  };
-  loose.erase(std::remove_if(loose.begin(), loose.end(), used), loose.end());
-  if (loose.empty()) return out;
-  const Combination extra = combine_matches(loose, home_channel, alpha);
-  out.edges.insert(out.edges.end(), extra.edges.begin(), extra.edges.end());
-  std::sort(out.edges.begin(), out.edges.end(), [](const DimCandidate& a, const DimCandidate& b) {
-    return a.pattern_dim < b.pattern_dim;
-  });
-  out.distance += extra.distance;
-  out.recovered = static_cast<int>(extra.edges.size());
+  Combination out;
+  combine_with_exhausting_into(candidates, home_channel, alpha, combine_scratch(), out);
   return out;
 }
 
-Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>& per_example) {
+namespace {
+
+DecisionSummary summarize_decision(const CompiledPattern& pattern,
+                                   const std::vector<ExampleMatch>& per_example, bool euclidean) {
   const config::PatternConfig& pc = pattern.config;
   const int dims = static_cast<int>(pattern.home_channel.size());
-  const bool euclidean = pc.measure == "euclidean";
   const double unmatched = (euclidean ? 1.0 : pc.alpha) * pc.threshold;
-  Decision decision;
-  decision.positive.completed = dims * unmatched;
-  decision.negative.completed = dims * unmatched;
   // Nearest = lowest completed distance; ties: more dims, then the earlier example.
   auto nearer = [](const ExampleMatch& a, const ExampleMatch& b) {
     if (a.completed != b.completed) return a.completed < b.completed;
     return a.combination.edges.size() > b.combination.edges.size();
   };
-  for (const ExampleMatch& match : per_example) {
+  DecisionSummary summary;
+  for (std::size_t i = 0; i < per_example.size(); ++i) {
+    const ExampleMatch& match = per_example[i];
     if (match.example < 0) continue;
     const bool negative = pattern.examples[static_cast<std::size_t>(match.example)].negative;
-    ExampleMatch& nearest = negative ? decision.negative : decision.positive;
-    if (nearest.example < 0 || nearer(match, nearest)) nearest = match;
+    int& nearest = negative ? summary.negative : summary.positive;
+    if (nearest < 0 || nearer(match, per_example[static_cast<std::size_t>(nearest)]))
+      nearest = static_cast<int>(i);
   }
-  decision.evidence = decision.negative.completed - decision.positive.completed;
+  // An example none matches counts as completed at dims unmatched dims.
+  const auto completed = [&](int nearest) {
+    return nearest < 0 ? dims * unmatched : per_example[static_cast<std::size_t>(nearest)].completed;
+  };
+  summary.evidence = completed(summary.negative) - completed(summary.positive);
   const int needed = euclidean ? dims : pc.min_dims;
-  decision.hold = decision.positive.example >= 0 &&
-                  static_cast<int>(decision.positive.combination.edges.size()) >= needed &&
-                  decision.evidence >= pc.margin;
-  decision.enter = decision.hold && decision.evidence >= pc.margin + pc.hysteresis;
-  return decision;
+  summary.hold =
+      summary.positive >= 0 &&
+      static_cast<int>(
+          per_example[static_cast<std::size_t>(summary.positive)].combination.edges.size()) >=
+          needed &&
+      summary.evidence >= pc.margin;
+  summary.enter = summary.hold && summary.evidence >= pc.margin + pc.hysteresis;
+  return summary;
 }
-
-namespace {
 
 bool by_end(const DimCandidate& a, const DimCandidate& b) { return a.end < b.end; }
 
 }  // namespace
 
+Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>& per_example) {
+  return expand_decision(pattern, per_example, summarize_decision(pattern, per_example));
+}
+
+DecisionSummary summarize_decision(const CompiledPattern& pattern,
+                                   const std::vector<ExampleMatch>& per_example) {
+  return summarize_decision(pattern, per_example, pattern.config.measure == "euclidean");
+}
+
+Decision expand_decision(const CompiledPattern& pattern,
+                         const std::vector<ExampleMatch>& per_example,
+                         const DecisionSummary& summary) {
+  const config::PatternConfig& pc = pattern.config;
+  const double unmatched = (pc.measure == "euclidean" ? 1.0 : pc.alpha) * pc.threshold;
+  const auto nearest = [&](int index) {
+    if (index >= 0) return per_example[static_cast<std::size_t>(index)];
+    ExampleMatch none;
+    none.completed = static_cast<int>(pattern.home_channel.size()) * unmatched;
+    return none;
+  };
+  Decision decision;
+  decision.positive = nearest(summary.positive);
+  decision.negative = nearest(summary.negative);
+  decision.evidence = summary.evidence;
+  decision.hold = summary.hold;
+  decision.enter = summary.enter;
+  return decision;
+}
+
+void PatternTracker::PairWindow::push(const DimCandidate& c) {
+  if (empty()) {  // restart at the front of the storage
+    items.clear();
+    head = 0;
+  }
+  items.push_back(c);
+}
+
+void PatternTracker::PairWindow::pop_front() {
+  ++head;
+  // Keep the storage bounded while the pair never empties: drop the popped
+  // prefix once it is most of the vector (amortised O(1) per item).
+  if (head >= 32 && 2 * head >= items.size()) {
+    items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(head));
+    head = 0;
+  }
+}
+
+PatternTracker::PairWindow& PatternTracker::ExampleWindows::pair(int pattern_dim, int stream_dim) {
+  const auto live_end = pairs.begin() + static_cast<std::ptrdiff_t>(live);
+  const auto at = std::lower_bound(pairs.begin(), live_end, std::make_pair(pattern_dim, stream_dim),
+                                   [](const PairWindow& w, const std::pair<int, int>& key) {
+                                     return std::make_pair(w.pattern_dim, w.stream_dim) < key;
+                                   });
+  if (at != live_end && at->pattern_dim == pattern_dim && at->stream_dim == stream_dim) return *at;
+  // A new pair: a spare one (its storage kept) moved into place.
+  const auto index = static_cast<std::size_t>(at - pairs.begin());
+  if (live == pairs.size()) pairs.emplace_back();
+  PairWindow& spare = pairs[live];
+  spare.pattern_dim = pattern_dim;
+  spare.stream_dim = stream_dim;
+  spare.items.clear();
+  spare.head = 0;
+  std::rotate(pairs.begin() + static_cast<std::ptrdiff_t>(index),
+              pairs.begin() + static_cast<std::ptrdiff_t>(live),
+              pairs.begin() + static_cast<std::ptrdiff_t>(live) + 1);
+  ++live;
+  return pairs[index];
+}
+
+bool PatternTracker::ExampleWindows::expire(std::int64_t last_expired_end) {
+  if (earliest_front_end > last_expired_end) return false;
+  bool popped = false;
+  std::size_t kept = 0;
+  earliest_front_end = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t i = 0; i < live; ++i) {
+    PairWindow& window = pairs[i];
+    while (!window.empty() && window.front().end <= last_expired_end) {
+      window.pop_front();
+      popped = true;
+    }
+    // An empty pair leaves the live range: it would be walked at every change.
+    if (window.empty()) continue;
+    earliest_front_end = std::min(earliest_front_end, window.front().end);
+    if (i != kept) std::swap(pairs[i], pairs[kept]);
+    ++kept;
+  }
+  live = kept;
+  return popped;
+}
+
 std::vector<PatternTracker::Detection> PatternTracker::update(
     std::vector<std::vector<DimCandidate>> fresh, std::int64_t first_end,
     std::int64_t searched_until, const CompiledPattern& pattern, double sample_rate_hz) {
+  std::vector<Detection> alerts;
+  update_into(fresh, first_end, searched_until, pattern, sample_rate_hz, alerts);
+  return alerts;
+}
+
+void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
+                                 std::int64_t first_end, std::int64_t searched_until,
+                                 const CompiledPattern& pattern, double sample_rate_hz,
+                                 std::vector<Detection>& alerts) {
   const config::PatternConfig& pc = pattern.config;
   const bool euclidean = pc.measure == "euclidean";
   // A candidate ending at c takes part in the windows (t - span, t] with
@@ -427,66 +605,90 @@ std::vector<PatternTracker::Detection> PatternTracker::update(
   const std::int64_t span = euclidean ? 1 : pc.length;
   const std::size_t examples = pattern.examples.size();
   windows_.resize(examples);
-  fresh.resize(examples);
   if (first_end != searched_until_) active_ = false;  // a gap (or the first search)
-  for (auto& f : fresh) std::sort(f.begin(), f.end(), by_end);
-  std::vector<std::size_t> next(examples, 0);  // per example: first fresh match not yet pushed
-  // per_example_ and decision_ are functions of windows_ alone, kept from
-  // the last call: only an example whose window changes is matched again.
+  const std::size_t given = std::min(fresh.size(), examples);
+  for (std::size_t e = 0; e < given; ++e) std::sort(fresh[e].begin(), fresh[e].end(), by_end);
+  // Per example: first fresh match not yet pushed (scratch kept per thread).
+  thread_local std::vector<std::size_t> next;
+  next.assign(examples, 0);
+  // per_example_ and decision_ are functions of the windows' fronts (each
+  // pair's best candidate) alone, kept from the last call: only an example
+  // whose fronts change is matched again, and the decision is taken again
+  // only then (taking an unchanged decision again changes nothing: after it
+  // was taken, !hold implies !active_ and enter implies active_).
   if (per_example_.size() != examples) {
     per_example_.assign(examples, ExampleMatch{});
     fresh_state_ = true;
   }
   std::vector<ExampleMatch>& per_example = per_example_;
-  Decision& decision = decision_;
+  DecisionSummary& decision = decision_;
+  CombineScratch& scratch = combine_scratch();
 
   const auto min_duration =
       static_cast<std::int64_t>(std::llround(pc.min_duration_s * sample_rate_hz));
   const auto cooldown = std::max<std::int64_t>(
       1, static_cast<std::int64_t>(std::llround(pc.cooldown_s * sample_rate_hz)));
-  std::vector<Detection> alerts;
   std::vector<DimCandidate>& best_per_pair = best_per_pair_;
-  for (std::int64_t t = first_end; t < searched_until; ++t) {
+  // The next window end after t where anything can happen: a fresh candidate
+  // arrives, a front may expire, or the running episode may alert. At the
+  // ends in between no window, hence no match and no decision, changes, and
+  // no alert is due, so they are skipped.
+  const auto next_event = [&](std::int64_t t) {
+    std::int64_t event = searched_until;
+    for (std::size_t e = 0; e < examples; ++e) {
+      if (e < given && next[e] < fresh[e].size()) event = std::min(event, fresh[e][next[e]].end);
+      const std::int64_t earliest = windows_[e].earliest_front_end;
+      if (earliest != std::numeric_limits<std::int64_t>::max())
+        event = std::min(event, earliest + span);
+    }
+    if (active_) event = std::min(event, std::max(episode_start_ + min_duration, cooldown_until_));
+    return std::max(t + 1, event);
+  };
+  for (std::int64_t t = first_end; t < searched_until; t = next_event(t)) {
     // Slide every (example, pair) window to (t - span, t]: each keeps the
     // candidates that can still become its best (a monotonic queue: distances
     // increase from the front; of equal distances the earlier end stays).
     bool changed = false;
     for (std::size_t e = 0; e < examples; ++e) {
-      auto& by_pair = windows_[e];
+      ExampleWindows& windows = windows_[e];
       bool example_changed = fresh_state_;
-      for (; next[e] < fresh[e].size() && fresh[e][next[e]].end <= t; ++next[e]) {
-        const DimCandidate& c = fresh[e][next[e]];
-        if (euclidean &&
-            c.stream_dim != pattern.home_channel[static_cast<std::size_t>(c.pattern_dim)])
-          continue;
-        auto& queue = by_pair[{c.pattern_dim, c.stream_dim}];
-        // Loose (exhausting) candidates rank after the pattern's own ones.
-        while (!queue.empty() && std::make_pair(queue.back().loose, queue.back().distance) >
-                                     std::make_pair(c.loose, c.distance))
-          queue.pop_back();
-        queue.push_back(c);
-        example_changed = true;
-      }
-      for (auto it = by_pair.begin(); it != by_pair.end();) {
-        auto& queue = it->second;
-        while (!queue.empty() && queue.front().end <= t - span) {
-          queue.pop_front();
-          example_changed = true;
+      if (e < given) {
+        const std::vector<DimCandidate>& arrived = fresh[e];
+        for (; next[e] < arrived.size() && arrived[next[e]].end <= t; ++next[e]) {
+          const DimCandidate& c = arrived[next[e]];
+          if (euclidean &&
+              c.stream_dim != pattern.home_channel[static_cast<std::size_t>(c.pattern_dim)])
+            continue;
+          PairWindow& queue = windows.pair(c.pattern_dim, c.stream_dim);
+          // Loose (exhausting) candidates rank after the pattern's own ones.
+          while (!queue.empty() && std::make_pair(queue.back().loose, queue.back().distance) >
+                                       std::make_pair(c.loose, c.distance))
+            queue.pop_back();
+          if (queue.empty()) {  // c becomes the pair's best
+            example_changed = true;
+            windows.earliest_front_end = std::min(windows.earliest_front_end, c.end);
+          }
+          queue.push(c);
         }
-        // An empty pair is dropped: it would be walked at every window end.
-        it = queue.empty() ? by_pair.erase(it) : std::next(it);
       }
+      if (windows.expire(t - span)) example_changed = true;
       if (!example_changed) continue;
       changed = true;
       // Only an example whose window changed needs its matching again.
       best_per_pair.clear();
-      for (const auto& [pair, queue] : by_pair)
-        if (!queue.empty()) best_per_pair.push_back(queue.front());
+      for (std::size_t i = 0; i < windows.live; ++i) best_per_pair.push_back(windows.pairs[i].front());
       ExampleMatch& match = per_example[e];
-      match = ExampleMatch{};
-      if (best_per_pair.empty()) continue;
+      match.example = -1;
+      match.completed = 0;
+      if (best_per_pair.empty()) {
+        match.combination.edges.clear();
+        match.combination.distance = 0;
+        match.combination.recovered = 0;
+        continue;
+      }
       match.example = static_cast<int>(e);
-      match.combination = combine_with_exhausting(best_per_pair, pattern.home_channel, pc.alpha);
+      combine_with_exhausting_into(best_per_pair, pattern.home_channel, pc.alpha, scratch,
+                                   match.combination);
       const Combination& combination = match.combination;
       const double unmatched = (euclidean ? 1.0 : pc.alpha) * pc.threshold;
       const auto missing = pattern.home_channel.size() - combination.edges.size();
@@ -504,7 +706,7 @@ std::vector<PatternTracker::Detection> PatternTracker::update(
     // At the first end of a search the decision is applied even when no
     // window changed: after a gap (active_ cleared) an episode may re-enter.
     if (changed || (t == first_end && examples > 0)) {
-      decision = decide(pattern, per_example);
+      decision = summarize_decision(pattern, per_example, euclidean);
       if (active_ && !decision.hold) active_ = false;
       if (!active_ && decision.enter) {
         active_ = true;
@@ -512,18 +714,17 @@ std::vector<PatternTracker::Detection> PatternTracker::update(
       }
     }
     if (active_ && t >= episode_start_ + min_duration && t >= cooldown_until_) {
-      alerts.push_back({t, decision});
+      alerts.push_back({t, expand_decision(pattern, per_example, decision)});
       cooldown_until_ = t + cooldown;
     }
   }
   searched_until_ = searched_until;
-  return alerts;
 }
 
 void PatternTracker::reset() {
   windows_.clear();
   per_example_.clear();
-  decision_ = Decision{};
+  decision_ = DecisionSummary{};
   fresh_state_ = true;
   searched_until_ = -1;
   active_ = false;

@@ -11,8 +11,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
-#include <map>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -169,6 +168,23 @@ struct Decision {
 };
 Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>& per_example);
 
+// decide() in two steps, for PatternTracker, which decides again at every
+// change of an example's match but needs the nearest matches themselves only
+// for an alert: which entries of per_example are nearest (-1: none) and the
+// verdict; then the Decision, as decide() gives it, of the same per_example.
+struct DecisionSummary {
+  int positive = -1;
+  int negative = -1;
+  double evidence = 0;
+  bool hold = false;
+  bool enter = false;
+};
+DecisionSummary summarize_decision(const CompiledPattern& pattern,
+                                   const std::vector<ExampleMatch>& per_example);
+Decision expand_decision(const CompiledPattern& pattern,
+                         const std::vector<ExampleMatch>& per_example,
+                         const DecisionSummary& summary);
+
 // Per-(stream, pattern) phase-2 state across batches: recent single-dim
 // matches of every example, the running detection episode and the cooldown.
 // Alerts do not depend on how samples are split into batches.
@@ -185,16 +201,53 @@ class PatternTracker {
   std::vector<Detection> update(std::vector<std::vector<DimCandidate>> fresh,
                                 std::int64_t first_end, std::int64_t searched_until,
                                 const CompiledPattern& pattern, double sample_rate_hz);
+  // update() without allocating once warm, for the engine's per-slice scratch:
+  // sorts fresh[e] in place (by end) and otherwise leaves `fresh` as it is;
+  // entries past the pattern's examples are ignored and missing ones count as
+  // empty. Appends the alerts, in end order, to `alerts`.
+  void update_into(std::vector<std::vector<DimCandidate>>& fresh, std::int64_t first_end,
+                   std::int64_t searched_until, const CompiledPattern& pattern,
+                   double sample_rate_hz, std::vector<Detection>& alerts);
   void reset();
 
  private:
-  // Per example and (pattern dim, stream dim) pair: the candidates of the
-  // current window that can still become its best, best first.
-  std::vector<std::map<std::pair<int, int>, std::deque<DimCandidate>>> windows_;
+  // One (pattern dim, stream dim) window of one example: the candidates of the
+  // current window that can still become the pair's best, best first (a
+  // monotonic queue in items[head, size); popped items stay until compacted,
+  // so that the storage is reused instead of a deque's blocks).
+  struct PairWindow {
+    int pattern_dim = 0;
+    int stream_dim = 0;
+    std::vector<DimCandidate> items;
+    std::size_t head = 0;
+    bool empty() const { return head == items.size(); }
+    const DimCandidate& front() const { return items[head]; }
+    const DimCandidate& back() const { return items.back(); }
+    void pop_back() { items.pop_back(); }
+    void push(const DimCandidate& c);
+    void pop_front();
+  };
+  // The windows of one example. pairs[0, live): the non-empty ones, ascending
+  // (pattern dim, stream dim); pairs[live, size): empty spares kept for their
+  // storage.
+  struct ExampleWindows {
+    std::vector<PairWindow> pairs;
+    std::size_t live = 0;
+    // At most the end of every live pair's front: nothing expires while the
+    // window's oldest end stays above it, so most ends skip the walk.
+    std::int64_t earliest_front_end = std::numeric_limits<std::int64_t>::max();
+    // The live window of (pattern_dim, stream_dim), created empty if new.
+    PairWindow& pair(int pattern_dim, int stream_dim);
+    // Pops every candidate ending at or before last_expired_end; pairs left
+    // empty leave the live range. Returns whether any front changed.
+    bool expire(std::int64_t last_expired_end);
+  };
+  std::vector<ExampleWindows> windows_;
   // Per example: its best combination over windows_ as it is now; and the
-  // decision over them. fresh_state_: not computed yet (the first update).
+  // decision over them (expanded for an alert only). fresh_state_: not
+  // computed yet (the first update).
   std::vector<ExampleMatch> per_example_;
-  Decision decision_;
+  DecisionSummary decision_;
   bool fresh_state_ = true;
   std::vector<DimCandidate> best_per_pair_;  // scratch, kept for its storage
   std::int64_t searched_until_ = -1;

@@ -368,6 +368,12 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
     by_kernel[at->pattern].push_back({at->end, at->pattern_dim, at->stream_dim, at->distance, at->start});
   out.alerts.clear();
   out.completing_arrival.clear();
+  // Per-thread scratch (phase 2 of different slices runs on the host
+  // workers), kept for its storage: each pattern's candidates per example
+  // (only the first pattern.examples.size() entries are its own) and its
+  // detections.
+  thread_local std::vector<std::vector<DimCandidate>> fresh;
+  thread_local std::vector<PatternTracker::Detection> detections;
   for (std::size_t p = 0; p < library_.patterns.size(); ++p) {
     const CompiledPattern& pattern = library_.patterns[p];
     if (pattern.view != owner.view) continue;
@@ -377,11 +383,14 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
     // alerts do not depend on where batches split.
     const std::int64_t first_end =
         std::max(slice.first_new, slice.first_index + pattern.config.length - 1);
-    std::vector<std::vector<DimCandidate>> fresh(pattern.examples.size());
-    for (std::size_t e = 0; e < pattern.examples.size(); ++e)
+    if (fresh.size() < pattern.examples.size()) fresh.resize(pattern.examples.size());
+    for (std::size_t e = 0; e < pattern.examples.size(); ++e) {
+      fresh[e].clear();
       example_candidates(pattern, pattern.examples[e], by_kernel, first_end, fresh[e]);
-    auto detections = stream.trackers[p].update(std::move(fresh), first_end, searched_until,
-                                                pattern, stream.sample_rate_hz);
+    }
+    detections.clear();
+    stream.trackers[p].update_into(fresh, first_end, searched_until, pattern,
+                                   stream.sample_rate_hz, detections);
     for (auto& detection : detections) {
       const Combination& combination = detection.decision.positive.combination;
       const std::int64_t end = detection.end;
