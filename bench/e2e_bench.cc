@@ -123,6 +123,9 @@ struct Options {
   std::string patterns = "random-walk";
   int tick_ms = 100;     // search.tick_ms
   int commit_ms = 50;    // storage.commit_interval_ms
+  // dedup.node_capacity and slots.node_capacity; 0: the daemon's defaults.
+  // A pool that fills doubles, on the pipeline thread (docs/hashtable.md).
+  std::uint64_t node_capacity = 0;
   double threshold = 0;  // 0: the default of the pattern source
   int min_dims = 0;      // 0: the default of the pattern source
   std::string data;
@@ -286,6 +289,9 @@ search:
   yaml += gw::bench::w1_patterns_yaml(set.values.size(), templates,
                                       options.threshold > 0 ? options.threshold : set.threshold,
                                       options.min_dims > 0 ? options.min_dims : set.min_dims);
+  if (options.node_capacity > 0)
+    yaml += fmt::format("dedup:\n  node_capacity: {0}\nslots:\n  node_capacity: {0}\n",
+                        options.node_capacity);
   yaml += fmt::format(R"(storage:
   path: {db}
   commit_interval_ms: {commit}
@@ -1669,6 +1675,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"random-walk", "synthetic"}));
   app.add_option("--tick-ms", options.tick_ms, "the daemon's search.tick_ms (default 100)")
       ->check(CLI::Range(10, 1000));
+  app.add_option("--node-capacity", options.node_capacity,
+                 "the daemon's dedup.node_capacity and slots.node_capacity (default: the "
+                 "daemon's own; size them for wearers x seconds kept so that no pool "
+                 "doubles during a run)");
   app.add_option("--commit-ms", options.commit_ms,
                  "the daemon's storage.commit_interval_ms (default 50)")
       ->check(CLI::Range(1, 1000));

@@ -614,7 +614,10 @@ class Daemon {
         const auto ended = Clock::now();
         const auto phase2_takes = std::chrono::duration_cast<Clock::duration>(
             std::chrono::duration<double, std::milli>(p.engine.counters().last_phase2_ms));
-        if (next_search_first && ended + phase2_takes >= next_tick) start_tick(ended);
+        // A pending reload takes the plain order (phase 2, then a tick that
+        // applies it), or under load it could wait for ever.
+        if (next_search_first && ended + phase2_takes >= next_tick && !reload_pending())
+          start_tick(ended);
         detect_and_send(/*final=*/false);
       }
       if (now >= next_tick && !p.engine.batch_in_flight()) start_tick(now);
@@ -655,6 +658,11 @@ class Daemon {
     if (history_) history_->stop();
     const auto stats = publish_stats("shutdown");
     spdlog::info("final counters: {}", stats.dump());
+  }
+
+  bool reload_pending() {
+    std::lock_guard<std::mutex> lock(reload_mu_);
+    return pending_.has_value();
   }
 
   void apply_pending_reload(pipeline::Engine& engine) {
