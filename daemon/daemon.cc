@@ -508,10 +508,12 @@ class Daemon {
       // wearers; the counters' snapshot for /metrics, ~1,000 values) is not
       // on their way to the subscribers.
       logged_alerts.clear();
+      const bool log_alerts = spdlog::should_log(spdlog::level::info);
       for (const auto& alert : alerts) {
         alert_latency_.observe(alert.latency_ms);
-        logged_alerts.push_back({alert.pattern, alert.wearer, alert.device, alert.t_end,
-                                 alert.distance, alert.matched_dims, alert.pattern_dims});
+        if (log_alerts)
+          logged_alerts.push_back({alert.pattern, alert.wearer, alert.device, alert.t_end,
+                                   alert.distance, alert.matched_dims, alert.pattern_dims});
       }
       p.sink.submit_all(alerts);
       pipeline_seconds_.alerts_out += seconds_between(batch_end, Clock::now());

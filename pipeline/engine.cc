@@ -43,8 +43,9 @@ void Engine::reconfigure(const config::Config& config) {
   if (!host_pool_ || host_pool_->size() != host_threads)
     host_pool_ = std::make_unique<kernels::WorkerPool>(host_threads, "gw-engine");
   scratch_.resize(static_cast<std::size_t>(host_threads));
-  by_kernel_.assign(static_cast<std::size_t>(host_threads),
-                    std::vector<std::vector<DimCandidate>>(library_.kernel_library->patterns.size()));
+  phase2_scratch_.assign(static_cast<std::size_t>(host_threads), Phase2Scratch{});
+  for (Phase2Scratch& scratch : phase2_scratch_)
+    scratch.by_kernel.resize(library_.kernel_library->patterns.size());
   tick_ms_ = config.search.tick_ms;
   deadline_ms_ = config.search.deadline_ms;
   for (auto& [key, stream] : streams_) {
@@ -345,8 +346,7 @@ void Engine::for_each_stream_item(std::size_t count,
 }
 
 void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
-                             std::vector<std::vector<DimCandidate>>& by_kernel,
-                             SliceAlerts& out) {
+                             Phase2Scratch& scratch, SliceAlerts& out) {
   const SliceOwner& owner = searched_.owners[s];
   Stream& stream = *owner.stream;
   const kernels::StreamSlice& slice = searched_.batch.streams[s];
@@ -363,17 +363,14 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
     return m.slice < slice_index;
   };
   auto at = std::lower_bound(result.matches.begin(), result.matches.end(), s, by_slice);
+  std::vector<std::vector<DimCandidate>>& by_kernel = scratch.by_kernel;
   for (auto& matches : by_kernel) matches.clear();
   for (; at != result.matches.end() && at->slice == s; ++at)
     by_kernel[at->pattern].push_back({at->end, at->pattern_dim, at->stream_dim, at->distance, at->start});
   out.alerts.clear();
   out.completing_arrival.clear();
-  // Per-thread scratch (phase 2 of different slices runs on the host
-  // workers), kept for its storage: each pattern's candidates per example
-  // (only the first pattern.examples.size() entries are its own) and its
-  // detections.
-  thread_local std::vector<std::vector<DimCandidate>> fresh;
-  thread_local std::vector<PatternTracker::Detection> detections;
+  std::vector<std::vector<DimCandidate>>& fresh = scratch.fresh;
+  std::vector<PatternTracker::Detection>& detections = scratch.detections;
   for (std::size_t p = 0; p < library_.patterns.size(); ++p) {
     const CompiledPattern& pattern = library_.patterns[p];
     if (pattern.view != owner.view) continue;
@@ -572,8 +569,8 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
         std::max(flight.newest_arrival, stream.state.arrival_s(stream.state.next_index() - 1));
   }
   // Never shrunk: the slices' values are all written, and growing the size
-  // zero-fills (with two batch buffers of varying sizes taking turns, a
-  // resize per batch cost ~3 ms per 100 ms at 10,000 W1 wearers).
+  // zero-fills the new part, which with two batch buffers of varying sizes
+  // taking turns a shrink-then-grow would do for most batches.
   if (batch.data.size() < data_size) batch.data.resize(data_size);
   flight.times.resize(times_size);
   const auto fill_start = std::chrono::steady_clock::now();
@@ -677,7 +674,7 @@ std::vector<Alert> Engine::detect_searched(const std::function<double()>& now) {
   const std::size_t slices = done.batch.streams.size();
   if (slice_alerts_.size() < slices) slice_alerts_.resize(slices);
   for_each_stream_item(slices, [&](std::size_t s, int worker) {
-    detect_in_slice(s, result, by_kernel_[static_cast<std::size_t>(worker)], slice_alerts_[s]);
+    detect_in_slice(s, result, phase2_scratch_[static_cast<std::size_t>(worker)], slice_alerts_[s]);
   });
   std::vector<Alert> alerts;
   std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it

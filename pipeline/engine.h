@@ -223,15 +223,24 @@ class Engine {
   // Calls body(i, worker) for every i in [0, count) on the host pool (worker
   // in [0, pool size)); returns when all calls have.
   void for_each_stream_item(std::size_t count, const std::function<void(std::size_t, int)>& body);
+  // One host worker's phase-2 storage, kept for its capacity: the slice's
+  // matches per kernel pattern, one pattern's candidates per example (only
+  // the first pattern.examples.size() entries are its own) and its
+  // detections.
+  struct Phase2Scratch {
+    std::vector<std::vector<DimCandidate>> by_kernel;
+    std::vector<std::vector<DimCandidate>> fresh;
+    std::vector<PatternTracker::Detection> detections;
+  };
   struct SliceAlerts {
     std::vector<Alert> alerts;
     std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
   };
   // Phase 2 of batch slice `s`: its matches through its stream's trackers of
   // the slice's view, into `out` (replaced). Slices of different (stream,
-  // view) may run at once, each with its own `by_kernel` scratch.
+  // view) may run at once, each with its own `scratch`.
   void detect_in_slice(std::size_t s, const kernels::SearchResult& result,
-                       std::vector<std::vector<DimCandidate>>& by_kernel, SliceAlerts& out);
+                       Phase2Scratch& scratch, SliceAlerts& out);
   // The window ends of `view` the stream has not searched yet: [first, end).
   std::pair<std::int64_t, std::int64_t> unsearched_ends(const Stream& stream,
                                                         std::size_t view) const;
@@ -300,7 +309,7 @@ class Engine {
   };
   std::unique_ptr<std::FILE, FileCloser> batch_log_;
   std::vector<std::vector<float>> scratch_;                          // per worker
-  std::vector<std::vector<std::vector<DimCandidate>>> by_kernel_;  // per worker, per kernel pattern
+  std::vector<Phase2Scratch> phase2_scratch_;  // per worker
   BatchCostModel cost_model_;
   std::vector<double> work_per_end_;  // per view: dim pairs searched per window end
   std::vector<int> view_priority_;    // per view: highest severity of its patterns (0..2)
