@@ -893,11 +893,14 @@ json run_once(const Options& options, int wearers, double duration_s,
     if (Clock::now() >= next_report) {
       progress(fmt::format(
           "  {} wearers: {:.0f} s, {:.0f} frames accepted, {:.0f} deadline misses, "
-          "{:.0f} deferred, queue {:.0f}, last batch {:.1f} ms",
+          "{:.0f} deferred, queue {:.0f}, last batch {:.1f} ms; pool growths dedup {:.0f} "
+          "({:.0f} ms), slots {:.0f} ({:.0f} ms)",
           wearers, std::chrono::duration<double>(Clock::now() - start).count(),
           s.get("gaitwatch_engine_frames_accepted"), s.get("gaitwatch_engine_deadline_misses"),
           s.get("gaitwatch_engine_deferred_streams"), s.get("gaitwatch_ingest_queue_depth"),
-          s.get("gaitwatch_engine_last_batch_ms")));
+          s.get("gaitwatch_engine_last_batch_ms"), s.get("gaitwatch_dedup_pool_growths"),
+          1e3 * s.get("gaitwatch_dedup_pool_growth_s"), s.get("gaitwatch_slots_pool_growths"),
+          1e3 * s.get("gaitwatch_slots_pool_growth_s")));
       next_report += std::chrono::seconds(30);
     }
   });

@@ -6,13 +6,16 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <tuple>
 #include <mutex>
 #include <optional>
 #include <thread>
 
 #include <boost/asio.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
@@ -169,8 +172,9 @@ class TableJobs {
 
   // Records the complete wearer-seconds (all of them when `final`) and, once
   // a second, expires what is older than the retention.
-  void record_slots(double now_s, bool final) {
-    if (!recorder_) return;
+  // Returns how many wearer-seconds it recorded.
+  std::size_t record_slots(double now_s, bool final) {
+    if (!recorder_) return 0;
     const std::vector<pipeline::SlotEntry> entries =
         final ? recorder_->take_all() : recorder_->take_complete(now_s);
     try {
@@ -184,6 +188,7 @@ class TableJobs {
       spdlog::error("slot index table failed ({}); continuing on a new, empty CPU table", e.what());
       *slots_ = std::move(*pipeline::make_slot_index(cpu_config(), nullptr));
     }
+    return entries.size();
   }
 
   // The slot index for the control commands; pipeline thread only. The
@@ -200,7 +205,9 @@ class TableJobs {
                     {"duplicates", c.duplicates},
                     {"expired", c.expired},
                     {"live_keys", dedup_->live_keys()},
-                    {"pool_growths", c.pool_growths}});
+                    {"pool_nodes", dedup_->table().node_capacity()},
+                    {"pool_growths", c.pool_growths},
+                    {"pool_growth_s", c.pool_growth_s}});
     }
     nlohmann::json slots = {{"enabled", slots_ != nullptr}};
     if (slots_) {
@@ -219,7 +226,9 @@ class TableJobs {
                     {"searches", c.searches},
                     {"expired", c.expired},
                     {"live_keys", slots_->live_keys()},
-                    {"pool_growths", c.pool_growths}});
+                    {"pool_nodes", slots_->table().node_capacity()},
+                    {"pool_growths", c.pool_growths},
+                    {"pool_growth_s", c.pool_growth_s}});
     }
     return {{"dedup", dedup}, {"slots", slots}, {"table_failures", table_failures_}};
   }
@@ -467,6 +476,21 @@ class Daemon {
     const bool next_search_first =
         overlap_search && std::getenv("GW_DAEMON_PHASE2_FIRST") == nullptr;
     constexpr int kHungSearchTicks = 50;
+    // GW_DAEMON_TICK_LOG=FILE: one line per tick step of this thread, with
+    // its parts' times in ms (docs/benchmarks.md reads them): where a tick's
+    // time goes when the GPU waits for the next batch.
+    //   S t frames take begin late   a tick's batch starts: frames taken at
+    //                                the tick, their ms, the engine's start
+    //                                ms, ms past the tick
+    //   D t phase2 admit submit metrics slots entries   a batch's phase 2
+    //                                and what follows it
+    //   F t frames ms                a turn's frames, when > 2 ms
+    //   P t ms                       control requests, when > 1 ms
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> tick_log(nullptr, &std::fclose);
+    if (const char* path = std::getenv("GW_DAEMON_TICK_LOG")) tick_log.reset(std::fopen(path, "a"));
+    const auto ms_between = [](Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
     auto flight_start = Clock::now();
     auto begin_tick = [&] {
       // A reload changes the patterns the waiting phase 2 reads: it waits
@@ -503,6 +527,7 @@ class Daemon {
       const auto batch_end = Clock::now();
       pipeline_seconds_.batch += seconds_between(batch_start, batch_end);
       auto alerts = p.jobs.admit(p.engine, std::move(batch));
+      const auto admitted = Clock::now();
       // The alerts go to the writer first: the rest of the tick's bookkeeping
       // (their log lines, ~1 µs each and ~1,700 per batch at 10,000 W1
       // wearers; the counters' snapshot for /metrics, ~1,000 values) is not
@@ -516,7 +541,8 @@ class Daemon {
                                    alert.distance, alert.matched_dims, alert.pattern_dims});
       }
       p.sink.submit_all(alerts);
-      pipeline_seconds_.alerts_out += seconds_between(batch_end, Clock::now());
+      const auto submitted = Clock::now();
+      pipeline_seconds_.alerts_out += seconds_between(batch_end, submitted);
       for (const LoggedAlert& alert : logged_alerts)
         spdlog::info("alert: {} wearer {} device {} t={:.2f}s distance {:.3f} dims {}/{}",
                      alert.pattern, alert.wearer, alert.device, alert.t_end, alert.distance,
@@ -528,12 +554,21 @@ class Daemon {
       const std::uint64_t batches_before = batches_seen_;
       batches_seen_ = p.engine.counters().batches;
       if (batches_seen_ != batches_before) batch_time_.observe(p.engine.counters().last_batch_ms);
+      const auto published = Clock::now();
       metrics_board_.publish({p.counters(), alert_latency_, batch_time_});
+      const auto metrics_done = Clock::now();
       // While frames wait in the queue, the slot recorder's clock is the
       // arrival of the newest frame it was given: a stream whose next frames
       // are queued is late here, not silent.
-      p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final);
-      pipeline_seconds_.after_batch += seconds_between(batch_end, Clock::now());
+      const std::size_t seconds_recorded =
+          p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final);
+      const auto after_end = Clock::now();
+      pipeline_seconds_.after_batch += seconds_between(batch_end, after_end);
+      if (tick_log)
+        fmt::print(tick_log.get(), "D {:.3f} {:.2f} {:.2f} {:.2f} {:.2f} {:.2f} {}\n", unix_now(),
+                   ms_between(batch_start, batch_end), ms_between(batch_end, admitted),
+                   ms_between(admitted, submitted), ms_between(published, metrics_done),
+                   ms_between(metrics_done, after_end), seconds_recorded);
     };
     auto end_tick = [&](bool final) {
       end_search();
@@ -570,14 +605,18 @@ class Daemon {
     // ms at 10,000 W1 wearers), and without this their samples would wait
     // for the next batch.
     auto start_tick = [&](Clock::time_point now) {
+      const auto tick_start = Clock::now();
       arrived.clear();
-      if (p.queue.drain(arrived, kFramesAtTick) > 0) {
-        const auto taking = Clock::now();
-        take_all(arrived);
-        pipeline_seconds_.frames += seconds_between(taking, Clock::now());
-      }
+      const std::size_t drained = p.queue.drain(arrived, kFramesAtTick);
+      if (drained > 0) take_all(arrived);
+      const auto taken = Clock::now();
+      pipeline_seconds_.frames += seconds_between(tick_start, taken);
       flight_start = now;
       begin_tick();
+      if (tick_log)
+        fmt::print(tick_log.get(), "S {:.3f} {} {:.2f} {:.2f} {:.2f}\n", unix_now(), drained,
+                   ms_between(tick_start, taken), ms_between(taken, Clock::now()),
+                   ms_between(next_tick, tick_start));
       if (!overlap_search || !p.engine.batch_in_flight()) end_tick(/*final=*/false);
       next_tick += std::chrono::milliseconds(p.engine.tick_ms());
       if (next_tick < now) next_tick = now + std::chrono::milliseconds(p.engine.tick_ms());
@@ -596,6 +635,9 @@ class Daemon {
         p.queue.drain(arrived, kFramesPerTurn - 1);
         take_all(arrived);
         frame_done = Clock::now();
+        if (tick_log && frame_done - popped > std::chrono::milliseconds(2))
+          fmt::print(tick_log.get(), "F {:.3f} {} {:.2f}\n", unix_now(), arrived.size(),
+                     ms_between(popped, frame_done));
       }
       // Ticks' time (the frames a tick takes included; the turn's own
       // frames are added below).
@@ -603,6 +645,8 @@ class Daemon {
           pipeline_seconds_.batch + pipeline_seconds_.after_batch + pipeline_seconds_.frames;
       p.tasks.run_pending();  // control requests, between frames and ticks
       const auto now = Clock::now();
+      if (tick_log && now - frame_done > std::chrono::milliseconds(1))
+        fmt::print(tick_log.get(), "P {:.3f} {:.2f}\n", unix_now(), ms_between(frame_done, now));
       // A search still running at the tick is not waited for: the next batch
       // starts as soon as it ends (so with a short tick_ms the batches run
       // back to back, each taking what arrived during the one before). Only

@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_kernels.h"
+#include "kernels/cuda_memory.h"
 #include "kernels/dtw.h"
 #include "kernels/search.h"
 
@@ -37,87 +38,8 @@ void check(cudaError_t status, const char* what) {
     throw Error(std::string("CUDA backend: ") + what + ": " + cudaGetErrorString(status));
 }
 
-// An owning device allocation that only grows.
-template <typename T>
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    swap(other);
-    return *this;
-  }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  // A first allocation is exact (library arrays); later growth adds at least
-  // half the capacity, so sizes that creep up from batch to batch do not
-  // reallocate (and synchronise) every time.
-  void reserve(std::size_t n) {
-    if (n <= capacity_) return;
-    cudaFree(ptr_);
-    ptr_ = nullptr;
-    const std::size_t grown = capacity_ == 0 ? n : std::max(n + n / 8, capacity_ + capacity_ / 2);
-    capacity_ = 0;
-    check(cudaMalloc(&ptr_, std::max<std::size_t>(grown, 1) * sizeof(T)), "cudaMalloc");
-    capacity_ = grown;
-  }
-  // Grows keeping the first `keep` elements.
-  void grow_keep(std::size_t n, std::size_t keep, cudaStream_t stream) {
-    if (n <= capacity_) return;
-    T* fresh = nullptr;
-    check(cudaMalloc(&fresh, n * sizeof(T)), "cudaMalloc");
-    if (keep) check(cudaMemcpyAsync(fresh, ptr_, keep * sizeof(T), cudaMemcpyDeviceToDevice, stream),
-                    "copy on grow");
-    check(cudaStreamSynchronize(stream), "grow");
-    cudaFree(ptr_);
-    ptr_ = fresh;
-    capacity_ = n;
-  }
-  void upload(const std::vector<T>& host, cudaStream_t stream) {
-    reserve(host.size());
-    if (!host.empty())
-      check(cudaMemcpyAsync(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice,
-                            stream),
-            "upload");
-  }
-  T* get() const { return ptr_; }
-  std::size_t capacity() const { return capacity_; }
-  void swap(DeviceBuffer& other) {
-    std::swap(ptr_, other.ptr_);
-    std::swap(capacity_, other.capacity_);
-  }
-
- private:
-  T* ptr_ = nullptr;
-  std::size_t capacity_ = 0;
-};
-
-// Page-locked host memory so copies run as true asynchronous DMA.
-template <typename T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() { cudaFreeHost(ptr_); }
-  // Grows by at least half the capacity (pinning is slow).
-  T* reserve(std::size_t n) {
-    if (n > capacity_) {
-      cudaFreeHost(ptr_);
-      ptr_ = nullptr;
-      const std::size_t grown = capacity_ == 0 ? n : std::max(n + n / 8, capacity_ + capacity_ / 2);
-      capacity_ = 0;
-      check(cudaMallocHost(&ptr_, std::max<std::size_t>(grown, 1) * sizeof(T)), "cudaMallocHost");
-      capacity_ = grown;
-    }
-    return ptr_;
-  }
-
- private:
-  T* ptr_ = nullptr;
-  std::size_t capacity_ = 0;
-};
+using cuda_memory::DeviceBuffer;
+using cuda_memory::PinnedBuffer;
 
 // threshold^2 as the kernels compare a distance^2 with it.
 float cutoff_threshold_sq(double threshold) {

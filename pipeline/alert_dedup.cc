@@ -1,6 +1,7 @@
 #include "pipeline/alert_dedup.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -66,7 +67,8 @@ std::uint64_t delete_keys(ht::HashTableBackend& table, const std::vector<ht::Has
 
 std::vector<ht::HashResult> run_inserts_growing_pool(ht::HashTableBackend& table,
                                                      const std::vector<ht::HashOp>& ops,
-                                                     std::uint64_t* growths) {
+                                                     std::uint64_t* growths,
+                                                     double* growth_seconds) {
   std::vector<ht::HashResult> results = table.run_batch(ops);
   std::vector<std::size_t> pending;
   for (;;) {
@@ -86,8 +88,12 @@ std::vector<ht::HashResult> run_inserts_growing_pool(ht::HashTableBackend& table
                   std::to_string(ht::kMaxNodeCapacity) + " nodes");
     std::uint64_t wanted = std::max<std::uint64_t>(capacity * 2, table.size() + pending.size());
     wanted = std::max<std::uint64_t>(wanted, 64);
+    const auto growth_start = std::chrono::steady_clock::now();
     table.reserve(std::min<std::uint64_t>(wanted, ht::kMaxNodeCapacity));
     if (growths) ++*growths;
+    if (growth_seconds)
+      *growth_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - growth_start).count();
 
     // Resubmit only the failed inserts. They changed nothing, so running them
     // in a later batch is still a valid linearization: one that may now find
@@ -138,7 +144,7 @@ std::vector<bool> AlertDeduplicator::admit(const std::vector<Alert>& candidates)
   if (ops.empty()) return admitted;
 
   const std::vector<ht::HashResult> results =
-      run_inserts_growing_pool(*table_, ops, &counters_.pool_growths);
+      run_inserts_growing_pool(*table_, ops, &counters_.pool_growths, &counters_.pool_growth_s);
   // A key that some op of this batch inserted was absent before the batch,
   // so every candidate with it belongs to one new event: the first of them in
   // batch order is the one admitted.

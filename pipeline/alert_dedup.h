@@ -72,6 +72,7 @@ struct AlertDedupCounters {
   std::uint64_t duplicates = 0;    // candidates whose key was already present
   std::uint64_t expired = 0;       // keys deleted by expire()
   std::uint64_t pool_growths = 0;  // reserve() calls after kPoolExhausted
+  double pool_growth_s = 0;        // wall time of those reserve() calls
 };
 
 class AlertDeduplicator {
@@ -141,10 +142,13 @@ std::uint64_t delete_keys(kernels::hashtable::HashTableBackend& table,
 
 // Runs `ops` (inserts only) as one batch and resubmits those that returned
 // kPoolExhausted after growing the pool, until none does; returns the final
-// result of every op. Shared by AlertDeduplicator and SlotIndex. Throws
-// gw::Error when the pool cannot grow further or an op returns kInvalidOp.
+// result of every op. Shared by AlertDeduplicator and SlotIndex. Counts each
+// growth in *growths and its wall time in *growth_seconds (either may be
+// null). Throws gw::Error when the pool cannot grow further or an op returns
+// kInvalidOp.
 std::vector<kernels::hashtable::HashResult> run_inserts_growing_pool(
     kernels::hashtable::HashTableBackend& table,
-    const std::vector<kernels::hashtable::HashOp>& ops, std::uint64_t* growths);
+    const std::vector<kernels::hashtable::HashOp>& ops, std::uint64_t* growths,
+    double* growth_seconds = nullptr);
 
 }  // namespace gw::pipeline

@@ -242,7 +242,7 @@ std::uint64_t SlotIndex::record(const std::vector<SlotEntry>& entries) {
   }
   if (ops.empty()) return 0;
   const std::vector<ht::HashResult> results =
-      run_inserts_growing_pool(*table_, ops, &counters_.pool_growths);
+      run_inserts_growing_pool(*table_, ops, &counters_.pool_growths, &counters_.pool_growth_s);
   std::uint64_t inserted = 0;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (results[i].status == ht::OpStatus::kInserted) {

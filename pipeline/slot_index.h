@@ -231,6 +231,7 @@ struct SlotIndexCounters {
   std::uint64_t searches = 0;      // point searches run by queries
   std::uint64_t expired = 0;       // keys deleted by expire()
   std::uint64_t pool_growths = 0;  // reserve() calls after kPoolExhausted
+  double pool_growth_s = 0;        // wall time of those reserve() calls
 };
 
 class SlotIndex {

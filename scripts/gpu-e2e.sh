@@ -11,7 +11,7 @@
 #   AB_BASE=DIR                 a source tree built into $BUILD-base as well
 #                               (its daemon: DAEMON_x=$BUILD-base/daemon/gaitwatchd)
 #   E2E_ARGS                    e2e_bench options for every run (e.g. --threads 12)
-#   E2E_TESTS=1                 first the GPU test suite (test_kernels_gpu)
+#   E2E_TESTS=1                 first the GPU test suite (test_kernels_gpu, test_hashtable_gpu)
 # Results in $OUT: e2e.jsonl (e2e_bench lines, each with "variant"), e2e.err
 # (progress), threads.txt (per-thread CPU of the daemon and the load
 # generator), gpu_util.txt, build.log, ctest-gpu.log.
@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/gpu-env.sh
 targets="e2e_bench gaitwatchd"
-[ "${E2E_TESTS:-0}" = 1 ] && targets="$targets test_kernels_gpu"
+[ "${E2E_TESTS:-0}" = 1 ] && targets="$targets test_kernels_gpu test_hashtable_gpu"
 start=$SECONDS
 if [ -n "${AB_BASE:-}" ]; then
   # The reference tree's daemon, built beside (its own build folder).

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/cuda_memory.h"
 #include "kernels/hashtable/hash_list.h"
 #include "kernels/hashtable/hash_table.h"
 #include "kernels/hashtable/hash_table_internal.h"
@@ -170,6 +171,23 @@ __global__ void reclaim_kernel(HashTableView table) {
   live.reclaim_blocks_done = 0;
 }
 
+// The device half of GpuHashTable::reserve, after the node and free-index
+// arrays grew to table.node_capacity (old contents at nodes[0, old_capacity)
+// and free_indices[added, added + old_capacity)): empties the new nodes, puts
+// their indices in descending order below the old free entries, and counts
+// them free. Between batches only.
+__global__ void grow_pool_kernel(HashTableView table, unsigned long long old_capacity) {
+  const unsigned long long added = table.node_capacity - old_capacity;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i =
+           static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < added; i += stride) {
+    table.nodes[old_capacity + i] = HashNode{kEmptyLink, 0, 0, 0};
+    table.free_indices[i] = static_cast<std::uint32_t>(table.node_capacity - 1 - i);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) table.counters->free_count += added;
+}
+
 // Random-access ceiling: `per_thread` independent random 8-byte reads (or
 // CASes) per thread over mask + 1 words (a power of two). xorshift indices; the xor of what was
 // read is stored so the reads cannot be dropped.
@@ -217,50 +235,9 @@ __global__ void iota_kernel(unsigned long long* table, unsigned long long words)
 
 // ------------------------------------------------------------------ host code
 
-template <typename T>
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  // Discards the contents when it grows.
-  void reserve(std::size_t count) {
-    if (count <= capacity_ && ptr_) return;
-    cudaFree(ptr_);
-    ptr_ = nullptr;
-    capacity_ = 0;
-    check(cudaMalloc(&ptr_, std::max<std::size_t>(count, 1) * sizeof(T)), "cudaMalloc");
-    capacity_ = count;
-  }
-  T* get() const { return ptr_; }
-
- private:
-  T* ptr_ = nullptr;
-  std::size_t capacity_ = 0;
-};
-
-template <typename T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() { cudaFreeHost(ptr_); }
-  void reserve(std::size_t count) {
-    if (count <= capacity_ && ptr_) return;
-    cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-    capacity_ = 0;
-    check(cudaMallocHost(&ptr_, std::max<std::size_t>(count, 1) * sizeof(T)), "cudaMallocHost");
-    capacity_ = count;
-  }
-  T* get() const { return ptr_; }
-
- private:
-  T* ptr_ = nullptr;
-  std::size_t capacity_ = 0;
-};
+using cuda_memory::DeviceBuffer;
+using cuda_memory::OwnedStream;
+using cuda_memory::PinnedBuffer;
 
 void select_device(int device) {
   int count = 0;
@@ -293,8 +270,8 @@ class GpuHashTable final : public HashTableBackend {
       int least_priority = 0, greatest_priority = 0;
       check(cudaDeviceGetStreamPriorityRange(&least_priority, &greatest_priority),
             "cudaDeviceGetStreamPriorityRange");
-      check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest_priority),
-            "cudaStreamCreate");
+      owned_stream_.create(greatest_priority);
+      stream_ = owned_stream_.get();
       for (cudaEvent_t& event : events_) check(cudaEventCreate(&event), "cudaEventCreate");
       check(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount,
                                    config.gpu_device),
@@ -303,12 +280,14 @@ class GpuHashTable final : public HashTableBackend {
       internal::reset_state(state, internal::make_geometry(config), config.node_capacity);
       upload_state(state);
     } catch (...) {
-      release_stream();  // the destructor does not run for a throwing constructor
+      release_events();  // the destructor does not run for a throwing constructor
       throw;
     }
   }
 
-  ~GpuHashTable() override { release_stream(); }
+  // The buffers free in the stream's order, then the stream goes (members
+  // are destroyed in reverse order of declaration).
+  ~GpuHashTable() override { release_events(); }
 
   std::string name() const override { return "cuda"; }
   const HashTableConfig& config() const override { return config_; }
@@ -368,12 +347,28 @@ class GpuHashTable final : public HashTableBackend {
   std::uint64_t size() const override { return capacity_ - free_count_; }
   std::uint64_t node_capacity() const override { return capacity_; }
 
+  // On the device, in the table's stream, with stream-ordered allocations:
+  // no host round trip of the pool and no wait for other streams' kernels
+  // (the daemon grows its tables while a window search runs). The result is
+  // internal::grow_state's, node for node: the old nodes keep their indices,
+  // the new ones are empty, and the free list is the new indices in
+  // descending order below the old free entries, so the CPU and GPU tables
+  // hand out the same nodes after a growth.
   void reserve(std::uint64_t capacity) override {
     internal::check_capacity(capacity);
     if (capacity <= capacity_) return;
-    PoolState state = download_state();
-    internal::grow_state(state, capacity);
-    upload_state(state);
+    check(cudaSetDevice(config_.gpu_device), "cudaSetDevice");
+    const std::uint64_t old_capacity = capacity_;
+    const std::uint64_t added = capacity - old_capacity;
+    nodes_.grow_keep(capacity, old_capacity, 0, stream_);
+    // Entries past the old free_count are stale and move along unread.
+    free_indices_.grow_keep(capacity, old_capacity, added, stream_);
+    limbo_.reserve_exact(capacity);  // empty between batches
+    capacity_ = capacity;
+    grow_pool_kernel<<<grid_for(added, 256), 256, 0, stream_>>>(view(), old_capacity);
+    check(cudaGetLastError(), "launch grow_pool_kernel");
+    check(cudaStreamSynchronize(stream_), "grow pool");
+    free_count_ += added;
   }
 
   void clear() override {
@@ -404,13 +399,11 @@ class GpuHashTable final : public HashTableBackend {
   StatusCounters counters() const override { return status_counters_; }
 
  private:
-  void release_stream() {
+  void release_events() {
     for (cudaEvent_t& event : events_) {
       if (event) cudaEventDestroy(event);
       event = nullptr;
     }
-    if (stream_) cudaStreamDestroy(stream_);
-    stream_ = nullptr;
   }
 
   HashTableView view() const {
@@ -430,11 +423,11 @@ class GpuHashTable final : public HashTableBackend {
     check(cudaSetDevice(config_.gpu_device), "cudaSetDevice");
     geometry_ = state.geometry;
     const std::uint64_t capacity = state.capacity();
-    heads_.reserve(state.heads.size());
-    nodes_.reserve(capacity);
-    free_indices_.reserve(capacity);
-    limbo_.reserve(capacity);
-    counters_.reserve(1);
+    heads_.reserve_exact(state.heads.size());
+    nodes_.reserve_exact(capacity);
+    free_indices_.reserve_exact(capacity);
+    limbo_.reserve_exact(capacity);
+    counters_.reserve_exact(1);
     staged_counters_.reserve(1);
     PoolCounters counters{state.free_count, 0, 0, 0, 0, 0};
     check(cudaMemcpyAsync(heads_.get(), state.heads.data(), state.heads.size() * sizeof(LinkWord),
@@ -487,16 +480,18 @@ class GpuHashTable final : public HashTableBackend {
 
   HashTableConfig config_;
   TableGeometry geometry_;
-  cudaStream_t stream_ = nullptr;
+  // Declared before the buffers: they free in its order when destroyed.
+  OwnedStream owned_stream_;
+  cudaStream_t stream_ = nullptr;  // owned_stream_'s
   cudaEvent_t events_[4] = {nullptr, nullptr, nullptr, nullptr};
   int multiprocessors_ = 1;
-  DeviceBuffer<LinkWord> heads_;
-  DeviceBuffer<HashNode> nodes_;
-  DeviceBuffer<std::uint32_t> free_indices_;
-  DeviceBuffer<std::uint32_t> limbo_;
-  DeviceBuffer<PoolCounters> counters_;
-  DeviceBuffer<HashOp> device_ops_;
-  DeviceBuffer<HashResult> device_results_;
+  DeviceBuffer<LinkWord> heads_{owned_stream_};
+  DeviceBuffer<HashNode> nodes_{owned_stream_};
+  DeviceBuffer<std::uint32_t> free_indices_{owned_stream_};
+  DeviceBuffer<std::uint32_t> limbo_{owned_stream_};
+  DeviceBuffer<PoolCounters> counters_{owned_stream_};
+  DeviceBuffer<HashOp> device_ops_{owned_stream_};
+  DeviceBuffer<HashResult> device_results_{owned_stream_};
   PinnedBuffer<HashOp> staged_ops_;
   PinnedBuffer<HashResult> staged_results_;
   PinnedBuffer<PoolCounters> staged_counters_;

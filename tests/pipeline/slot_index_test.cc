@@ -241,6 +241,7 @@ TEST_CASE("record then query returns exactly the recorded matching seconds", "[s
   }
   CHECK(index.live_keys() == model.size());
   CHECK(index.counters().pool_growths >= 1);
+  CHECK(index.counters().pool_growth_s > 0);
   CHECK(index.table().validate().empty());
 
   const std::vector<StatusFilter> filters = {

@@ -145,6 +145,89 @@ TEST_CASE("gpu and cpu give identical results on identical batches", "[hashtable
   }
 }
 
+// reserve() grows the pool on the device (no host round trip); the grown
+// table must be the one the CPU's host-side growth gives: same results for
+// the same batches before and after, same contents, the whole new pool
+// usable and nothing handed out twice (validate: free list and chains
+// disjoint and together the pool).
+TEST_CASE("gpu: a pool grown on the device while in use matches the cpu table",
+          "[hashtable][gpu]") {
+  if (skip_without_gpu()) return;
+  HashTableConfig config;
+  config.tables = 4;
+  config.buckets_per_table = 64;
+  config.node_capacity = 3000;
+  // One CPU worker: several claim the free stack in chunks and may report
+  // the pool exhausted while another holds unused nodes (hash_table_cpu.cc),
+  // and this test fills the pool exactly.
+  config.cpu_threads = 1;
+  auto gpu = make_gpu_hash_table(config);
+  auto cpu = make_cpu_hash_table(config);
+  std::mt19937_64 rng(77);
+  std::uniform_int_distribution<HashKey> any_key(1, 1u << 30);
+  testing::SequentialModel model;
+  const auto run_both = [&](const std::vector<HashOp>& ops, const char* stage) {
+    const std::vector<HashResult> from_gpu = gpu->run_batch(ops);
+    const std::vector<HashResult> from_cpu = cpu->run_batch(ops);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      INFO(stage << " op " << i << ": gpu " << testing::describe(ops[i], from_gpu[i]) << ", cpu "
+                 << testing::describe(ops[i], from_cpu[i]));
+      REQUIRE(testing::same_result(from_gpu[i], from_cpu[i]));
+      if (from_gpu[i].status != OpStatus::kPoolExhausted) model.apply(ops[i]);
+    }
+    const std::string problems = gpu->validate();
+    INFO(stage << ": " << problems);
+    REQUIRE(problems.empty());
+    REQUIRE(gpu->size() == cpu->size());
+    REQUIRE(gpu->contents() == cpu->contents());
+    return from_gpu;
+  };
+  // Churn so the free list is no longer in its initial order: deletes
+  // return nodes through limbo between batches.
+  for (int b = 0; b < 6; ++b)
+    run_both(testing::distinct_key_batch(rng, model, 1500, [&] { return any_key(rng); }),
+             "churn");
+  // Fill the pool to its end, then a batch that finds it exhausted: every
+  // insert of it fails (which ones fail when only some do is a race, so the
+  // two tables are only compared where the outcome is decided).
+  const auto new_inserts = [&](std::uint64_t count) {
+    std::vector<HashOp> ops;
+    while (ops.size() < count) {
+      const HashKey key = any_key(rng) | (1ull << 40);  // never a key of the churn
+      if (model.map().count(key)) continue;
+      bool repeated = false;
+      for (const HashOp& op : ops) repeated = repeated || op.key == key;
+      if (!repeated) ops.push_back({key, rng(), OpKind::kInsert});
+    }
+    return ops;
+  };
+  for (const HashResult& r : run_both(new_inserts(gpu->node_capacity() - gpu->size()), "fill"))
+    REQUIRE(r.status == OpStatus::kInserted);
+  const std::vector<HashOp> refused = new_inserts(100);
+  for (const HashResult& r : run_both(refused, "full"))
+    REQUIRE(r.status == OpStatus::kPoolExhausted);
+
+  // Not a doubling: the new indices must not depend on a power of two.
+  gpu->reserve(7777);
+  cpu->reserve(7777);
+  REQUIRE(gpu->node_capacity() == 7777);
+  REQUIRE(gpu->validate().empty());
+  REQUIRE(gpu->contents() == cpu->contents());
+
+  // The refused inserts and then exactly the rest of the new pool fit.
+  for (const HashResult& r : run_both(refused, "retry")) REQUIRE(r.status == OpStatus::kInserted);
+  const std::uint64_t room = gpu->node_capacity() - gpu->size();
+  REQUIRE(room == 7777 - 3000 - refused.size());
+  for (const HashResult& r : run_both(new_inserts(room), "rest"))
+    REQUIRE(r.status == OpStatus::kInserted);
+  for (const HashResult& r : run_both(new_inserts(10), "full again"))
+    REQUIRE(r.status == OpStatus::kPoolExhausted);
+  // And the grown pool keeps working under churn.
+  for (int b = 0; b < 4; ++b)
+    run_both(testing::distinct_key_batch(rng, model, 3000, [&] { return any_key(rng); }),
+             "after");
+}
+
 TEST_CASE("gpu: a 2^18-op contended batch over few keys stays consistent", "[hashtable][gpu]") {
   if (skip_without_gpu()) return;
   // 2^18 operations on 4096 keys in 64 buckets: ~64 ops per key, too many to

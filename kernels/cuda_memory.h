@@ -1,0 +1,183 @@
+// Owning device and page-locked host buffers for the CUDA code (the search
+// backend, kernels/cuda_backend.cu, and the GPU hash table,
+// kernels/hashtable/hash_table.cu). Include from .cu files only.
+//
+// Two ways a DeviceBuffer allocates (fixed when it is made):
+//   plain           cudaMalloc / cudaFree. cudaFree waits for the whole
+//                   device, every stream's work included.
+//   stream-ordered  cudaMallocAsync / cudaFreeAsync in the owner's stream.
+//                   Growing never waits for another stream's kernels: the
+//                   daemon's hash tables grow while a window search fills the
+//                   GPU on the search backend's stream, and a device-wide
+//                   wait there would hold an alert for the whole search. The
+//                   stream must outlive the buffer (declare the stream first).
+// Errors: gw::Error naming `what` and the CUDA error.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+
+namespace gw::kernels::cuda_memory {
+
+inline void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw Error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(status));
+}
+
+// The size a buffer of `capacity` grows to for `wanted`: a first allocation
+// is exact (library arrays); later growth adds at least half the capacity, so
+// sizes that creep up from batch to batch do not reallocate each time.
+inline std::size_t geometric_size(std::size_t capacity, std::size_t wanted) {
+  return capacity == 0 ? wanted : std::max(wanted + wanted / 8, capacity + capacity / 2);
+}
+
+// A cudaStream_t that is destroyed with its owner.
+class OwnedStream {
+ public:
+  OwnedStream() = default;
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  ~OwnedStream() {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  // Creates a non-blocking stream of `priority` (cudaDeviceGetStreamPriorityRange).
+  void create(int priority) {
+    check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority),
+          "cudaStreamCreate");
+  }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;  // plain
+  // Stream-ordered in `order` (see the header comment). A null `order` is
+  // plain.
+  explicit DeviceBuffer(const OwnedStream& order) : order_(&order) {}
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    swap(other);
+    return *this;
+  }
+  ~DeviceBuffer() { release(); }
+
+  // Room for `n` elements, growing geometrically (geometric_size). Discards
+  // the contents when it grows.
+  void reserve(std::size_t n) {
+    if (n <= capacity_ && ptr_) return;
+    replace(geometric_size(capacity_, n));
+  }
+  // Room for exactly `n` elements when it grows (pools whose size is a
+  // contract). Discards the contents when it grows.
+  void reserve_exact(std::size_t n) {
+    if (n <= capacity_ && ptr_) return;
+    replace(n);
+  }
+  // Grows to exactly `n` elements, moving the first `keep` old elements to
+  // [at, at + keep) of the new buffer in `stream` (for a stream-ordered
+  // buffer, its own stream). The rest of the new buffer is uninitialised.
+  void grow_keep(std::size_t n, std::size_t keep, std::size_t at, cudaStream_t stream) {
+    if (n <= capacity_) return;
+    if (at + keep > n) throw Error("CUDA: grow_keep past the new size");
+    T* fresh = allocate(n);
+    if (keep)
+      check(cudaMemcpyAsync(fresh + at, ptr_, keep * sizeof(T), cudaMemcpyDeviceToDevice, stream),
+            "copy on grow");
+    if (!ordered()) check(cudaStreamSynchronize(stream), "grow");
+    free(ptr_);
+    ptr_ = fresh;
+    capacity_ = n;
+  }
+  void upload(const std::vector<T>& host, cudaStream_t stream) {
+    reserve(host.size());
+    if (!host.empty())
+      check(cudaMemcpyAsync(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice,
+                            stream),
+            "upload");
+  }
+  void release() {
+    free(ptr_);
+    ptr_ = nullptr;
+    capacity_ = 0;
+  }
+  T* get() const { return ptr_; }
+  std::size_t capacity() const { return capacity_; }
+  void swap(DeviceBuffer& other) {
+    std::swap(ptr_, other.ptr_);
+    std::swap(capacity_, other.capacity_);
+    std::swap(order_, other.order_);
+  }
+
+ private:
+  bool ordered() const { return order_ && order_->get(); }
+  T* allocate(std::size_t n) {
+    void* fresh = nullptr;
+    const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(T);
+    if (ordered())
+      check(cudaMallocAsync(&fresh, bytes, order_->get()), "cudaMallocAsync");
+    else
+      check(cudaMalloc(&fresh, bytes), "cudaMalloc");
+    return static_cast<T*>(fresh);
+  }
+  void free(T* ptr) {
+    if (!ptr) return;
+    if (ordered())
+      cudaFreeAsync(ptr, order_->get());
+    else
+      cudaFree(ptr);
+  }
+  void replace(std::size_t n) {
+    free(ptr_);
+    ptr_ = nullptr;
+    capacity_ = 0;
+    ptr_ = allocate(n);
+    capacity_ = n;
+  }
+
+  T* ptr_ = nullptr;
+  std::size_t capacity_ = 0;
+  const OwnedStream* order_ = nullptr;
+};
+
+// Page-locked host memory, so copies run as true asynchronous DMA. Grows
+// geometrically (pinning is slow, and freeing pinned memory may wait for the
+// device).
+template <typename T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { cudaFreeHost(ptr_); }
+  T* reserve(std::size_t n) {
+    if (n > capacity_ || !ptr_) {
+      cudaFreeHost(ptr_);
+      ptr_ = nullptr;
+      const std::size_t grown = geometric_size(capacity_, n);
+      capacity_ = 0;
+      check(cudaMallocHost(&ptr_, std::max<std::size_t>(grown, 1) * sizeof(T)), "cudaMallocHost");
+      capacity_ = grown;
+    }
+    return ptr_;
+  }
+  T* get() const { return ptr_; }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
+}  // namespace gw::kernels::cuda_memory
