@@ -58,12 +58,6 @@ void log_error(const std::string& message) {
   std::fprintf(stderr, "<3>gaitwatch alert sink: %s\n", message.c_str());
 }
 
-// Never throws on invalid UTF-8 in a string (a pattern name from a config
-// file, say): the writer thread must not die over a message body.
-std::string to_text(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 std::uint64_t nanoseconds_between(Clock::time_point from, Clock::time_point to) {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
@@ -193,7 +187,7 @@ struct AlertSink::Impl {
       if (batch.empty() && std::holds_alternative<StatsMessage>(item)) {
         // No alert is waiting for a commit, so order is kept by publishing
         // now; a status message never waits for commit_interval_ms.
-        publish(kStatsTopic, to_text(std::get<StatsMessage>(item).body));
+        publish(kStatsTopic, json_text(std::get<StatsMessage>(item).body));
         return;
       }
       if (batch.empty()) batch_deadline = Clock::now() + commit_interval;
@@ -262,7 +256,7 @@ struct AlertSink::Impl {
       for (std::size_t i = 0; i < alerts.size(); ++i) {
         nlohmann::json body = alert_to_json(alerts[i]);
         body["seq"] = first_seq + i;
-        bodies[i] = to_text(body);
+        bodies[i] = json_text(body);
       }
     };
     std::future<void> bodies_made;
@@ -289,7 +283,7 @@ struct AlertSink::Impl {
         // Never publish an alert whose row is not committed.
         if (first_seq && publish(alert_topic(alerts[i]), bodies[i])) ++published;
       } else if (const auto* stats = std::get_if<StatsMessage>(&item)) {
-        publish(kStatsTopic, to_text(stats->body));
+        publish(kStatsTopic, json_text(stats->body));
       }
     }
     batch.clear();

@@ -153,9 +153,8 @@ std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts) {
       insert.bind(12, static_cast<std::int64_t>(a.pattern_dims));
       insert.bind(13, a.detected_at);
       insert.bind(14, a.latency_ms);
-      // The same dims JSON as on the wire; replace, not throw, on bad UTF-8
-      // (there are no strings in dims, but dump() must never stop a commit).
-      insert.bind(15, dims_to_json(a).dump(-1, ' ', false, json::error_handler_t::replace));
+      // The same dims JSON as on the wire.
+      insert.bind(15, json_text(dims_to_json(a)));
       insert.run();
       insert.reset();
     }

@@ -411,6 +411,36 @@ TEST_CASE("alert JSON has exactly the documented keys and round-trips", "[alert]
   check_same_except_seq(back, alert);
 }
 
+// The exact text, byte for byte: the store's dims column and the published
+// bodies are this text, and readers of older rows compare against it.
+TEST_CASE("alert JSON text: sorted keys, compact, shortest doubles, NaN as null", "[alert]") {
+  Alert a;
+  a.seq = 42;
+  a.wearer = 4000000000u;
+  a.device = 65535;
+  a.pattern = "p\xff";  // invalid UTF-8 is replaced, not thrown on
+  a.kind = "fall";
+  a.severity = "critical";
+  a.t_start = 1.7e9 + 0.1;
+  a.t_end = -2.5e-7;
+  a.end_index = -9007199254740993LL;
+  a.distance = std::nan("");
+  a.matched_dims = 2;
+  a.pattern_dims = 201;
+  a.detected_at = 1234567890.123456789;
+  a.latency_ms = HUGE_VAL;
+  a.dims = {DimMatch{0, 200, 0.1 + 0.2, 1LL << 53}, DimMatch{7, 3, 1e-300, -1}};
+  const std::string dims =
+      R"([{"distance":0.30000000000000004,"end_index":9007199254740992,"pattern_dim":0,)"
+      R"("stream_dim":200},{"distance":1e-300,"end_index":-1,"pattern_dim":7,"stream_dim":3}])";
+  CHECK(gw::pipeline::json_text(gw::pipeline::dims_to_json(a)) == dims);
+  CHECK(gw::pipeline::json_text(alert_to_json(a)) ==
+        R"({"detected_at":1234567890.1234567,"device":65535,"dims":)" + dims +
+            R"(,"distance":null,"end_index":-9007199254740993,"kind":"fall","latency_ms":null,)"
+            R"("matched_dims":2,"pattern":"p)" "\xEF\xBF\xBD" R"(","pattern_dims":201,"seq":42,)"
+            R"("severity":"critical","t_end":-2.5e-07,"t_start":1700000000.1,"wearer":4000000000})");
+}
+
 TEST_CASE("alert_from_json names the missing or wrong key", "[alert]") {
   const json good = alert_to_json(make_alert(0));
 
