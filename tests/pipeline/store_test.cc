@@ -343,6 +343,38 @@ TEST_CASE("HitStore: a failed insert stores nothing and uses no seq", "[store]")
   CHECK(seqs_of(batch) == std::vector<std::uint64_t>{2, 3, 4});
 }
 
+TEST_CASE("HitStore: insert_rows with given dims texts stores what insert_rows makes itself",
+          "[store]") {
+  TempDir dir;
+  HitStore own(dir.file("own.db"));
+  HitStore given(dir.file("given.db"));
+  std::vector<Alert> alerts{make_alert(0), make_alert(1, 9), make_alert(2)};
+  alerts[1].dims.push_back(DimMatch{5, 6, 0.1 + 0.2, -4});
+  alerts[2].dims.clear();
+  std::vector<std::string> texts;
+  for (const Alert& a : alerts)
+    texts.push_back(gw::pipeline::json_text(gw::pipeline::dims_to_json(a)));
+
+  std::vector<std::size_t> asked;
+  CHECK(own.insert_rows(alerts) == 1);
+  CHECK(given.insert_rows(alerts, [&](std::size_t i) -> const std::string& {
+    asked.push_back(i);
+    return texts[i];
+  }) == 1);
+  CHECK(asked == std::vector<std::size_t>{0, 1, 2});  // once per row, in order
+  RawDb own_raw(dir.file("own.db"));
+  RawDb given_raw(dir.file("given.db"));
+  for (std::size_t i = 0; i < alerts.size(); ++i) {
+    const std::string sql = "SELECT dims FROM hits WHERE seq = " + std::to_string(i + 1);
+    CHECK(given_raw.text(sql) == texts[i]);
+    CHECK(own_raw.text(sql) == texts[i]);
+  }
+  HitQuery all;
+  const std::vector<Alert> back = given.query(all);
+  REQUIRE(back.size() == alerts.size());
+  for (std::size_t i = 0; i < alerts.size(); ++i) check_same_except_seq(back[i], alerts[i]);
+}
+
 TEST_CASE("HitStore: read-only sees committed rows, refuses writes, never creates", "[store]") {
   TempDir dir;
   const std::string path = dir.file("hits.db");
