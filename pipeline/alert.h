@@ -39,6 +39,10 @@ nlohmann::json alert_to_json(const Alert& alert);
 // alert_to_json(alert)["dims"] alone: the array the store keeps per row.
 nlohmann::json dims_to_json(const Alert& alert);
 Alert alert_from_json(const nlohmann::json& j);  // throws gw::Error on missing fields
+// The text the store's dims column and the published bodies hold: compact,
+// and invalid UTF-8 (a pattern name from a config file, say) replaced rather
+// than thrown on, so that the writer never stops over a message.
+std::string json_text(const nlohmann::json& j);
 // "alert.<severity>.<wearer>." — a subscriber filters by prefix.
 std::string alert_topic(const Alert& alert);
 

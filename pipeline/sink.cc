@@ -40,8 +40,9 @@ constexpr auto kMaxBackoff = std::chrono::seconds(2);
 constexpr int kAttemptsWhenStopping = 3;
 constexpr auto kStoppingBackoff = std::chrono::milliseconds(200);
 const std::string kStatsTopic = "stats.";
-// From this many alerts in a transaction their JSON is made on a thread of
-// its own while the transaction runs; fewer are not worth starting one.
+// From this many alerts in a transaction their JSON (the rows' dims texts
+// and the bodies) is made on a thread of its own while the transaction runs;
+// fewer are not worth starting one.
 constexpr std::size_t kAlertsForSerializer = 64;
 
 struct StatsMessage {
@@ -58,12 +59,6 @@ void log_error(const std::string& message) {
   std::fprintf(stderr, "<3>gaitwatch alert sink: %s\n", message.c_str());
 }
 
-// Never throws on invalid UTF-8 in a string (a pattern name from a config
-// file, say): the writer thread must not die over a message body.
-std::string to_text(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 std::uint64_t nanoseconds_between(Clock::time_point from, Clock::time_point to) {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
@@ -72,6 +67,89 @@ std::uint64_t nanoseconds_between(Clock::time_point from, Clock::time_point to) 
 double unix_now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+// The text of one flush's alerts: each row's dims column and, when
+// publishing, each body. make() runs on the serializer thread while the
+// writer commits, which takes the dims texts through dims() as they come.
+class BatchText {
+ public:
+  BatchText(const std::vector<Alert>& alerts, bool with_bodies)
+      : alerts_(alerts),
+        with_bodies_(with_bodies),
+        objects_(with_bodies ? alerts.size() : 0),
+        dims_(alerts.size()),
+        bodies_(alerts.size()) {}
+
+  // The dims texts in order (the commit waits for each), then the bodies
+  // for seqs first_seq, first_seq + 1, ... Each alert's JSON is built once:
+  // its "dims" member gives the dims column's text, and the whole, with its
+  // seq, the body, so the two cannot disagree.
+  void make(std::uint64_t first_seq) {
+    try {
+      for (std::size_t i = 0; i < alerts_.size(); ++i) {
+        if (with_bodies_) {
+          objects_[i] = alert_to_json(alerts_[i]);
+          dims_[i] = json_text(objects_[i].at("dims"));
+        } else {
+          dims_[i] = json_text(dims_to_json(alerts_[i]));
+        }
+        {
+          // Under the lock, so that dims() cannot check just before and
+          // then miss the notification.
+          std::lock_guard<std::mutex> lock(mu_);
+          dims_made_.store(i + 1, std::memory_order_release);
+        }
+        made_cv_.notify_one();
+      }
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        failed_ = true;
+      }
+      made_cv_.notify_one();
+      throw;
+    }
+    for (std::size_t i = 0; i < objects_.size(); ++i)
+      write_body(i, std::move(objects_[i]), first_seq);
+  }
+
+  // The dims text of alerts[i], once make() has it. Should make() fail
+  // first (its exception reaches flush() through its future), the text is
+  // made here, so that a commit never waits for ever.
+  const std::string& dims(std::size_t i) {
+    if (dims_made_.load(std::memory_order_acquire) <= i) {
+      std::unique_lock<std::mutex> lock(mu_);
+      made_cv_.wait(lock, [&] { return dims_made_.load() > i || failed_; });
+      if (dims_made_.load() <= i) dims_[i] = json_text(dims_to_json(alerts_[i]));
+    }
+    return dims_[i];
+  }
+
+  // The bodies for seqs first_seq, first_seq + 1, ... (without make(), or
+  // again when the commit gave other seqs than make() was told).
+  void write_bodies(std::uint64_t first_seq) {
+    for (std::size_t i = 0; i < alerts_.size(); ++i)
+      write_body(i, alert_to_json(alerts_[i]), first_seq);
+  }
+
+  const std::string& body(std::size_t i) const { return bodies_[i]; }
+
+ private:
+  void write_body(std::size_t i, json object, std::uint64_t first_seq) {
+    object["seq"] = first_seq + i;
+    bodies_[i] = json_text(object);
+  }
+
+  const std::vector<Alert>& alerts_;
+  const bool with_bodies_;
+  std::vector<json> objects_;  // make()'s, between the dims texts and the bodies
+  std::vector<std::string> dims_;
+  std::vector<std::string> bodies_;        // made only with a publisher
+  std::atomic<std::size_t> dims_made_{0};  // dims_[0, dims_made_) are made
+  std::mutex mu_;
+  std::condition_variable made_cv_;
+  bool failed_ = false;  // make() threw; guarded by mu_
+};
 
 void validate(const SinkOptions& options) {
   auto fail = [](const std::string& message) { throw Error("alert sink: " + message); };
@@ -193,7 +271,7 @@ struct AlertSink::Impl {
       if (batch.empty() && std::holds_alternative<StatsMessage>(item)) {
         // No alert is waiting for a commit, so order is kept by publishing
         // now; a status message never waits for commit_interval_ms.
-        publish(kStatsTopic, to_text(std::get<StatsMessage>(item).body));
+        publish(kStatsTopic, json_text(std::get<StatsMessage>(item).body));
         return;
       }
       if (batch.empty()) batch_deadline = Clock::now() + commit_interval;
@@ -251,45 +329,41 @@ struct AlertSink::Impl {
     for (Item& item : batch) {
       if (auto* alert = std::get_if<Alert>(&item)) alerts.push_back(std::move(*alert));
     }
-    // The alerts' published text is made while the transaction runs, with
-    // the seqs they will get: this writer is the store's only one, so they
-    // follow the last seq it committed (checked after the commit; text made
-    // for other seqs is made again). At ~1,000 alerts a tick this takes the
-    // JSON off the way from the commit to the subscribers.
-    std::vector<std::string> bodies(alerts.size());
+    // From kAlertsForSerializer alerts, their text is made on a thread of
+    // its own while the transaction runs: first each row's dims text, which
+    // the commit binds as it comes, then the published bodies, with the seqs
+    // the alerts will get: this writer is the store's only one, so they
+    // follow the last seq it committed (checked after the commit; bodies
+    // made for other seqs are made again). At ~1,000 alerts a tick this
+    // takes the JSON off the way from detection to the subscribers.
+    BatchText text(alerts, publisher.has_value());
     const std::uint64_t expected_first = last_seq.load() + 1;
-    const auto write_bodies = [&alerts, &bodies](std::uint64_t first_seq) {
-      for (std::size_t i = 0; i < alerts.size(); ++i) {
-        nlohmann::json body = alert_to_json(alerts[i]);
-        body["seq"] = first_seq + i;
-        bodies[i] = to_text(body);
-      }
-    };
-    std::future<void> bodies_made;
-    if (publisher && alerts.size() >= kAlertsForSerializer)
-      bodies_made = std::async(std::launch::async, [&] {
+    std::future<void> text_made;
+    if (alerts.size() >= kAlertsForSerializer)
+      text_made = std::async(std::launch::async, [&] {
         set_thread_name("gw-sink-json");
-        write_bodies(expected_first);
+        text.make(expected_first);
       });
     else if (publisher)
-      write_bodies(expected_first);
+      text.write_bodies(expected_first);
     const auto commit_start = Clock::now();
-    const std::optional<std::uint64_t> first_seq = commit(alerts);
+    const std::optional<std::uint64_t> first_seq =
+        commit(alerts, text_made.valid() ? &text : nullptr);
     const auto publish_start = Clock::now();
     commit_ns += nanoseconds_between(commit_start, publish_start);
-    if (bodies_made.valid()) bodies_made.get();
+    if (text_made.valid()) text_made.get();
     if (first_seq) {
       for (std::size_t i = 0; i < alerts.size(); ++i) alerts[i].seq = *first_seq + i;
-      if (publisher && *first_seq != expected_first) write_bodies(*first_seq);
+      if (publisher && *first_seq != expected_first) text.write_bodies(*first_seq);
     }
     std::size_t next_alert = 0;
     for (const Item& item : batch) {
       if (std::holds_alternative<Alert>(item)) {
         const std::size_t i = next_alert++;
         // Never publish an alert whose row is not committed.
-        if (first_seq && publish(alert_topic(alerts[i]), bodies[i])) ++published;
+        if (first_seq && publish(alert_topic(alerts[i]), text.body(i))) ++published;
       } else if (const auto* stats = std::get_if<StatsMessage>(&item)) {
-        publish(kStatsTopic, to_text(stats->body));
+        publish(kStatsTopic, json_text(stats->body));
       }
     }
     batch.clear();
@@ -298,15 +372,20 @@ struct AlertSink::Impl {
 
   // Returns the first alert's seq once the alerts are committed (the others
   // follow it); nothing only when stop() was called and the batch still
-  // failed kAttemptsWhenStopping more times, which it reports.
-  std::optional<std::uint64_t> commit(const std::vector<Alert>& alerts) {
+  // failed kAttemptsWhenStopping more times, which it reports. The rows'
+  // dims texts come from `text` when given (else they are made here).
+  std::optional<std::uint64_t> commit(const std::vector<Alert>& alerts, BatchText* text) {
     if (alerts.empty()) return last_seq.load() + 1;
     auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
     int failures = 0;
     int failures_while_stopping = 0;
     while (true) {
       try {
-        const std::uint64_t first_seq = store.insert_rows(alerts);
+        const std::uint64_t first_seq =
+            text
+                ? store.insert_rows(
+                      alerts, [text](std::size_t i) -> const std::string& { return text->dims(i); })
+                : store.insert_rows(alerts);
         committed += alerts.size();
         ++transactions;
         last_seq = first_seq + alerts.size() - 1;

@@ -187,6 +187,10 @@ void Statement::bind(int index, const std::string& value) {
   check(sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
                           SQLITE_TRANSIENT));
 }
+void Statement::bind_static(int index, const std::string& value) {
+  check(
+      sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC));
+}
 void Statement::bind_blob(int index, const void* data, std::size_t bytes) {
   // SQLITE_STATIC: the caller keeps the bytes alive until step() is done.
   check(sqlite3_bind_blob64(stmt_, index, bytes == 0 ? "" : data,

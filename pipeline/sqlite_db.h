@@ -64,6 +64,9 @@ class Statement {
   void bind(int index, std::int64_t value);
   void bind(int index, double value);
   void bind(int index, const std::string& value);
+  // Without a copy (SQLITE_STATIC): the caller keeps `value` alive and
+  // unchanged until step() is done and the binding is replaced or reset.
+  void bind_static(int index, const std::string& value);
   void bind_blob(int index, const void* data, std::size_t bytes);
 
   // True when a row is ready, false when the statement is done.

@@ -130,6 +130,14 @@ void HitStore::insert(std::vector<Alert>& alerts) {
 }
 
 std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts) {
+  std::string text;  // one row's, bound until the next row's replaces it
+  return insert_rows(alerts, [&](std::size_t i) -> const std::string& {
+    text = json_text(dims_to_json(alerts[i]));
+    return text;
+  });
+}
+
+std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts, const DimsText& dims_text) {
   if (alerts.empty()) return last_seq() + 1;
   // IMMEDIATE: take the write lock up front, so the read of last_seq and the
   // writes that follow cannot interleave with another writer.
@@ -153,9 +161,7 @@ std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts) {
       insert.bind(12, static_cast<std::int64_t>(a.pattern_dims));
       insert.bind(13, a.detected_at);
       insert.bind(14, a.latency_ms);
-      // The same dims JSON as on the wire; replace, not throw, on bad UTF-8
-      // (there are no strings in dims, but dump() must never stop a commit).
-      insert.bind(15, dims_to_json(a).dump(-1, ' ', false, json::error_handler_t::replace));
+      insert.bind_static(15, dims_text(i));
       insert.run();
       insert.reset();
     }

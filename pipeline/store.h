@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,16 @@ class HitStore {
   // insert() without touching `alerts`: returns the seq of the first row
   // (the others follow it), which the caller assigns.
   std::uint64_t insert_rows(const std::vector<Alert>& alerts);
+  // The dims column's text of alerts[i]: json_text(dims_to_json(alerts[i])),
+  // byte for byte, wherever it was made.
+  using DimsText = std::function<const std::string&(std::size_t i)>;
+  // insert_rows() with the dims texts made by the caller, so that making them
+  // need not be part of the transaction (the sink makes them on another
+  // thread while the rows go in). dims_text is called once per row, in
+  // order, inside the transaction, and may wait for the text; the string is
+  // bound without a copy, so it must stay as it is until the next call or
+  // the return.
+  std::uint64_t insert_rows(const std::vector<Alert>& alerts, const DimsText& dims_text);
   std::vector<Alert> query(const HitQuery& q) const;
   std::uint64_t last_seq() const;
   std::uint64_t count() const;

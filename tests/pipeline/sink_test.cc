@@ -428,6 +428,81 @@ TEST_CASE("AlertSink: without an endpoint alerts are stored and not published", 
   CHECK(stored_seqs(options.db_path) == iota_seqs(10));
 }
 
+namespace {
+
+// The dims column's text by seq, read with a plain connection.
+std::map<std::uint64_t, std::string> stored_dims_texts(const std::string& db_path) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, "SELECT seq, dims FROM hits", -1, &stmt, nullptr) == SQLITE_OK);
+  std::map<std::uint64_t, std::string> texts;
+  while (sqlite3_step(stmt) == SQLITE_ROW)
+    texts[static_cast<std::uint64_t>(sqlite3_column_int64(stmt, 0))] =
+        reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1));
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return texts;
+}
+
+}  // namespace
+
+TEST_CASE("AlertSink: a published body holds its row's dims text, byte for byte", "[sink]") {
+  // Groups of 150 have the rows' dims texts made on the serializer thread
+  // with the bodies; a group of 3 has them made in the commit.
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.max_batch = 1000;
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
+  wait_until_subscribed(sink, {&sub});
+  std::int64_t next = 0;
+  for (const std::size_t size : {150, 3, 150}) {
+    std::vector<Alert> group;
+    for (std::size_t k = 0; k < size; ++k, ++next) {
+      Alert alert = make_alert(next);
+      alert.dims.push_back(DimMatch{1, 2, 0.1 * static_cast<double>(next) + 1e-9, next - 3});
+      group.push_back(alert);
+    }
+    sink.submit_all(group);
+    REQUIRE(
+        eventually([&] { return sink.counters().committed == static_cast<std::uint64_t>(next); }));
+  }
+  sink.submit_stats(json{{"end", true}});
+  const std::vector<Message> received = sub.receive_until_end();
+  sink.stop();
+  REQUIRE(received.size() == 303);
+  const auto texts = stored_dims_texts(options.db_path);
+  REQUIRE(texts.size() == 303);
+  for (const Message& message : received) {
+    const json body = json::parse(message.body);
+    const std::string& stored = texts.at(body.at("seq").get<std::uint64_t>());
+    CHECK(stored == gw::pipeline::json_text(body.at("dims")));
+    CHECK(message.body.find("\"dims\":" + stored + ",") != std::string::npos);
+  }
+}
+
+TEST_CASE("AlertSink: without an endpoint, large groups store their dims texts", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.publish_endpoint.clear();
+  options.max_batch = 1000;
+  std::vector<Alert> group;
+  for (std::int64_t i = 0; i < 200; ++i) group.push_back(make_alert(i));
+  const std::vector<Alert> submitted = group;
+  {
+    AlertSink sink(options);
+    sink.submit_all(group);
+    sink.stop();
+    CHECK(sink.counters().transactions == 1);
+  }
+  const auto texts = stored_dims_texts(options.db_path);
+  REQUIRE(texts.size() == submitted.size());
+  for (std::size_t i = 0; i < submitted.size(); ++i)
+    CHECK(texts.at(i + 1) == gw::pipeline::json_text(gw::pipeline::dims_to_json(submitted[i])));
+}
+
 TEST_CASE("AlertSink: retention runs at start and seqs continue after it", "[sink]") {
   TempDir dir;
   SinkOptions options = options_for(dir);

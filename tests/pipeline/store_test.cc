@@ -343,6 +343,38 @@ TEST_CASE("HitStore: a failed insert stores nothing and uses no seq", "[store]")
   CHECK(seqs_of(batch) == std::vector<std::uint64_t>{2, 3, 4});
 }
 
+TEST_CASE("HitStore: insert_rows with given dims texts stores what insert_rows makes itself",
+          "[store]") {
+  TempDir dir;
+  HitStore own(dir.file("own.db"));
+  HitStore given(dir.file("given.db"));
+  std::vector<Alert> alerts{make_alert(0), make_alert(1, 9), make_alert(2)};
+  alerts[1].dims.push_back(DimMatch{5, 6, 0.1 + 0.2, -4});
+  alerts[2].dims.clear();
+  std::vector<std::string> texts;
+  for (const Alert& a : alerts)
+    texts.push_back(gw::pipeline::json_text(gw::pipeline::dims_to_json(a)));
+
+  std::vector<std::size_t> asked;
+  CHECK(own.insert_rows(alerts) == 1);
+  CHECK(given.insert_rows(alerts, [&](std::size_t i) -> const std::string& {
+    asked.push_back(i);
+    return texts[i];
+  }) == 1);
+  CHECK(asked == std::vector<std::size_t>{0, 1, 2});  // once per row, in order
+  RawDb own_raw(dir.file("own.db"));
+  RawDb given_raw(dir.file("given.db"));
+  for (std::size_t i = 0; i < alerts.size(); ++i) {
+    const std::string sql = "SELECT dims FROM hits WHERE seq = " + std::to_string(i + 1);
+    CHECK(given_raw.text(sql) == texts[i]);
+    CHECK(own_raw.text(sql) == texts[i]);
+  }
+  HitQuery all;
+  const std::vector<Alert> back = given.query(all);
+  REQUIRE(back.size() == alerts.size());
+  for (std::size_t i = 0; i < alerts.size(); ++i) check_same_except_seq(back[i], alerts[i]);
+}
+
 TEST_CASE("HitStore: read-only sees committed rows, refuses writes, never creates", "[store]") {
   TempDir dir;
   const std::string path = dir.file("hits.db");
@@ -409,6 +441,36 @@ TEST_CASE("alert JSON has exactly the documented keys and round-trips", "[alert]
   Alert back = alert_from_json(json::parse(j.dump()));
   CHECK(back.seq == alert.seq);
   check_same_except_seq(back, alert);
+}
+
+// The exact text, byte for byte: the store's dims column and the published
+// bodies are this text, and readers of older rows compare against it.
+TEST_CASE("alert JSON text: sorted keys, compact, shortest doubles, NaN as null", "[alert]") {
+  Alert a;
+  a.seq = 42;
+  a.wearer = 4000000000u;
+  a.device = 65535;
+  a.pattern = "p\xff";  // invalid UTF-8 is replaced, not thrown on
+  a.kind = "fall";
+  a.severity = "critical";
+  a.t_start = 1.7e9 + 0.1;
+  a.t_end = -2.5e-7;
+  a.end_index = -9007199254740993LL;
+  a.distance = std::nan("");
+  a.matched_dims = 2;
+  a.pattern_dims = 201;
+  a.detected_at = 1234567890.123456789;
+  a.latency_ms = HUGE_VAL;
+  a.dims = {DimMatch{0, 200, 0.1 + 0.2, 1LL << 53}, DimMatch{7, 3, 1e-300, -1}};
+  const std::string dims =
+      R"([{"distance":0.30000000000000004,"end_index":9007199254740992,"pattern_dim":0,)"
+      R"("stream_dim":200},{"distance":1e-300,"end_index":-1,"pattern_dim":7,"stream_dim":3}])";
+  CHECK(gw::pipeline::json_text(gw::pipeline::dims_to_json(a)) == dims);
+  CHECK(gw::pipeline::json_text(alert_to_json(a)) ==
+        R"({"detected_at":1234567890.1234567,"device":65535,"dims":)" + dims +
+            R"(,"distance":null,"end_index":-9007199254740993,"kind":"fall","latency_ms":null,)"
+            R"("matched_dims":2,"pattern":"p)" "\xEF\xBF\xBD" R"(","pattern_dims":201,"seq":42,)"
+            R"("severity":"critical","t_end":-2.5e-07,"t_start":1700000000.1,"wearer":4000000000})");
 }
 
 TEST_CASE("alert_from_json names the missing or wrong key", "[alert]") {
