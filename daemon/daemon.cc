@@ -482,8 +482,11 @@ class Daemon {
     //   S t frames take begin late   a tick's batch starts: frames taken at
     //                                the tick, their ms, the engine's start
     //                                ms, ms past the tick
-    //   D t phase2 admit submit metrics slots entries   a batch's phase 2
-    //                                and what follows it
+    //   D t phase2 admit submit metrics final   a batch's phase 2 and
+    //                                what follows it (final: the slots
+    //                                recorded at the drain)
+    //   R t ms seconds in_flight     wearer-seconds to the slot index, and
+    //                                whether a search ran meanwhile
     //   F t frames ms                a turn's frames, when > 2 ms
     //   P t ms                       control requests, when > 1 ms
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> tick_log(nullptr, &std::fclose);
@@ -520,8 +523,42 @@ class Daemon {
       p.engine.end_search(unix_now);
       pipeline_seconds_.batch += seconds_between(started, Clock::now());
     };
+    // The wearer-seconds completed by the frames taken so far go to the
+    // slot index once per batch. At 10,000 W1 wearers the seconds of all
+    // wearers complete in the same tick (~10,000 classified and one table
+    // batch, tens of ms), so this runs while a search is in flight or with
+    // the next tick far enough away (twice the last recording), never
+    // between a phase 2 and the next batch's start: it is on neither an
+    // alert's way nor the next batch's (docs/design.md, "Pipelined
+    // batches"). Within a second, whatever the load.
+    bool slots_due = false;
+    auto slots_due_since = Clock::now();
+    double last_slots_ms = 0;
+    auto record_slots = [&](bool final) {
+      const auto started = Clock::now();
+      // While frames wait in the queue, the slot recorder's clock is the
+      // arrival of the newest frame it was given: a stream whose next frames
+      // are queued is late here, not silent.
+      const std::size_t seconds_recorded =
+          p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final);
+      const auto ended = Clock::now();
+      last_slots_ms = ms_between(started, ended);
+      pipeline_seconds_.after_batch += seconds_between(started, ended);
+      slots_due = false;
+      if (tick_log)
+        fmt::print(tick_log.get(), "R {:.3f} {:.2f} {} {}\n", unix_now(), last_slots_ms,
+                   seconds_recorded, p.engine.batch_in_flight() ? 1 : 0);
+    };
+    auto record_slots_when_idle = [&](Clock::time_point now) {
+      if (!slots_due) return;
+      const auto room = std::chrono::duration<double, std::milli>(next_tick - now).count();
+      if (p.engine.batch_in_flight() || room > 2 * last_slots_ms + 1 ||
+          now - slots_due_since > std::chrono::seconds(1))
+        record_slots(/*final=*/false);
+    };
     // Phase 2 of the searched batch (if any), and its alerts out.
     auto detect_and_send = [&](bool final) {
+      if (!slots_due) slots_due_since = Clock::now();
       const auto batch_start = Clock::now();
       auto batch = p.engine.detect_searched(unix_now);
       const auto batch_end = Clock::now();
@@ -557,18 +594,15 @@ class Daemon {
       const auto published = Clock::now();
       metrics_board_.publish({p.counters(), alert_latency_, batch_time_});
       const auto metrics_done = Clock::now();
-      // While frames wait in the queue, the slot recorder's clock is the
-      // arrival of the newest frame it was given: a stream whose next frames
-      // are queued is late here, not silent.
-      const std::size_t seconds_recorded =
-          p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final);
+      slots_due = true;
+      if (final) record_slots(/*final=*/true);
       const auto after_end = Clock::now();
       pipeline_seconds_.after_batch += seconds_between(batch_end, after_end);
       if (tick_log)
-        fmt::print(tick_log.get(), "D {:.3f} {:.2f} {:.2f} {:.2f} {:.2f} {:.2f} {}\n", unix_now(),
+        fmt::print(tick_log.get(), "D {:.3f} {:.2f} {:.2f} {:.2f} {:.2f} {:.2f}\n", unix_now(),
                    ms_between(batch_start, batch_end), ms_between(batch_end, admitted),
                    ms_between(admitted, submitted), ms_between(published, metrics_done),
-                   ms_between(metrics_done, after_end), seconds_recorded);
+                   ms_between(metrics_done, after_end));
     };
     auto end_tick = [&](bool final) {
       end_search();
@@ -667,6 +701,7 @@ class Daemon {
         detect_and_send(/*final=*/false);
       }
       if (now >= next_tick && !p.engine.batch_in_flight()) start_tick(now);
+      record_slots_when_idle(Clock::now());
       if (stats_interval().count() > 0 && now >= next_stats) {
         publish_stats("interval");
         next_stats = now + stats_interval();

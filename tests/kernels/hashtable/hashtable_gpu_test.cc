@@ -222,7 +222,12 @@ TEST_CASE("gpu: a pool grown on the device while in use matches the cpu table",
     REQUIRE(r.status == OpStatus::kInserted);
   for (const HashResult& r : run_both(new_inserts(10), "full again"))
     REQUIRE(r.status == OpStatus::kPoolExhausted);
-  // And the grown pool keeps working under churn.
+  // A second growth, then churn: the grown pool keeps working (with room
+  // for every insert, so that no batch depends on which claims lose a race
+  // for the last nodes).
+  gpu->reserve(20000);
+  cpu->reserve(20000);
+  REQUIRE(gpu->validate().empty());
   for (int b = 0; b < 4; ++b)
     run_both(testing::distinct_key_batch(rng, model, 3000, [&] { return any_key(rng); }),
              "after");
