@@ -172,11 +172,12 @@ class TableJobs {
 
   // Records the complete wearer-seconds (all of them when `final`) and, once
   // a second, expires what is older than the retention.
-  // Returns how many wearer-seconds it recorded.
-  std::size_t record_slots(double now_s, bool final) {
+  // Returns how many wearer-seconds it recorded: every pending one when
+  // `final`, else up to `max_seconds` complete ones.
+  std::size_t record_slots(double now_s, bool final, std::size_t max_seconds) {
     if (!recorder_) return 0;
     const std::vector<pipeline::SlotEntry> entries =
-        final ? recorder_->take_all() : recorder_->take_complete(now_s);
+        final ? recorder_->take_all() : recorder_->take_complete(now_s, max_seconds);
     try {
       if (!entries.empty()) slots_->record(entries);
       if (now_s >= next_expiry_s_) {
@@ -524,13 +525,16 @@ class Daemon {
       pipeline_seconds_.batch += seconds_between(started, Clock::now());
     };
     // The wearer-seconds completed by the frames taken so far go to the
-    // slot index once per batch. At 10,000 W1 wearers the seconds of all
-    // wearers complete in the same tick (~10,000 classified and one table
-    // batch, tens of ms), so this runs while a search is in flight or with
-    // the next tick far enough away (twice the last recording), never
-    // between a phase 2 and the next batch's start: it is on neither an
-    // alert's way nor the next batch's (docs/design.md, "Pipelined
-    // batches"). Within a second, whatever the load.
+    // slot index after each batch. At 10,000 W1 wearers the seconds of all
+    // wearers complete in the same tick (~10,000 to classify and insert,
+    // ~3 µs each on the H100 machine), so they go in steps of
+    // kSlotSecondsPerStep, each while a search is in flight or with the next
+    // tick far enough away (twice the last step), never between a phase 2
+    // and the next batch's start: they are on neither an alert's way nor the
+    // next batch's, and a step is short enough not to hold a search's end
+    // for long (docs/design.md, "Pipelined batches"). Within a second,
+    // whatever the load.
+    constexpr std::size_t kSlotSecondsPerStep = 2048;
     bool slots_due = false;
     auto slots_due_since = Clock::now();
     double last_slots_ms = 0;
@@ -539,12 +543,13 @@ class Daemon {
       // While frames wait in the queue, the slot recorder's clock is the
       // arrival of the newest frame it was given: a stream whose next frames
       // are queued is late here, not silent.
-      const std::size_t seconds_recorded =
-          p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final);
+      const std::size_t seconds_recorded = p.jobs.record_slots(
+          p.queue.size() > 0 ? newest_arrival : unix_now(), final, kSlotSecondsPerStep);
       const auto ended = Clock::now();
       last_slots_ms = ms_between(started, ended);
       pipeline_seconds_.after_batch += seconds_between(started, ended);
-      slots_due = false;
+      // A full step may have left complete seconds: another step follows.
+      slots_due = !final && seconds_recorded == kSlotSecondsPerStep;
       if (tick_log)
         fmt::print(tick_log.get(), "R {:.3f} {:.2f} {} {}\n", unix_now(), last_slots_ms,
                    seconds_recorded, p.engine.batch_in_flight() ? 1 : 0);

@@ -172,11 +172,11 @@ std::vector<bool> AlertDeduplicator::admit(const std::vector<Alert>& candidates)
 }
 
 void AlertDeduplicator::take_expired(BucketKeys& buckets, double horizon,
-                                     std::vector<ht::HashKey>& out) const {
+                                     std::vector<ht::HashKey>& out, std::size_t max_keys) const {
   auto it = buckets.begin();
   // Bucket b covers [b * bucket_s, (b + 1) * bucket_s); it expires once its
   // end is at or before the horizon.
-  while (it != buckets.end() &&
+  while (it != buckets.end() && out.size() < max_keys &&
          static_cast<double>(it->first + 1) * options_.bucket_s <= horizon) {
     out.insert(out.end(), it->second.begin(), it->second.end());
     it = buckets.erase(it);
@@ -192,7 +192,8 @@ std::uint64_t AlertDeduplicator::expire(double now_s) {
   return deleted;
 }
 
-std::uint64_t AlertDeduplicator::expire_streams(const std::vector<StreamClock>& clocks) {
+std::uint64_t AlertDeduplicator::expire_streams(const std::vector<StreamClock>& clocks,
+                                                std::size_t max_keys) {
   std::vector<ht::HashKey> expired;
   for (const StreamClock& clock : clocks) {
     const std::uint64_t stream = std::uint64_t{clock.wearer} << 16 | clock.device;
@@ -204,7 +205,7 @@ std::uint64_t AlertDeduplicator::expire_streams(const std::vector<StreamClock>& 
         expired.insert(expired.end(), bucket.second.begin(), bucket.second.end());
       keys.by_bucket.clear();
     } else {
-      take_expired(keys.by_bucket, clock.now_s - options_.retention_s, expired);
+      take_expired(keys.by_bucket, clock.now_s - options_.retention_s, expired, max_keys);
     }
     keys.last_now_s = clock.now_s;
   }

@@ -105,7 +105,14 @@ class AlertDeduplicator {
   // back since the previous call (a device restart resets its clock) loses
   // all its keys: buckets of the old clock say nothing about the new one.
   // Streams not listed keep their keys. Returns the number deleted.
-  std::uint64_t expire_streams(const std::vector<StreamClock>& clocks);
+  // `max_keys` bounds the routine expiry of one call: whole buckets, oldest
+  // first, until at least `max_keys` keys are taken (so at least one
+  // bucket). With many streams on one clock a bucket's keys all expire at
+  // once (~60,000 at 10,000 W1 wearers); the rest goes in the next calls, a
+  // little after its time, never before. A restarted stream's keys always
+  // go at once.
+  std::uint64_t expire_streams(const std::vector<StreamClock>& clocks,
+                               std::size_t max_keys = std::numeric_limits<std::size_t>::max());
 
   // The key admit() uses for a candidate; exposed for tests and tools.
   kernels::hashtable::HashKey event_key(const Alert& candidate) const;
@@ -126,9 +133,10 @@ class AlertDeduplicator {
     BucketKeys by_bucket;
     double last_now_s = -std::numeric_limits<double>::infinity();
   };
-  // Moves the keys of buckets that ended at or before `horizon` to `out`.
-  void take_expired(BucketKeys& buckets, double horizon,
-                    std::vector<kernels::hashtable::HashKey>& out) const;
+  // Moves the keys of buckets that ended at or before `horizon` to `out`,
+  // whole buckets, oldest first, while `out` holds fewer than `max_keys`.
+  void take_expired(BucketKeys& buckets, double horizon, std::vector<kernels::hashtable::HashKey>& out,
+                    std::size_t max_keys = std::numeric_limits<std::size_t>::max()) const;
 
   // Host-side record of the keys inserted, per stream (wearer << 16 |
   // device) and bucket: the table cannot be scanned by bucket, and expiry

@@ -73,7 +73,7 @@ std::map<std::uint16_t, SlotSources> slot_sources(const config::Config& cfg) {
 
 std::vector<Alert> admit_new_alerts(AlertDeduplicator& dedup, const std::vector<StreamClock>& clocks,
                                     std::vector<Alert> candidates) {
-  dedup.expire_streams(clocks);
+  dedup.expire_streams(clocks, kMaxExpiredPerRound);
   if (candidates.empty()) return candidates;
   const std::vector<bool> admitted = dedup.admit(candidates);
   std::vector<Alert> out;

@@ -41,7 +41,10 @@ std::map<std::uint16_t, SlotSources> slot_sources(const config::Config& cfg);
 // One detection round through the deduplicator: first expires by each
 // stream's clock (so a restarted device clock is forgotten before its new
 // candidates are decided), then admits; returns the admitted candidates in
-// their order.
+// their order. The routine expiry of one round is bounded
+// (kMaxExpiredPerRound keys, AlertDeduplicator::expire_streams): this is on
+// every alert's way out.
+inline constexpr std::size_t kMaxExpiredPerRound = 8192;
 std::vector<Alert> admit_new_alerts(AlertDeduplicator& dedup, const std::vector<StreamClock>& clocks,
                                     std::vector<Alert> candidates);
 

@@ -223,11 +223,14 @@ SlotEntry SlotRecorder::finish(std::uint32_t wearer, std::int64_t second,
   return entry;
 }
 
-std::vector<SlotEntry> SlotRecorder::take_complete(double now_s) {
+std::vector<SlotEntry> SlotRecorder::take_complete(double now_s, std::size_t max_entries) {
+  if (max_entries == 0) throw Error("slot recorder: take_complete needs max_entries > 0");
   std::vector<SlotEntry> out;
   for (auto& [id, wearer] : wearers_) {
+    if (out.size() >= max_entries) break;
     auto it = wearer.pending.begin();
-    while (it != wearer.pending.end() && complete(wearer, it->first, it->second, now_s)) {
+    while (it != wearer.pending.end() && out.size() < max_entries &&
+           complete(wearer, it->first, it->second, now_s)) {
       out.push_back(finish(id, it->first, it->second));
       wearer.any_returned = true;
       wearer.returned_through = it->first;

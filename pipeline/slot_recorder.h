@@ -33,7 +33,9 @@
 // second the 64-bit slot key cannot hold); gw::Error only for bad options.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -121,8 +123,11 @@ class SlotRecorder {
   // wearer, then second. A caller that lags behind its input passes the
   // arrival time of the newest frame it handed over instead of the wall
   // clock, so that frames still waiting in its queue are not taken for a
-  // silent stream.
-  std::vector<SlotEntry> take_complete(double now_s);
+  // silent stream. At most `max_entries` (> 0) per call: the rest stay
+  // pending, complete, for the next call (at 10,000 wearers all seconds
+  // complete at once, and the caller spreads them over its turns).
+  std::vector<SlotEntry> take_complete(
+      double now_s, std::size_t max_entries = std::numeric_limits<std::size_t>::max());
   // Every pending wearer-second, complete or not (at shutdown).
   std::vector<SlotEntry> take_all();
 

@@ -166,6 +166,42 @@ TEST_CASE("expiry frees the keys of old buckets", "[alert_dedup]") {
   CHECK(dedup.live_keys() == 0);
 }
 
+TEST_CASE("bounded per-stream expiry takes whole buckets, never early, and catches up",
+          "[alert_dedup]") {
+  AlertDeduplicator dedup(cpu_table(), options(/*bucket_s=*/10, /*retention_s=*/30));
+  // 3 streams x 4 buckets (100.., 110.., 120.., 130..), 2 patterns each.
+  std::vector<Alert> all;
+  std::vector<StreamClock> clocks;
+  for (std::uint32_t wearer = 1; wearer <= 3; ++wearer) {
+    for (double t : {105.0, 115.0, 125.0, 135.0})
+      for (const char* pattern : {"fog", "fall"}) all.push_back(candidate(wearer, pattern, t));
+    clocks.push_back({wearer, 0, 0});
+  }
+  REQUIRE(count_true(dedup.admit(all)) == 24);
+  const auto at = [&](double now_s) {
+    for (StreamClock& c : clocks) c.now_s = now_s;
+    return clocks;
+  };
+  // Nothing is due before 140 (bucket [100, 110) + 30 s), however large the bound.
+  CHECK(dedup.expire_streams(at(139.9), 1) == 0);
+  // At 165 three buckets per stream are due (18 keys). A bound of 3 takes
+  // whole buckets (2 keys each), a stream's oldest first, until 3 are
+  // reached: wearer 1's buckets 100 and 110, 4 keys.
+  CHECK(dedup.expire_streams(at(165), 3) == 4);
+  CHECK(dedup.live_keys() == 20);
+  // Wearer 1's 100 bucket is free again; its 120 bucket is still remembered.
+  CHECK(dedup.admit({candidate(1, "fog", 106), candidate(1, "fog", 126)}) ==
+        std::vector<bool>{true, false});
+  // Wearer 1: the re-admitted key (bucket 100) and bucket 120 (3 keys);
+  // wearer 2: bucket 100 (2 keys), reaching 5.
+  CHECK(dedup.expire_streams(at(165), 5) == 5);
+  // Unbounded: the rest that is due (wearer 2's 110 and 120, wearer 3's
+  // three), never the 130 buckets, which are not.
+  CHECK(dedup.expire_streams(at(165)) == 10);
+  CHECK(dedup.live_keys() == 6);
+  CHECK(dedup.counters().expired == 19);
+}
+
 TEST_CASE("an exhausted pool grows and no candidate is lost", "[alert_dedup]") {
   AlertDeduplicator dedup(cpu_table(/*node_capacity=*/2), options());
   std::vector<Alert> batch;

@@ -123,6 +123,43 @@ TEST_CASE("device clock: a second is complete when the stream moves past it", "[
   CHECK(recorder.counters().samples == 260);
 }
 
+TEST_CASE("take_complete in bounded steps returns what one unbounded call returns, in order",
+          "[slot_recorder]") {
+  SlotRecorderOptions options;
+  options.clock = SlotClock::kDevice;
+  const double t0 = 1700000000.0;
+  const auto feed = [&](SlotRecorder& recorder) {
+    // 5 wearers, 4 complete seconds each (and a fifth pending).
+    for (std::uint32_t wearer = 1; wearer <= 5; ++wearer)
+      for (int k = 0; k < 25; ++k)
+        recorder.on_frame(
+            frame(wearer, 4, t0 + k * 0.2, 10, 3, [&](double t, int c) { return body(t - t0, c); }),
+            /*zone=*/static_cast<int>(wearer), /*arrival_s=*/100.0);
+  };
+  SlotRecorder whole(options, {{4, accel_xyz()}});
+  SlotRecorder stepped(options, {{4, accel_xyz()}});
+  feed(whole);
+  feed(stepped);
+  const std::vector<SlotEntry> at_once = whole.take_complete(100.0);
+  REQUIRE(at_once.size() == 20);
+  std::vector<SlotEntry> in_steps;
+  for (int step = 0; step < 10; ++step) {
+    const std::vector<SlotEntry> part = stepped.take_complete(100.0, 3);
+    CHECK(part.size() <= 3);
+    in_steps.insert(in_steps.end(), part.begin(), part.end());
+  }
+  REQUIRE(in_steps.size() == at_once.size());
+  for (std::size_t i = 0; i < at_once.size(); ++i) {
+    INFO("entry " << i);
+    CHECK(in_steps[i].wearer == at_once[i].wearer);
+    CHECK(in_steps[i].second == at_once[i].second);
+    check_entry(in_steps[i], at_once[i]);
+  }
+  CHECK(stepped.pending_seconds() == 5);  // the fifth second of each: not complete
+  CHECK(stepped.counters().seconds == 20);
+  CHECK_THROWS_AS(stepped.take_complete(100.0, 0), Error);
+}
+
 TEST_CASE("anchored clock: labels are device seconds shifted by a whole-second anchor",
           "[slot_recorder]") {
   SlotRecorder recorder(SlotRecorderOptions{}, {{1, accel_xyz()}});
