@@ -135,7 +135,7 @@ class CudaBackend final : public SearchBackend {
 
  public:
   CudaBackend(int device, PruningOptions pruning) : device_(device), pruning_(pruning) {
-    check(cudaSetDevice(device), "cudaSetDevice");
+    cuda_memory::open_device(device);
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
     name_ = std::string("cuda:") + prop.name;

@@ -1,6 +1,7 @@
 // Owning device and page-locked host buffers for the CUDA code (the search
 // backend, kernels/cuda_backend.cu, and the GPU hash table,
-// kernels/hashtable/hash_table.cu). Include from .cu files only.
+// kernels/hashtable/hash_table.cu), and how both make a device current
+// (open_device). Include from .cu files only.
 //
 // Two ways a DeviceBuffer allocates (fixed when it is made):
 //   plain           cudaMalloc / cudaFree. cudaFree waits for the whole
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +31,24 @@ namespace gw::kernels::cuda_memory {
 inline void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess)
     throw Error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(status));
+}
+
+// Makes `device` current. Host threads that wait for it (a stream or event
+// synchronisation) then block instead of spinning: with one context on a
+// many-core host, CUDA's default spins, and the thread that waits for each
+// ~60 ms window search holds a core the phase 2 workers, the ingest threads
+// and the writer need (docs/gpu.md). The flag is the device's, for the whole
+// process; a device another part of the process opened first keeps its
+// flags. GW_CUDA_SPIN (any value): CUDA's default, for A/B measurements.
+inline void open_device(int device) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+  if (std::getenv("GW_CUDA_SPIN") != nullptr) return;
+  const cudaError_t status = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+  if (status == cudaErrorSetOnActiveProcess) {
+    cudaGetLastError();  // not sticky: the device runs with the flags it has
+    return;
+  }
+  check(status, "cudaSetDeviceFlags");
 }
 
 // The size a buffer of `capacity` grows to for `wanted`: a first allocation

@@ -246,7 +246,7 @@ void select_device(int device) {
   if (device >= count)
     throw Error("hash table (cuda): gpu_device " + std::to_string(device) + " but only " +
                 std::to_string(count) + " CUDA device(s)");
-  check(cudaSetDevice(device), "cudaSetDevice");
+  cuda_memory::open_device(device);
 }
 
 // Blocks for a grid-stride kernel over `work` items: enough to fill the GPU,
