@@ -529,7 +529,7 @@ class Daemon {
     // wearers complete in the same tick (~10,000 to classify and insert,
     // ~3 µs each on the H100 machine), so they go in steps of
     // kSlotSecondsPerStep, each while a search is in flight or with the next
-    // tick far enough away (twice the last step), never between a phase 2
+    // tick far enough away (twice a full step at the last pace), never between a phase 2
     // and the next batch's start: they are on neither an alert's way nor the
     // next batch's, and a step is short enough not to hold a search's end
     // for long (docs/design.md, "Pipelined batches"). Within a second,
@@ -537,7 +537,7 @@ class Daemon {
     constexpr std::size_t kSlotSecondsPerStep = 2048;
     bool slots_due = false;
     auto slots_due_since = Clock::now();
-    double last_slots_ms = 0;
+    double slot_second_ms = 0;  // the last step's time per wearer-second
     auto record_slots = [&](bool final) {
       const auto started = Clock::now();
       // While frames wait in the queue, the slot recorder's clock is the
@@ -546,18 +546,21 @@ class Daemon {
       const std::size_t seconds_recorded = p.jobs.record_slots(
           p.queue.size() > 0 ? newest_arrival : unix_now(), final, kSlotSecondsPerStep);
       const auto ended = Clock::now();
-      last_slots_ms = ms_between(started, ended);
+      const double step_ms = ms_between(started, ended);
+      if (seconds_recorded > 0) slot_second_ms = step_ms / static_cast<double>(seconds_recorded);
       pipeline_seconds_.after_batch += seconds_between(started, ended);
       // A full step may have left complete seconds: another step follows.
       slots_due = !final && seconds_recorded == kSlotSecondsPerStep;
       if (tick_log)
-        fmt::print(tick_log.get(), "R {:.3f} {:.2f} {} {}\n", unix_now(), last_slots_ms,
+        fmt::print(tick_log.get(), "R {:.3f} {:.2f} {} {}\n", unix_now(), step_ms,
                    seconds_recorded, p.engine.batch_in_flight() ? 1 : 0);
     };
     auto record_slots_when_idle = [&](Clock::time_point now) {
       if (!slots_due) return;
+      // Room for twice what a full step would take at the last step's pace.
       const auto room = std::chrono::duration<double, std::milli>(next_tick - now).count();
-      if (p.engine.batch_in_flight() || room > 2 * last_slots_ms + 1 ||
+      const double full_step_ms = slot_second_ms * static_cast<double>(kSlotSecondsPerStep);
+      if (p.engine.batch_in_flight() || room > 2 * full_step_ms + 1 ||
           now - slots_due_since > std::chrono::seconds(1))
         record_slots(/*final=*/false);
     };
@@ -600,9 +603,9 @@ class Daemon {
       metrics_board_.publish({p.counters(), alert_latency_, batch_time_});
       const auto metrics_done = Clock::now();
       slots_due = true;
-      if (final) record_slots(/*final=*/true);
       const auto after_end = Clock::now();
       pipeline_seconds_.after_batch += seconds_between(batch_end, after_end);
+      if (final) record_slots(/*final=*/true);  // counts its own time
       if (tick_log)
         fmt::print(tick_log.get(), "D {:.3f} {:.2f} {:.2f} {:.2f} {:.2f} {:.2f}\n", unix_now(),
                    ms_between(batch_start, batch_end), ms_between(batch_end, admitted),

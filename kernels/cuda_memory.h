@@ -3,7 +3,8 @@
 // kernels/hashtable/hash_table.cu), and how both make a device current
 // (open_device). Include from .cu files only.
 //
-// Two ways a DeviceBuffer allocates (fixed when it is made):
+// Two ways a DeviceBuffer allocates (chosen when it is made; a move carries
+// it along):
 //   plain           cudaMalloc / cudaFree. cudaFree waits for the whole
 //                   device, every stream's work included.
 //   stream-ordered  cudaMallocAsync / cudaFreeAsync in the owner's stream.
@@ -12,6 +13,8 @@
 //                   GPU on the search backend's stream, and a device-wide
 //                   wait there would hold an alert for the whole search. The
 //                   stream must outlive the buffer (declare the stream first).
+//                   On a device without memory pools
+//                   (cudaDevAttrMemoryPoolsSupported) it allocates plainly.
 // Errors: gw::Error naming `what` and the CUDA error.
 #pragma once
 
@@ -38,8 +41,9 @@ inline void check(cudaError_t status, const char* what) {
 // many-core host, CUDA's default spins, and the thread that waits for each
 // ~60 ms window search holds a core the phase 2 workers, the ingest threads
 // and the writer need (docs/gpu.md). The flag is the device's, for the whole
-// process; a device another part of the process opened first keeps its
-// flags. GW_CUDA_SPIN (any value): CUDA's default, for A/B measurements.
+// process: every open sets it again (all of gaitwatch's CUDA code wants the
+// same), and with CUDA 12 and later this also applies to a device already in
+// use. GW_CUDA_SPIN (any value): CUDA's default, for A/B measurements.
 inline void open_device(int device) {
   check(cudaSetDevice(device), "cudaSetDevice");
   if (std::getenv("GW_CUDA_SPIN") != nullptr) return;
@@ -67,15 +71,24 @@ class OwnedStream {
   ~OwnedStream() {
     if (stream_) cudaStreamDestroy(stream_);
   }
-  // Creates a non-blocking stream of `priority` (cudaDeviceGetStreamPriorityRange).
+  // Creates a non-blocking stream of `priority` (cudaDeviceGetStreamPriorityRange)
+  // on the current device.
   void create(int priority) {
     check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority),
           "cudaStreamCreate");
+    int device = 0, pools = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess)
+      memory_pools_ = pools != 0;
+    cudaGetLastError();  // a failed query only means plain allocations
   }
   cudaStream_t get() const { return stream_; }
+  // Whether stream-ordered allocation works on the stream's device.
+  bool memory_pools() const { return memory_pools_; }
 
  private:
   cudaStream_t stream_ = nullptr;
+  bool memory_pools_ = false;
 };
 
 template <typename T>
@@ -107,15 +120,20 @@ class DeviceBuffer {
     replace(n);
   }
   // Grows to exactly `n` elements, moving the first `keep` old elements to
-  // [at, at + keep) of the new buffer in `stream` (for a stream-ordered
-  // buffer, its own stream). The rest of the new buffer is uninitialised.
+  // [at, at + keep) of the new buffer in `stream` (a stream-ordered buffer
+  // always uses its own stream, where its free is ordered). The rest of the
+  // new buffer is uninitialised. Nothing happens when it holds `n` already.
   void grow_keep(std::size_t n, std::size_t keep, std::size_t at, cudaStream_t stream) {
     if (n <= capacity_) return;
     if (at + keep > n) throw Error("CUDA: grow_keep past the new size");
+    if (ordered()) stream = order_->get();
     T* fresh = allocate(n);
-    if (keep)
-      check(cudaMemcpyAsync(fresh + at, ptr_, keep * sizeof(T), cudaMemcpyDeviceToDevice, stream),
-            "copy on grow");
+    if (keep) {
+      const cudaError_t copied =
+          cudaMemcpyAsync(fresh + at, ptr_, keep * sizeof(T), cudaMemcpyDeviceToDevice, stream);
+      if (copied != cudaSuccess) free(fresh);
+      check(copied, "copy on grow");
+    }
     if (!ordered()) check(cudaStreamSynchronize(stream), "grow");
     free(ptr_);
     ptr_ = fresh;
@@ -142,7 +160,7 @@ class DeviceBuffer {
   }
 
  private:
-  bool ordered() const { return order_ && order_->get(); }
+  bool ordered() const { return order_ && order_->get() && order_->memory_pools(); }
   T* allocate(std::size_t n) {
     void* fresh = nullptr;
     const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(T);
