@@ -493,7 +493,7 @@ class Daemon {
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> tick_log(nullptr, &std::fclose);
     if (const char* path = std::getenv("GW_DAEMON_TICK_LOG")) tick_log.reset(std::fopen(path, "a"));
     const auto ms_between = [](Clock::time_point a, Clock::time_point b) {
-      return std::chrono::duration<double, std::milli>(b - a).count();
+      return 1e3 * seconds_between(a, b);
     };
     auto flight_start = Clock::now();
     auto begin_tick = [&] {

@@ -445,18 +445,30 @@ std::map<std::uint64_t, std::string> stored_dims_texts(const std::string& db_pat
   return texts;
 }
 
+// A sink that takes a group of up to 1,000 alerts in one transaction (as a
+// daemon tick's), publishing to a subscriber that is already connected.
+struct LargeGroupSink {
+  TempDir dir;
+  SinkOptions options = [this] {
+    SinkOptions large = options_for(dir);
+    large.max_batch = 1000;
+    return large;
+  }();
+  AlertSink sink{options};
+  zmq::context_t context;
+  Subscriber sub{context, sink.bound_endpoint(), {"alert.", "stats."}};
+  LargeGroupSink() { wait_until_subscribed(sink, {&sub}); }
+};
+
 }  // namespace
 
 TEST_CASE("AlertSink: a published body holds its row's dims text, byte for byte", "[sink]") {
   // Groups of 150 have the rows' dims texts made on the serializer thread
   // with the bodies; a group of 3 has them made in the commit.
-  TempDir dir;
-  SinkOptions options = options_for(dir);
-  options.max_batch = 1000;
-  AlertSink sink(options);
-  zmq::context_t context;
-  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
-  wait_until_subscribed(sink, {&sub});
+  LargeGroupSink fixture;
+  AlertSink& sink = fixture.sink;
+  Subscriber& sub = fixture.sub;
+  const SinkOptions& options = fixture.options;
   std::int64_t next = 0;
   for (const std::size_t size : {150, 3, 150}) {
     std::vector<Alert> group;
@@ -624,13 +636,10 @@ TEST_CASE("AlertSink: large groups publish the committed seqs, also after anothe
   // Groups of 150 have their JSON made while the transaction runs, with the
   // seqs they are expected to get; a row written by someone else in between
   // moves the seqs, and what is published must still be what was committed.
-  TempDir dir;
-  SinkOptions options = options_for(dir);
-  options.max_batch = 1000;
-  AlertSink sink(options);
-  zmq::context_t context;
-  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
-  wait_until_subscribed(sink, {&sub});
+  LargeGroupSink fixture;
+  AlertSink& sink = fixture.sink;
+  Subscriber& sub = fixture.sub;
+  const SinkOptions& options = fixture.options;
 
   const auto group = [](std::int64_t first) {
     std::vector<Alert> alerts;
