@@ -5,8 +5,21 @@
 # `stages` (per-stage times of W1 batches), `bench-hash`, `bench-e2e` (W1 wearers
 # through the whole daemon on the CUDA backend; E2E_ARGS, default --quick, since one
 # device command may run 10 minutes). Results go to $OUT (or ./gpu-out when unset).
+# Every step name is checked before anything is built: an unknown one (or none)
+# fails the whole command with exit 2, so a typo never runs nothing silently.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+known_steps="tests-search tests-hash tests-all bench-search stages bench-e2e bench-hash"
+if [ $# -eq 0 ]; then
+  echo "usage: $0 STEP... (steps: $known_steps)" >&2
+  exit 2
+fi
+for step in "$@"; do
+  case " $known_steps " in
+    *" $step "*) ;;
+    *) echo "gpu-run.sh: unknown step '$step' (steps: $known_steps)" >&2; exit 2 ;;
+  esac
+done
 source scripts/lib/gpu-env.sh
 {
   nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,memory.total,driver_version --format=csv
@@ -53,6 +66,10 @@ for step in "$@"; do
       gpu_build hashtable_bench || continue
       $BUILD/bench/hashtable_bench ${HASH_BENCH_ARGS:-} > "$OUT/hashtable_bench.jsonl" 2> "$OUT/hashtable_bench.err"
       echo "hash bench rc=$?"; tail -c 2500 "$OUT/hashtable_bench.jsonl"
+      ;;
+    *)
+      echo "gpu-run.sh: step '$step' has no recipe" >&2
+      exit 2
       ;;
   esac
 done
