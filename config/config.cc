@@ -1822,8 +1822,33 @@ void sort_by_line(std::vector<ConfigIssue>& issues) {
 
 }  // namespace
 
-Config parse_config(const std::string& yaml_text, const std::string& source_name,
-                    const std::string& base_dir) {
+namespace {
+
+// A daemon's file must say what it detects: an empty file, or one cut off
+// before its patterns, would otherwise pass as "all defaults" and run (or be
+// reloaded) with no detection at all.
+void require_patterns_key(const YAML::Node& document, IssueList& issues) {
+  if (!document.IsDefined() || document.IsNull()) {
+    issues.add("", 0,
+               "the file is empty; a config lists its patterns (`patterns: []` runs without "
+               "detection on purpose)");
+    return;
+  }
+  if (!document.IsMap()) return;  // the root reader reports it
+  const YAML::Node patterns = document["patterns"];
+  if (!patterns.IsDefined()) {
+    issues.add("patterns", 0,
+               "missing (is the file cut short?); list the patterns, or write `patterns: []` to "
+               "run without detection on purpose");
+  } else if (patterns.IsNull()) {
+    issues.add("patterns", line_of(patterns),
+               "empty; list the patterns, or write `patterns: []` to run without detection on "
+               "purpose");
+  }
+}
+
+Config parse_config_text(const std::string& yaml_text, const std::string& source_name,
+                         const std::string& base_dir, bool require_patterns) {
   YAML::Node document;
   try {
     document = YAML::Load(yaml_text);
@@ -1833,6 +1858,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
   }
 
   IssueList issues;
+  if (require_patterns) require_patterns_key(document, issues);
   Config config;
   config.source_file = source_name;
   const MapReader root(document, "",
@@ -1865,6 +1891,13 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
   return config;
 }
 
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::string& base_dir) {
+  return parse_config_text(yaml_text, source_name, base_dir, /*require_patterns=*/false);
+}
+
 Config load_config(const std::string& path) {
   namespace fs = std::filesystem;
   std::ifstream in(path, std::ios::binary);
@@ -1880,7 +1913,8 @@ Config load_config(const std::string& path) {
   fs::path absolute = fs::absolute(fs::path(path), error);
   if (error) absolute = fs::path(path);
   absolute = absolute.lexically_normal();
-  Config config = parse_config(text.str(), path, absolute.parent_path().string());
+  Config config =
+      parse_config_text(text.str(), path, absolute.parent_path().string(), /*require_patterns=*/true);
   config.source_file = absolute.string();
   return config;
 }

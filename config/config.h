@@ -334,9 +334,15 @@ struct Config {
   std::optional<int> zone_id(const std::string& name_or_id) const;
 };
 
-// Parses and validates; on any problem throws ConfigError listing every issue
-// found (not only the first). Loads pattern shapes from examples/templates.
+// Parses and validates a daemon's config file; on any problem throws
+// ConfigError listing every issue found (not only the first). Loads pattern
+// shapes from examples/templates. The file must name its patterns: an empty
+// file, or one without a `patterns` key (a file cut short), is rejected;
+// `patterns: []` runs without detection on purpose.
 Config load_config(const std::string& path);
+// The same validation of a config text whose absent sections, `patterns`
+// included, take their defaults (fragments for tests and benchmarks).
+// Relative paths resolve against base_dir.
 Config parse_config(const std::string& yaml_text, const std::string& source_name,
                     const std::string& base_dir);
 

@@ -659,7 +659,7 @@ ControlServer::ControlServer(const ControlOptions& options, ControlRegistry regi
   try {
     s.router.bind(options.endpoint);
   } catch (const zmq::error_t& e) {
-    throw Error("control: cannot bind " + options.endpoint + ": " + e.what());
+    throw Error("control.endpoint: cannot bind " + options.endpoint + ": " + e.what());
   }
   s.bound = s.router.get(zmq::sockopt::last_endpoint);
   s.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

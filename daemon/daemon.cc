@@ -27,6 +27,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
+#include "daemon/preflight.h"
 #include "kernels/search.h"
 #include "pipeline/daemon_jobs.h"
 #include "pipeline/engine.h"
@@ -256,6 +257,11 @@ class Daemon {
 
   int run() {
     setup_logging(config_.daemon.log_level);
+    // Before anything is opened, so that a failure names its key.
+    if (auto issues = preflight_checks(config_); !issues.empty())
+      throw config::ConfigError(config_path_, std::move(issues));
+    if (config_.patterns.empty())
+      spdlog::warn("{}: patterns: [] - running without detection", config_path_);
     std::string note;
     auto backend = kernels::make_backend(config_.search.backend, config_.search.threads, &note);
     spdlog::info("search backend: {}", note);
@@ -767,6 +773,8 @@ class Daemon {
       stats_interval_ms_ = static_cast<long>(fresh->publish.stats_interval_s * 1000);
       spdlog::info("reload applied: {} patterns, tick {} ms, deadline {} ms",
                    fresh->patterns.size(), fresh->search.tick_ms, fresh->search.deadline_ms);
+      if (fresh->patterns.empty())
+        spdlog::warn("reload applied `patterns: []`: running without detection");
     } catch (const std::exception& e) {
       spdlog::error("reload rejected, still running the previous config: {}", e.what());
     }

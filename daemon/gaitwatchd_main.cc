@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "daemon/daemon.h"
+#include "daemon/preflight.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gaitwatchd - streaming abnormal-gait detector daemon"};
@@ -20,6 +21,11 @@ int main(int argc, char** argv) {
   if (!check_path.empty()) {
     try {
       const auto config = gw::config::load_config(check_path);
+      // What the file cannot say alone: addresses, endpoints, directories.
+      auto issues = gw::daemon::preflight_checks(config);
+      if (!issues.empty()) throw gw::config::ConfigError(check_path, std::move(issues));
+      if (config.patterns.empty())
+        std::cerr << check_path << ": warning: patterns: [] - this config detects nothing\n";
       std::cout << check_path << ": ok (" << config.devices.size() << " devices, "
                 << config.patterns.size() << " patterns)\n";
       return 0;

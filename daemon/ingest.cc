@@ -170,24 +170,34 @@ Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& q
     }
     allowed_.emplace(allowed_key(entry.wearer, entry.device), std::move(allowed));
   }
-  try {
-    if (config.ingest.udp.port > 0) {
+  // A bind failure names the key whose address or port it is.
+  const auto bind_error = [](const char* key, const config::ListenConfig& listen,
+                             const std::exception& e) {
+    return Error(std::string(key) + ": cannot bind " + listen.bind + ":" +
+                 std::to_string(listen.port) + ": " + e.what());
+  };
+  if (config.ingest.udp.port > 0) {
+    try {
       udp::endpoint ep(asio::ip::make_address(config.ingest.udp.bind),
                        static_cast<unsigned short>(config.ingest.udp.port));
       udp_ = std::make_unique<udp::socket>(io_, ep);
       udp_->set_option(asio::socket_base::receive_buffer_size(8 << 20));
-      receive_udp();
+    } catch (const boost::system::system_error& e) {
+      throw bind_error("ingest.udp", config.ingest.udp, e);
     }
-    if (config.ingest.tcp.port > 0) {
+    receive_udp();
+  }
+  if (config.ingest.tcp.port > 0) {
+    try {
       tcp::endpoint ep(asio::ip::make_address(config.ingest.tcp.bind),
                        static_cast<unsigned short>(config.ingest.tcp.port));
       acceptor_ = std::make_unique<tcp::acceptor>(io_, ep, /*reuse_address=*/true);
-      for (int t = 0; config.ingest.threads > 1 && t < config.ingest.threads; ++t)
-        workers_.push_back(std::make_unique<Worker>());
-      accept_tcp();
+    } catch (const boost::system::system_error& e) {
+      throw bind_error("ingest.tcp", config.ingest.tcp, e);
     }
-  } catch (const boost::system::system_error& e) {
-    throw Error(std::string("ingest: cannot bind: ") + e.what());
+    for (int t = 0; config.ingest.threads > 1 && t < config.ingest.threads; ++t)
+      workers_.push_back(std::make_unique<Worker>());
+    accept_tcp();
   }
 }
 

@@ -206,8 +206,8 @@ struct AlertSink::Impl {
       bound_endpoint = publisher->get(zmq::sockopt::last_endpoint);
     } catch (const zmq::error_t& e) {
       publisher.reset();
-      throw Error("alert sink: cannot bind the alert publisher to '" + options.publish_endpoint +
-                  "': " + e.what());
+      throw Error("publish.endpoint: cannot bind the alert publisher to '" +
+                  options.publish_endpoint + "': " + e.what());
     }
   }
 

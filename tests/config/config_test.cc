@@ -848,6 +848,39 @@ TEST_CASE("load_config of a missing file throws ConfigError naming it", "[config
   }
 }
 
+TEST_CASE("load_config requires a file to name its patterns; parse_config fragments do not",
+          "[config]") {
+  TempDir dir;
+  const auto issues_of_file = [&](const std::string& text) -> std::vector<ConfigIssue> {
+    const std::string path = (dir.path() / "c.yaml").string();
+    std::ofstream(path, std::ios::trunc) << text;
+    try {
+      load_config(path);
+    } catch (const ConfigError& error) {
+      return error.issues();
+    }
+    return {};
+  };
+  auto empty = issues_of_file("");
+  REQUIRE(empty.size() == 1);
+  CHECK(empty[0].path.empty());
+  CHECK_THAT(empty[0].message, Catch::StartsWith("the file is empty"));
+  auto comments_only = issues_of_file("# nothing yet\n");
+  REQUIRE(comments_only.size() == 1);
+  CHECK_THAT(comments_only[0].message, Catch::StartsWith("the file is empty"));
+  auto cut = issues_of_file("search:\n  tick_ms: 100\n");
+  REQUIRE(cut.size() == 1);
+  CHECK(cut[0].path == "patterns");
+  CHECK_THAT(cut[0].message, Catch::StartsWith("missing"));
+  auto null_list = issues_of_file("search:\n  tick_ms: 100\npatterns:\n");
+  REQUIRE(null_list.size() == 1);
+  CHECK(null_list[0].path == "patterns");
+  CHECK(null_list[0].line == 3);
+  CHECK(issues_of_file("patterns: []\n").empty());
+  // Fragments keep their defaults.
+  CHECK(parse_config("search: {tick_ms: 100}", "x", "/etc").patterns.empty());
+}
+
 TEST_CASE("ConfigIssue::to_string formats with and without line and path", "[config]") {
   CHECK(ConfigIssue{"search.tick_ms", 12, "bad"}.to_string("a.yaml") ==
         "a.yaml:12: search.tick_ms: bad");

@@ -233,6 +233,18 @@ TEST_CASE("SIGHUP with a broken config keeps the old one running, a valid one ap
   CHECK(daemon.err().find("search.tick_msec") != std::string::npos);
   REQUIRE(daemon.running());
 
+  // An empty file (a config being rewritten, a full disk) is rejected too:
+  // it would otherwise reload as "all defaults" with no pattern.
+  {
+    std::ofstream(fx.config_path, std::ios::trunc).flush();
+  }
+  daemon.signal(SIGHUP);
+  REQUIRE(gw::test::eventually(
+      [&] { return daemon.err().find("the file is empty") != std::string::npos; },
+      std::chrono::seconds(10)));
+  CHECK(daemon.err().find("reload applied") == std::string::npos);
+  REQUIRE(daemon.running());
+
   // Still detecting with the old config: every alert of the replay arrives.
   replay(fx, "udp://127.0.0.1:" + std::to_string(fx.udp_port));
   // A generous bound: on a loaded 2-core machine the 40x replay's batches queue up.
@@ -281,6 +293,59 @@ TEST_CASE("check-config accepts the shipped config and rejects errors with the k
                                        "refused", std::chrono::seconds(60));
   CHECK(refused.code != 0);
   CHECK(refused.err.find("patterns[0].threshold") != std::string::npos);
+}
+
+TEST_CASE("check-config rejects empty and pattern-less files and what this machine cannot run, "
+          "naming the key; the daemon refuses the same",
+          "[integration]") {
+  DaemonFixture fx;
+  const auto check = [&](const std::string& text, const char* label) {
+    const fs::path path = fx.dir / (std::string(label) + ".yaml");
+    std::ofstream(path) << text;
+    return gw::test::run_process({kDaemon, "--check-config", path.string()}, fx.dir, label,
+                                 std::chrono::seconds(60));
+  };
+  auto empty = check("", "empty");
+  CHECK(empty.code == 1);
+  CHECK(empty.err.find("the file is empty") != std::string::npos);
+  // A file cut short before its patterns.
+  auto cut = check("daemon:\n  log_level: info\nsearch:\n  tick_ms: 100\n", "cut");
+  CHECK(cut.code == 1);
+  CHECK(cut.err.find("patterns: missing") != std::string::npos);
+  auto null_patterns = check("patterns:\n", "null_patterns");
+  CHECK(null_patterns.code == 1);
+  CHECK(null_patterns.err.find("patterns: empty") != std::string::npos);
+  // Saying so explicitly is a choice: accepted, with a warning.
+  YAML::Node none = YAML::Clone(fx.config);
+  none["patterns"] = YAML::Node(YAML::NodeType::Sequence);
+  std::ostringstream none_text;
+  none_text << none;
+  auto explicit_none = check(none_text.str(), "explicit_none");
+  INFO(explicit_none.err);
+  CHECK(explicit_none.code == 0);
+  CHECK(explicit_none.err.find("detects nothing") != std::string::npos);
+
+  // Valid files that this machine cannot run: every problem named by its key.
+  YAML::Node unrunnable = YAML::Clone(fx.config);
+  unrunnable["ingest"]["udp"]["bind"] = "999.1.1.1";
+  unrunnable["metrics"]["bind"] = "::2";  // well-formed, not an address of this machine
+  unrunnable["publish"]["endpoint"] = "tcp://999.1.1.1:7710";
+  unrunnable["control"]["endpoint"] = "udp://127.0.0.1:7711";
+  unrunnable["storage"]["path"] = (fx.dir / "no_such_dir" / "hits.db").string();
+  fx.write_config(unrunnable);
+  auto rejected = gw::test::run_process({kDaemon, "--check-config", fx.config_path.string()},
+                                        fx.dir, "unrunnable", std::chrono::seconds(60));
+  INFO(rejected.err);
+  CHECK(rejected.code == 1);
+  for (const char* key : {"ingest.udp.bind: '999.1.1.1' is not an IP address", "metrics.bind: cannot bind",
+                          "publish.endpoint: cannot bind 999.1.1.1",
+                          "control.endpoint: transport 'udp'", "storage.path: directory"})
+    CHECK(rejected.err.find(key) != std::string::npos);
+  auto refused = gw::test::run_process({kDaemon, "--config", fx.config_path.string()}, fx.dir,
+                                       "unrunnable_start", std::chrono::seconds(60));
+  CHECK(refused.code != 0);
+  CHECK(refused.err.find("ingest.udp.bind") != std::string::npos);
+  CHECK_FALSE(fs::exists(fx.dir / "no_such_dir"));
 }
 
 TEST_CASE("CURVE: only subscribers with an authorized key receive alerts, and files are private",

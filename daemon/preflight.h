@@ -1,0 +1,27 @@
+// Checks of a valid config against the machine it is about to run on, made
+// without side effects: what load_config cannot know from the file alone.
+// `gaitwatchd --check-config` reports them with the file's own issues, and
+// the daemon runs them before it opens anything, so that a start-up failure
+// names the key that caused it.
+//
+// Checked: every bind address (ingest.udp.bind, ingest.tcp.bind,
+// metrics.bind, and the addresses of publish.endpoint and control.endpoint)
+// is an address of this machine (a socket is bound to it on an ephemeral
+// port and closed at once); ZeroMQ endpoints use a transport the daemon
+// serves (tcp or ipc) with a well-formed address; the directories of
+// storage.path, history.path (when enabled) and of an ipc endpoint exist and
+// are writable by this process, and a database file that exists is writable.
+// Ports themselves are not tried: the running daemon may hold them while its
+// next config is checked.
+#pragma once
+
+#include <vector>
+
+#include "config/config.h"
+
+namespace gw::daemon {
+
+// Every problem found, each naming its key path; empty when none.
+std::vector<config::ConfigIssue> preflight_checks(const config::Config& config);
+
+}  // namespace gw::daemon
