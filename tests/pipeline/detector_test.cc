@@ -85,7 +85,12 @@ CompiledPattern make_pattern(int dims, std::vector<bool> negative, double thresh
   p.config.alpha = 1.0;
   p.config.cooldown_s = 0;
   for (int j = 0; j < dims; ++j) p.home_channel.push_back(j);
-  for (std::size_t e = 0; e < negative.size(); ++e) p.examples.push_back({e, negative[e]});
+  for (std::size_t e = 0; e < negative.size(); ++e) {
+    gw::pipeline::CompiledExample example;
+    example.kernel = e;
+    example.negative = negative[e];
+    p.examples.push_back(example);
+  }
   return p;
 }
 
