@@ -653,10 +653,23 @@ void read_daemon(const MapReader& root, DaemonConfig& daemon) {
   read_number(map, "watchdog_s", at_least(0), daemon.watchdog_s);
 }
 
-void read_listen(const MapReader& parent, const std::string& key, ListenConfig& listen) {
-  const MapReader map(parent.value(key), parent.key_path(key), {"bind", "port"}, parent.issues());
+void read_listen_keys(const MapReader& map, ListenConfig& listen) {
   read_string(map, "bind", listen.bind);
   read_int(map, "port", 0, 65535, listen.port);
+}
+
+void read_listen(const MapReader& parent, const std::string& key, ListenConfig& listen) {
+  read_listen_keys(MapReader(parent.value(key), parent.key_path(key), {"bind", "port"},
+                             parent.issues()),
+                   listen);
+}
+
+void read_tcp_listen(const MapReader& parent, const std::string& key, TcpListenConfig& listen) {
+  const MapReader map(parent.value(key), parent.key_path(key),
+                      {"bind", "port", "max_connections", "idle_timeout_s"}, parent.issues());
+  read_listen_keys(map, listen);
+  read_int(map, "max_connections", 1, 1 << 20, listen.max_connections);
+  read_number(map, "idle_timeout_s", at_least(0), listen.idle_timeout_s);
 }
 
 // A non-empty list of addresses or networks (AddressRange) under `key`: each
@@ -722,11 +735,12 @@ void read_allowed_devices(const MapReader& map, const std::string& base_dir,
 void read_ingest(const MapReader& root, const std::string& base_dir, IngestConfig& ingest) {
   const MapReader map(root.value("ingest"), "ingest",
                       {"udp", "tcp", "threads", "max_frame_bytes", "queue_capacity",
-                       "queue_overflow", "ring_capacity_samples", "allowed_devices"},
+                       "queue_overflow", "ring_capacity_samples", "max_streams", "stream_idle_s",
+                       "stream_stale_s", "stream_offline_s", "allowed_devices"},
                       root.issues());
   read_allowed_devices(map, base_dir, ingest);
   read_listen(map, "udp", ingest.udp);
-  read_listen(map, "tcp", ingest.tcp);
+  read_tcp_listen(map, "tcp", ingest.tcp);
   read_int(map, "threads", 1, 64, ingest.threads);
   // The smallest useful frame carries one float32 sample.
   read_int(map, "max_frame_bytes",
@@ -736,6 +750,16 @@ void read_ingest(const MapReader& root, const std::string& base_dir, IngestConfi
   read_choice(map, "queue_overflow", {"block", "drop_oldest", "drop_newest"},
               ingest.queue_overflow);
   read_int(map, "ring_capacity_samples", 2, 1 << 24, ingest.ring_capacity_samples);
+  read_int(map, "max_streams", 1, 1 << 24, ingest.max_streams);
+  read_number(map, "stream_idle_s", at_least(0), ingest.stream_idle_s);
+  const bool stale_read = read_number(map, "stream_stale_s", above(0), ingest.stream_stale_s);
+  const bool offline_read =
+      read_number(map, "stream_offline_s", above(0), ingest.stream_offline_s);
+  if ((stale_read || offline_read) && ingest.stream_offline_s <= ingest.stream_stale_s)
+    map.add_issue(offline_read ? "stream_offline_s" : "stream_stale_s",
+                  "stream_offline_s (" + format_number(ingest.stream_offline_s) +
+                      ") must exceed stream_stale_s (" + format_number(ingest.stream_stale_s) +
+                      ")");
 }
 
 struct DeviceKindName {

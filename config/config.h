@@ -52,9 +52,15 @@ struct AllowedDevice {
   std::string mac_key;                // key file (sensors/frame.h); empty = no MAC required
 };
 
+// The TCP listener with its connection limits.
+struct TcpListenConfig : ListenConfig {
+  int max_connections = 1024;   // open connections; more are accepted and closed at once
+  double idle_timeout_s = 120;  // a connection silent this long is closed; 0 = never
+};
+
 struct IngestConfig {
   ListenConfig udp{"127.0.0.1", 7700};
-  ListenConfig tcp{"127.0.0.1", 7701};
+  TcpListenConfig tcp{{"127.0.0.1", 7701}};
   std::size_t max_frame_bytes = 65507;
   // Threads reading TCP connections (each connection on one). 1: the
   // daemon's I/O thread, which also serves UDP, metrics and signals.
@@ -62,6 +68,16 @@ struct IngestConfig {
   std::size_t queue_capacity = 8192;         // decoded frames between ingest and pipeline
   std::string queue_overflow = "drop_newest"; // block | drop_oldest | drop_newest
   std::size_t ring_capacity_samples = 8192;   // per stream; must exceed max pattern length + samples per tick
+  // Live streams (wearer, device) at the most: a frame that would open one
+  // more is dropped and counted (engine streams_refused).
+  std::size_t max_streams = 65536;
+  // A stream with no frame for this long is removed with its ring and state
+  // (engine streams_evicted); 0 = never.
+  double stream_idle_s = 600;
+  // Operator states by the age of a stream's last frame: online below
+  // stream_stale_s, stale below stream_offline_s, offline from there on.
+  double stream_stale_s = 5;
+  double stream_offline_s = 60;
   // Present in the file (even empty): only listed devices' frames are
   // accepted, the rest are counted and dropped. Absent: any frame whose device
   // id has a profile (without MAC checks).

@@ -118,6 +118,12 @@ bool restart_sections_differ(const config::Config& a, const config::Config& b) {
          a.ingest.queue_overflow != b.ingest.queue_overflow ||
          a.ingest.max_frame_bytes != b.ingest.max_frame_bytes ||
          a.ingest.ring_capacity_samples != b.ingest.ring_capacity_samples ||
+         a.ingest.max_streams != b.ingest.max_streams ||
+         a.ingest.stream_idle_s != b.ingest.stream_idle_s ||
+         a.ingest.stream_stale_s != b.ingest.stream_stale_s ||
+         a.ingest.stream_offline_s != b.ingest.stream_offline_s ||
+         a.ingest.tcp.max_connections != b.ingest.tcp.max_connections ||
+         a.ingest.tcp.idle_timeout_s != b.ingest.tcp.idle_timeout_s ||
          allowed_devices(a.ingest) != allowed_devices(b.ingest) ||
          a.storage.path != b.storage.path || history_differs(a.history, b.history) ||
          a.publish.endpoint != b.publish.endpoint ||
@@ -669,6 +675,22 @@ class Daemon {
       next_tick += std::chrono::milliseconds(p.engine.tick_ms());
       if (next_tick < now) next_tick = now + std::chrono::milliseconds(p.engine.tick_ms());
     };
+    // About once a second: the streams' states, and idle streams removed
+    // (Engine::sweep_streams); refusals and removals logged, paced.
+    auto next_sweep = Clock::now();
+    LogThrottle refused_streams_log, evicted_streams_log;
+    auto sweep_streams = [&] {
+      p.engine.sweep_streams(unix_now());
+      const auto& e = p.engine.counters();
+      const auto& limits = p.engine.config().ingest;
+      if (const auto since = refused_streams_log.due(e.streams_refused))
+        spdlog::warn("engine: dropped {} frame(s) that would have opened a stream past "
+                     "ingest.max_streams {} ({} in all)",
+                     *since, limits.max_streams, e.streams_refused);
+      if (const auto since = evicted_streams_log.due(e.streams_evicted))
+        spdlog::info("engine: removed {} stream(s) without a frame for {} s ({} in all, {} live)",
+                     *since, limits.stream_idle_s, e.streams_evicted, e.streams);
+    };
     auto turn_start = Clock::now();
     while (!stopping_) {
       // While a search runs, the loop comes round at least every millisecond
@@ -716,6 +738,10 @@ class Daemon {
       }
       if (now >= next_tick && !p.engine.batch_in_flight()) start_tick(now);
       record_slots_when_idle(Clock::now());
+      if (now >= next_sweep) {
+        sweep_streams();
+        next_sweep = now + std::chrono::seconds(1);
+      }
       if (stats_interval().count() > 0 && now >= next_stats) {
         publish_stats("interval");
         next_stats = now + stats_interval();

@@ -50,6 +50,10 @@ nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
                          {"unexpected_mac", unexpected_mac.load()},
                          {"mac_verified", mac_verified.load()}}},
           {"queued", queued.load()},
+          {"tcp_open", tcp_open.load()},
+          {"tcp_refused", tcp_refused.load()},
+          {"tcp_idle_closed", tcp_idle_closed.load()},
+          {"accept_errors", accept_errors.load()},
           {"queue_dropped", queue.dropped()},
           {"queue_depth", queue.size()},
           {"queue_high_water", queue.high_water()}};
@@ -59,30 +63,103 @@ nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
 // that many bytes), read in as large pieces as the socket has ready and
 // taken apart in place, so that a busy connection costs one read per many
 // frames rather than two per frame. All of a session's handlers run on its
-// socket's io_context (the owner's, or one ingest thread's).
+// socket's io_context (the owner's, or one ingest thread's). A timer closes
+// the connection after ingest.tcp.idle_timeout_s without a byte, and gives a
+// buffer that a burst grew back its small size once the burst is over.
 struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
+  using Clock = std::chrono::steady_clock;
   // The buffer starts small (thousands of devices may each hold a
   // connection), grows to hold a whole frame when one is larger, and
-  // doubles up to kBusyBytes while reads keep filling it.
+  // doubles up to kBusyBytes while reads keep filling it; kShrinkAfter
+  // after the last read that filled it (or needed a larger frame), it goes
+  // back to kInitialBytes when what it holds fits there.
   static constexpr std::size_t kInitialBytes = 16 * 1024;
   static constexpr std::size_t kBusyBytes = 256 * 1024;
+  static constexpr Clock::duration kShrinkAfter = std::chrono::seconds(1);
+  // The timer looks at the connection at least this often.
+  static constexpr Clock::duration kCheckEvery = std::chrono::seconds(2);
 
   TcpSession(Ingest& owner, tcp::socket socket, const Address& sender, int zone)
       : owner(owner), socket(std::move(socket)), sender(sender), zone(zone),
-        buffer(kInitialBytes) {}
+        buffer(kInitialBytes), timer(this->socket.get_executor()) {
+    ++owner.counters_.tcp_open;
+  }
+  ~TcpSession() { --owner.counters_.tcp_open; }
+
+  void start() {
+    last_read = last_grown = Clock::now();
+    watch();
+    read();
+  }
 
   void read() {
     auto self = shared_from_this();
     socket.async_read_some(asio::buffer(buffer.data() + filled, buffer.size() - filled),
                            [self](const boost::system::error_code& ec, std::size_t n) {
                              if (ec) return;
+                             self->last_read = Clock::now();
                              const bool was_full = self->filled + n == self->buffer.size();
                              self->filled += n;
                              if (!self->take_frames()) return;  // closed: bad length
-                             if (was_full && self->buffer.size() < kBusyBytes)
+                             if (was_full && self->buffer.size() < kBusyBytes) {
                                self->buffer.resize(std::min(kBusyBytes, self->buffer.size() * 2));
+                               self->last_grown = self->last_read;
+                             } else if (!was_full) {
+                               self->shrink_if_quiet();
+                             }
                              self->read();
                            });
+  }
+
+  // The timer holds the session weakly: the read in progress keeps it, and
+  // a session whose read has ended (peer gone, stop()) goes at once.
+  void watch() {
+    const double idle_s = owner.config_.ingest.tcp.idle_timeout_s;
+    Clock::duration next = kCheckEvery;
+    if (idle_s > 0) {
+      const auto idle_limit = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(idle_s));
+      next = std::min(next, last_read + idle_limit - Clock::now());
+      next = std::max(next, Clock::duration(std::chrono::milliseconds(10)));
+    }
+    timer.expires_after(next);
+    timer.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || !self->socket.is_open()) return;
+      self->on_timer();
+    });
+  }
+
+  void on_timer() {
+    const double idle_s = owner.config_.ingest.tcp.idle_timeout_s;
+    const auto now = Clock::now();
+    if (idle_s > 0 && now - last_read >= std::chrono::duration<double>(idle_s)) {
+      const std::uint64_t total = ++owner.counters_.tcp_idle_closed;
+      if (const auto since = owner.idle_log_.due(total))
+        spdlog::info("tcp ingest: closed {} connection(s) idle for {} s (the last from {}; {} in all)",
+                     *since, idle_s, peer(), total);
+      boost::system::error_code ignored;
+      socket.close(ignored);  // the read ends with an error and lets the session go
+      return;
+    }
+    shrink_if_quiet();
+    watch();
+  }
+
+  void shrink_if_quiet() {
+    if (buffer.size() <= kInitialBytes || filled > kInitialBytes ||
+        Clock::now() - last_grown < kShrinkAfter)
+      return;
+    // A frame begun and larger than the small buffer keeps the room it needs.
+    if (filled >= 4) {
+      const std::uint8_t* p = buffer.data();
+      const std::size_t length = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 |
+                                 std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
+      if (4 + length > kInitialBytes) return;
+    }
+    std::vector<std::uint8_t> small(kInitialBytes);
+    std::copy_n(buffer.begin(), filled, small.begin());
+    buffer.swap(small);
   }
 
   // Hands every complete frame in the buffer to the owner and keeps the
@@ -104,7 +181,10 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
         return false;
       }
       if (filled - at - 4 < length) {
-        if (4 + std::size_t{length} > buffer.size()) buffer.resize(4 + std::size_t{length});
+        if (4 + std::size_t{length} > buffer.size()) {
+          buffer.resize(4 + std::size_t{length});
+          last_grown = Clock::now();
+        }
         break;
       }
       ++owner.counters_.tcp_frames;
@@ -135,6 +215,9 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   std::vector<std::uint8_t> buffer;
   std::size_t filled = 0;  // bytes of buffer holding data not taken yet
   std::vector<ReceivedFrame> decoded;  // of one read, on their way to the queue
+  asio::steady_timer timer;
+  Clock::time_point last_read;   // the last read that brought bytes (or the start)
+  Clock::time_point last_grown;  // the buffer's last growth
 };
 
 // An ingest thread of its own (ingest.threads > 1): an io_context kept
@@ -197,7 +280,20 @@ Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& q
     }
     for (int t = 0; config.ingest.threads > 1 && t < config.ingest.threads; ++t)
       workers_.push_back(std::make_unique<Worker>());
-    accept_tcp();
+    AcceptLoop::Handlers handlers;
+    if (!workers_.empty())  // connections go to the ingest threads in turn
+      handlers.socket_executor = [this]() -> asio::any_io_executor {
+        return workers_[next_worker_++ % workers_.size()]->io.get_executor();
+      };
+    handlers.accepted = [this](tcp::socket socket) { on_tcp_accepted(std::move(socket)); };
+    handlers.failed = [this](const boost::system::error_code& ec, std::chrono::milliseconds wait) {
+      const std::uint64_t total = ++counters_.accept_errors;
+      if (const auto since = accept_error_log_.due(total))
+        spdlog::warn("tcp ingest: accept failed: {} ({} time(s) since the last line, {} in all); "
+                     "next accept in {} ms; {} connections open",
+                     ec.message(), *since, total, wait.count(), counters_.tcp_open.load());
+    };
+    accept_loop_ = AcceptLoop::start(*acceptor_, std::move(handlers));
   }
 }
 
@@ -210,6 +306,7 @@ void Ingest::stop() {
   boost::system::error_code ignored;
   if (udp_) udp_->close(ignored);
   if (acceptor_) acceptor_->close(ignored);
+  if (accept_loop_) accept_loop_->stop();
   std::vector<std::weak_ptr<TcpSession>> sessions;
   {
     std::lock_guard<std::mutex> lock(sessions_mu_);
@@ -253,32 +350,38 @@ void Ingest::receive_udp() {
                            });
 }
 
-void Ingest::accept_tcp() {
-  // Connections go to the ingest threads in turn (or stay on io_).
-  asio::io_context& home =
-      workers_.empty() ? io_ : workers_[next_worker_++ % workers_.size()]->io;
-  acceptor_->async_accept(home, [this](const boost::system::error_code& ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
-    if (!ec) {
-      ++counters_.tcp_connections;
-      boost::system::error_code peer_error;
-      const tcp::endpoint peer = socket.remote_endpoint(peer_error);
-      // An unknown peer matches no sources (the unspecified address ::).
-      const Address sender = peer_error ? Address{} : address_bytes(peer.address());
-      const int zone = peer_error ? 0 : zone_of(sender);
-      auto session = std::make_shared<TcpSession>(*this, std::move(socket), sender, zone);
-      {
-        std::lock_guard<std::mutex> lock(sessions_mu_);
-        sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
-                                       [](const auto& w) { return w.expired(); }),
-                        sessions_.end());
-        sessions_.push_back(session);
-      }
-      // Its first read starts on its own thread.
-      asio::post(session->socket.get_executor(), [session] { session->read(); });
-    }
-    accept_tcp();
-  });
+void Ingest::on_tcp_accepted(tcp::socket socket) {
+  ++counters_.tcp_connections;
+  const bool at_cap = counters_.tcp_open.load() >=
+                      static_cast<std::uint64_t>(config_.ingest.tcp.max_connections);
+  if (at_cap || within_fd_headroom(socket.native_handle())) {
+    // Closed at once: the peer sees the refusal rather than a connection
+    // nobody reads, and the descriptor is free again.
+    const std::uint64_t total = ++counters_.tcp_refused;
+    if (const auto since = refused_log_.due(total))
+      spdlog::warn("tcp ingest: refused {} connection(s) ({} in all): {} ({} open, "
+                   "ingest.tcp.max_connections {}, {} descriptors kept free)",
+                   *since, total, at_cap ? "connection cap" : "near the open-file limit",
+                   counters_.tcp_open.load(), config_.ingest.tcp.max_connections, fd_headroom());
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  boost::system::error_code peer_error;
+  const tcp::endpoint peer = socket.remote_endpoint(peer_error);
+  // An unknown peer matches no sources (the unspecified address ::).
+  const Address sender = peer_error ? Address{} : address_bytes(peer.address());
+  const int zone = peer_error ? 0 : zone_of(sender);
+  auto session = std::make_shared<TcpSession>(*this, std::move(socket), sender, zone);
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
+                                   [](const auto& w) { return w.expired(); }),
+                    sessions_.end());
+    sessions_.push_back(session);
+  }
+  // Its first read starts on its own thread.
+  asio::post(session->socket.get_executor(), [session] { session->start(); });
 }
 
 Ingest::Address Ingest::address_bytes(const asio::ip::address& sender) {

@@ -35,6 +35,8 @@
 
 #include "common/bounded_queue.h"
 #include "config/config.h"
+#include "daemon/accept_loop.h"
+#include "daemon/log.h"
 #include "pipeline/slot_recorder.h"
 #include "sensors/frame.h"
 
@@ -67,6 +69,11 @@ struct IngestCounters {
   std::atomic<std::uint64_t> unexpected_mac{0};  // a MAC the daemon has no key for
   std::atomic<std::uint64_t> mac_verified{0};    // frames whose MAC verified (accepted so far)
   std::atomic<std::uint64_t> queued{0};
+  // TCP limits (ingest.tcp.max_connections, idle_timeout_s) and accepts:
+  std::atomic<std::uint64_t> tcp_open{0};         // connections open now (a gauge)
+  std::atomic<std::uint64_t> tcp_refused{0};      // accepted and closed at once: at the cap or the fd reserve
+  std::atomic<std::uint64_t> tcp_idle_closed{0};  // closed after idle_timeout_s without a byte
+  std::atomic<std::uint64_t> accept_errors{0};    // failed accepts (EMFILE... wait before the next)
   nlohmann::json to_json(const FrameQueue& queue) const;
 };
 
@@ -86,7 +93,9 @@ class Ingest {
   struct TcpSession;
   struct Worker;
   void receive_udp();
-  void accept_tcp();
+  // Keeps or refuses (ingest.tcp.max_connections, the fd reserve) an
+  // accepted connection; on the accepting thread.
+  void on_tcp_accepted(boost::asio::ip::tcp::socket socket);
   using Address = std::array<std::uint8_t, 16>;  // config::AddressRange's form
   // Decodes, admits and validates against the profiles one frame from
   // `sender`, received in `zone`, into `received` (stamped with its
@@ -115,6 +124,8 @@ class Ingest {
   IngestCounters counters_;
   std::unique_ptr<boost::asio::ip::udp::socket> udp_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::shared_ptr<AcceptLoop> accept_loop_;
+  LogThrottle refused_log_, idle_log_, accept_error_log_;
   std::vector<std::uint8_t> udp_buffer_;
   boost::asio::ip::udp::endpoint udp_sender_;
   std::mutex sessions_mu_;  // sessions_: the accept handler and stop()

@@ -48,4 +48,15 @@ void setup_logging(const std::string& level) {
 
 void set_log_level(const std::string& level) { spdlog::set_level(parse_level(level)); }
 
+std::optional<std::uint64_t> LogThrottle::due(std::uint64_t total) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (total <= logged_total_ || (logged_ && now - last_line_ < interval_)) return std::nullopt;
+  const std::uint64_t since = total - logged_total_;
+  logged_total_ = total;
+  last_line_ = now;
+  logged_ = true;
+  return since;
+}
+
 }  // namespace gw::daemon

@@ -1,6 +1,7 @@
 #include "daemon/metrics.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include <boost/beast/core.hpp>
@@ -8,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "daemon/accept_loop.h"
+#include "daemon/log.h"
 
 namespace gw::daemon {
 
@@ -171,11 +174,26 @@ void MetricsServer::stop() {
 }
 
 void MetricsServer::accept() {
-  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
-    if (ec) return;  // closed
+  // Out of descriptors, accepts wait rather than spin, and a connection
+  // that would take one of the descriptors kept for the rest of the daemon
+  // is closed at once (daemon/accept_loop.h); both logged, paced.
+  static LogThrottle refused_log, error_log;
+  static std::atomic<std::uint64_t> refused{0}, errors{0};
+  AcceptLoop::Handlers handlers;
+  handlers.accepted = [this](tcp::socket socket) {
+    if (within_fd_headroom(socket.native_handle())) {
+      if (const auto since = refused_log.due(++refused))
+        spdlog::warn("metrics: refused {} connection(s) near the open-file limit", *since);
+      return;  // the socket closes here
+    }
     std::make_shared<Session>(std::move(socket), board_)->read();
-    accept();
-  });
+  };
+  handlers.failed = [](const boost::system::error_code& ec, std::chrono::milliseconds wait) {
+    if (const auto since = error_log.due(++errors))
+      spdlog::warn("metrics: accept failed: {} ({} time(s) since the last line); next accept in {} ms",
+                   ec.message(), *since, wait.count());
+  };
+  AcceptLoop::start(acceptor_, std::move(handlers));  // runs until the acceptor is closed
 }
 
 }  // namespace gw::daemon

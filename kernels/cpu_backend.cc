@@ -108,6 +108,12 @@ class CpuBackend : public SearchBackend {
     spring_columns_.clear();
   }
 
+  void forget_streams(const std::vector<std::uint64_t>& stream_keys) override {
+    for (const std::uint64_t key : stream_keys)
+      spring_columns_.erase(spring_columns_.lower_bound({key, 0, 0}),
+                            spring_columns_.lower_bound({key + 1, 0, 0}));
+  }
+
   SearchResult search(const SearchBatch& batch) override {
     SearchResult result;
     if (!library_) return result;

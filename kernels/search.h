@@ -196,6 +196,11 @@ class SearchBackend {
   // only costs a full upload of the next one. Backends without a device do
   // nothing.
   virtual void prepare(const SearchBatch& next) { (void)next; }
+  // The streams of `stream_keys` are gone (their keys may name new streams
+  // later): state kept for them between batches may be freed. Called between
+  // searches, from the thread that calls search_into(). The default keeps
+  // nothing to free.
+  virtual void forget_streams(const std::vector<std::uint64_t>& stream_keys) { (void)stream_keys; }
 };
 
 // threads <= 0 means std::thread::hardware_concurrency(). The backend keeps a

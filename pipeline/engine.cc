@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
+#include <unordered_set>
 
 #include "common/error.h"
 #include "common/thread_name.h"
@@ -59,28 +60,30 @@ void Engine::reconfigure(const config::Config& config) {
   counters_.pending_windows = 0;
 }
 
-Engine::Stream& Engine::stream_for(const sensors::Frame& frame,
+Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
                                    const config::DeviceProfile& profile) {
   const std::uint64_t key = (static_cast<std::uint64_t>(frame.wearer_id) << 16) | frame.device_id;
-  if (const auto known = stream_index_.find(key); known != stream_index_.end()) return *known->second;
-  auto it = streams_.find(key);
-  if (it == streams_.end()) {
-    Stream stream{frame.wearer_id,
-                  frame.device_id,
-                  profile.sample_rate_hz,
-                  StreamState(static_cast<int>(profile.channels.size()),
-                              config_.ingest.ring_capacity_samples, profile.sample_rate_hz),
-                  std::vector<PatternTracker>(library_.patterns.size()),
-                  std::vector<ViewCache>(library_.views.size()),
-                  std::vector<std::pair<std::int64_t, std::int64_t>>(library_.views.size())};
-    it = streams_.emplace(key, std::move(stream)).first;
-    counters_.streams = streams_.size();
+  if (const auto known = stream_index_.find(key); known != stream_index_.end()) return known->second;
+  if (streams_.size() >= config_.ingest.max_streams) {
+    ++counters_.streams_refused;
+    return nullptr;
   }
-  stream_index_.emplace(key, &it->second);
-  return it->second;
+  Stream stream{frame.wearer_id,
+                frame.device_id,
+                profile.sample_rate_hz,
+                StreamState(static_cast<int>(profile.channels.size()),
+                            config_.ingest.ring_capacity_samples, profile.sample_rate_hz),
+                std::vector<PatternTracker>(library_.patterns.size()),
+                std::vector<ViewCache>(library_.views.size()),
+                std::vector<std::pair<std::int64_t, std::int64_t>>(library_.views.size())};
+  Stream& added = streams_.emplace(key, std::move(stream)).first->second;
+  stream_index_.emplace(key, &added);
+  counters_.streams = streams_.size();
+  stream_order_stale_ = true;
+  return &added;
 }
 
-Engine::Stream* Engine::admit_frame(const sensors::Frame& frame) {
+Engine::Stream* Engine::admit_frame(const sensors::Frame& frame, double arrival_s) {
   const config::DeviceProfile* profile = config_.device_by_id(frame.device_id);
   if (!profile) {
     ++counters_.frames_unknown_device;
@@ -90,7 +93,79 @@ Engine::Stream* Engine::admit_frame(const sensors::Frame& frame) {
     ++counters_.frames_profile_mismatch;
     return nullptr;
   }
-  return &stream_for(frame, *profile);
+  Stream* stream = stream_for(frame, *profile);
+  if (stream) stream->last_frame_s = std::max(stream->last_frame_s, arrival_s);
+  return stream;
+}
+
+std::size_t Engine::sweep_streams(double now_s) {
+  const config::IngestConfig& limits = config_.ingest;
+  EngineCounters::ByState by_state;
+  double oldest_age = 0;
+  const auto count_live = [&](double age) {
+    oldest_age = std::max(oldest_age, age);
+    if (age < limits.stream_stale_s)
+      ++by_state.online;
+    else if (age < limits.stream_offline_s)
+      ++by_state.stale;
+    else
+      ++by_state.offline;
+  };
+  std::vector<std::pair<std::map<std::uint64_t, Stream>::iterator, double>> idle;
+  for (auto it = streams_.begin(); it != streams_.end(); ++it) {
+    const double age = std::max(0.0, now_s - it->second.last_frame_s);
+    if (limits.stream_idle_s > 0 && age >= limits.stream_idle_s)
+      idle.emplace_back(it, age);
+    else
+      count_live(age);
+  }
+  std::size_t evicted = 0;
+  if (!idle.empty()) {
+    // A batch's slices point at their streams until its phase 2 is done.
+    std::unordered_set<const Stream*> in_flight;
+    for (const BatchState* batch : {&searching_, &searched_})
+      if (batch->active)
+        for (const SliceOwner& owner : batch->owners) in_flight.insert(owner.stream);
+    for (const auto& [it, age] : idle) {
+      if (in_flight.count(&it->second) > 0) {
+        count_live(age);  // removed at a later sweep
+        continue;
+      }
+      evict_stream(it);
+      ++evicted;
+    }
+  }
+  counters_.streams_by_state = by_state;
+  counters_.oldest_frame_age_s = oldest_age;
+  return evicted;
+}
+
+void Engine::evict_stream(std::map<std::uint64_t, Stream>::iterator it) {
+  const std::uint64_t key = it->first;
+  Stream& stream = it->second;
+  for (std::size_t v = 0; v < stream.pending.size(); ++v) {
+    const auto [from, until] = stream.pending[v];
+    if (until <= from) continue;
+    const auto items = static_cast<std::uint64_t>(until - from) *
+                       static_cast<std::uint64_t>(work_per_end_[v]);
+    counters_.lost_windows += items;
+    counters_.pending_windows -= std::min(counters_.pending_windows, items);
+  }
+  retired_.overrun += stream.state.overrun_samples();
+  retired_.gaps += stream.state.gaps();
+  retired_.missing += stream.state.missing_frames();
+  retired_.restarts += stream.state.restarts();
+  // The keys plan_view_slice gives the backend for this stream's views.
+  for (std::size_t v = 0; v < library_.views.size(); ++v)
+    if (library_.views[v].device == stream.device)
+      forgotten_keys_.push_back(library_.views[v].raw
+                                    ? key
+                                    : key | (static_cast<std::uint64_t>(v + 1) << 48));
+  stream_index_.erase(key);
+  streams_.erase(it);
+  counters_.streams = streams_.size();
+  ++counters_.streams_evicted;
+  stream_order_stale_ = true;
 }
 
 bool Engine::count_verdict(const sensors::Frame& frame, FrameVerdict verdict, double arrival_s) {
@@ -105,7 +180,7 @@ bool Engine::count_verdict(const sensors::Frame& frame, FrameVerdict verdict, do
 }
 
 bool Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
-  Stream* stream = admit_frame(frame);
+  Stream* stream = admit_frame(frame, arrival_s);
   return stream && count_verdict(frame, stream->state.apply(frame, arrival_s), arrival_s);
 }
 
@@ -129,7 +204,7 @@ void Engine::on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char
   frame_streams_.resize(frames.size());
   frames_by_stream_.clear();
   for (std::size_t i = 0; i < frames.size(); ++i) {
-    frame_streams_[i] = admit_frame(*frames[i].frame);
+    frame_streams_[i] = admit_frame(*frames[i].frame, frames[i].arrival_s);
     if (frame_streams_[i]) frames_by_stream_.push_back(i);
   }
   // One stream's frames stay in arrival order, on one worker.
@@ -432,9 +507,14 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   // unsearched sample (its deadline runs from there). Worked out per stream
   // on the pool (thousands of streams, a few cache misses each), then
   // gathered in key order.
-  if (stream_order_.size() != streams_.size()) {
+  if (!forgotten_keys_.empty()) {
+    backend_->forget_streams(forgotten_keys_);
+    forgotten_keys_.clear();
+  }
+  if (stream_order_stale_) {
     stream_order_.clear();
     for (auto& [key, stream] : streams_) stream_order_.emplace_back(key, &stream);
+    stream_order_stale_ = false;
   }
   const std::size_t views = library_.views.size();
   const std::size_t stream_count = stream_order_.size();
@@ -711,7 +791,8 @@ std::vector<Alert> Engine::detect_searched(const std::function<double()>& now) {
   const double latency_ms = (finished - done.newest_arrival) * 1000.0;
   counters_.max_latency_ms = std::max(counters_.max_latency_ms, latency_ms);
   if (latency_ms > deadline_ms_) ++counters_.deadline_misses;
-  std::uint64_t overrun = 0, gaps = 0, missing = 0, restarts = 0;
+  std::uint64_t overrun = retired_.overrun, gaps = retired_.gaps, missing = retired_.missing,
+                restarts = retired_.restarts;
   for (const auto& [key, stream] : streams_) {
     overrun += stream.state.overrun_samples();
     gaps += stream.state.gaps();
@@ -744,6 +825,12 @@ nlohmann::json Engine::stats_json() const {
   const EngineCounters& c = counters_;
   return {{"backend", backend_name_},
           {"streams", c.streams},
+          {"streams_refused", c.streams_refused},
+          {"streams_evicted", c.streams_evicted},
+          {"streams_by_state", {{"online", c.streams_by_state.online},
+                                {"stale", c.streams_by_state.stale},
+                                {"offline", c.streams_by_state.offline}}},
+          {"oldest_frame_age_s", c.oldest_frame_age_s},
           {"frames_accepted", c.frames_accepted},
           {"frames_out_of_order", c.frames_out_of_order},
           {"frames_unknown_device", c.frames_unknown_device},

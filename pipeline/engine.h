@@ -87,6 +87,14 @@ struct EngineCounters {
   double max_batch_ms = 0;
   double max_latency_ms = 0;  // newest sample arrival -> alerts ready, worst batch
   std::uint64_t streams = 0;
+  std::uint64_t streams_refused = 0;  // frames that would have opened a stream past ingest.max_streams
+  std::uint64_t streams_evicted = 0;  // removed after ingest.stream_idle_s without a frame
+  // As of the last sweep_streams(): live streams by the age of their last
+  // frame (ingest.stream_stale_s, stream_offline_s), and the oldest age.
+  struct ByState {
+    std::uint64_t online = 0, stale = 0, offline = 0;
+  } streams_by_state;
+  double oldest_frame_age_s = 0;
 };
 
 class Engine {
@@ -121,6 +129,16 @@ class Engine {
   using FrameObserver =
       std::function<void(const sensors::Frame& frame, FrameVerdict verdict, double arrival_s)>;
   void set_frame_observer(FrameObserver observer) { frame_observer_ = std::move(observer); }
+
+  // Walks the streams once: counts them by state (counters().streams_by_state,
+  // oldest_frame_age_s) from the age of their last frame at `now_s` (unix
+  // seconds, the frames' arrival clock), and removes every stream with no
+  // frame for ingest.stream_idle_s (ring, trackers, caches; the backend is
+  // told at the next start_batch()), except one a batch in flight or waiting
+  // for its phase 2 still references: it goes at a later sweep. Returns how
+  // many were removed. May be called while a batch is in flight; cost linear
+  // in the streams (the daemon calls it about once a second).
+  std::size_t sweep_streams(double now_s);
 
   // Searches every window end not yet searched and returns the alerts (seq 0;
   // the sink assigns it). `now` gives the wall clock for detected_at/latency.
@@ -198,6 +216,7 @@ class Engine {
     // Per view: the window ends counted in due_windows and not yet searched,
     // shed or dropped, [first, second).
     std::vector<std::pair<std::int64_t, std::int64_t>> pending;
+    double last_frame_s = 0;  // arrival of its newest frame (any verdict)
   };
   // Counts the view's due ends [first, end) of `stream`: those new since the
   // last batch into tally.due (due_windows), pending ones now before `first`
@@ -253,13 +272,19 @@ class Engine {
   // have left the ring since the batch started is not searched: its window
   // ends move from searched_windows to lost_windows.
   void restore_omitted_samples();
-  Stream& stream_for(const sensors::Frame& frame, const config::DeviceProfile& profile);
+  // The frame's stream, opened if new; null when opening it would exceed
+  // ingest.max_streams (counted).
+  Stream* stream_for(const sensors::Frame& frame, const config::DeviceProfile& profile);
+  // Removes one stream (sweep_streams): its pending window ends count as
+  // lost, its sequence counters move to retired_, its backend keys to
+  // forgotten_keys_.
+  void evict_stream(std::map<std::uint64_t, Stream>::iterator it);
   // stream_clocks() into `clocks` (replaced; its storage reused).
   void collect_stream_clocks(std::vector<StreamClock>& clocks) const;
   // on_frame's steps around the append: the frame's stream, or null when its
   // device or profile refuses it (counted); then the verdict's counters and
   // the observer. Returns on_frame's result.
-  Stream* admit_frame(const sensors::Frame& frame);
+  Stream* admit_frame(const sensors::Frame& frame, double arrival_s);
   bool count_verdict(const sensors::Frame& frame, FrameVerdict verdict, double arrival_s);
 
   config::Config config_;
@@ -319,8 +344,18 @@ class Engine {
   std::map<std::uint64_t, Stream> streams_;  // key: wearer << 16 | device
   // The same streams by hash, for the per-frame lookup (thousands of
   // streams: a map walk was a cache miss per level); streams_ keeps the
-  // order batches and clocks go in. Streams are never removed.
+  // order batches and clocks go in. Idle streams are removed by
+  // sweep_streams().
   std::unordered_map<std::uint64_t, Stream*> stream_index_;
+  // The per-stream sequence counters of removed streams, so that the totals
+  // (counters().gaps etc.) never go back.
+  struct RetiredCounts {
+    std::uint64_t overrun = 0, gaps = 0, missing = 0, restarts = 0;
+  } retired_;
+  // Backend stream keys of removed streams, for forget_streams() at the next
+  // start_batch() (the backend is not touched while a search runs).
+  std::vector<std::uint64_t> forgotten_keys_;
+  bool stream_order_stale_ = true;  // streams were added or removed since stream_order_
   // streams_ in key order for the per-stream passes on the pool (rebuilt
   // when streams were added), and start_batch's per-stream scratch: work
   // per view (flat, stream-major), total work, oldest unsearched arrival.

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "sensors/frame.h"
@@ -58,16 +57,23 @@ class StreamState {
   std::size_t slot(std::int64_t index) const { return static_cast<std::size_t>(index) % capacity_; }
   void append(const sensors::Frame& frame, double arrival_s);
 
+  // Grows the storage to hold samples [0, samples) (no more than the
+  // capacity): the ring fills from slot 0, so until it wraps only the slots
+  // written so far need storage.
+  void grow_to(std::size_t samples);
+
   int channels_;
   std::size_t capacity_;
   double sample_rate_hz_;
-  // capacity x channels, not zeroed: only written samples are ever read, and
-  // a W1 ring is ~0.8 MB, so zeroing thousands of new streams at once (a
-  // daemon restarting under load) stalled the pipeline thread for a second;
-  // its pages are now touched as samples arrive.
-  std::unique_ptr<float[]> values_;
-  std::vector<double> device_time_;  // capacity
-  std::vector<double> arrival_;      // capacity
+  // Slots [0, allocated_) of the ring have storage; allocated_ reaches
+  // capacity_ before the ring wraps. A new stream holds none, so that many
+  // streams that send little (or a sender inventing wearer ids) cost little,
+  // and a daemon taking thousands of new streams at once does not stall on
+  // page faults for rings it has not filled.
+  std::size_t allocated_ = 0;
+  std::vector<float> values_;        // allocated_ x channels
+  std::vector<double> device_time_;  // allocated_
+  std::vector<double> arrival_;      // allocated_
   bool has_sequence_ = false;
   std::uint32_t last_sequence_ = 0;
   std::int64_t next_index_ = 0;

@@ -139,6 +139,12 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(config.ingest.tcp.port == 7701);
   CHECK(config.ingest.max_frame_bytes == 65507);
   CHECK(config.ingest.queue_overflow == "drop_newest");
+  CHECK(config.ingest.max_streams == 65536);
+  CHECK(config.ingest.stream_idle_s == 600);
+  CHECK(config.ingest.stream_stale_s == 5);
+  CHECK(config.ingest.stream_offline_s == 60);
+  CHECK(config.ingest.tcp.max_connections == 1024);
+  CHECK(config.ingest.tcp.idle_timeout_s == 120);
   CHECK(config.publish.endpoint == "tcp://127.0.0.1:7710");
   CHECK(config.search.backend == "auto");
   CHECK(config.search.tick_ms == 100);
@@ -1274,4 +1280,39 @@ TEST_CASE("query segmentation and search exhausting are validated with their key
         "test.yaml", kConfigDir);
     CHECK(wider.patterns.at(0).exhaust_band == 0.3);
   }
+}
+
+TEST_CASE("ingest stream and connection limits are read and checked with their key paths",
+          "[config]") {
+  const auto ok = parse_config(
+      yaml({"ingest:", "  max_streams: 500", "  stream_idle_s: 30", "  stream_stale_s: 2",
+            "  stream_offline_s: 10", "  tcp: {port: 0, max_connections: 8, idle_timeout_s: 0}"}),
+      "ok.yaml", "/base");
+  CHECK(ok.ingest.max_streams == 500);
+  CHECK(ok.ingest.stream_idle_s == 30);
+  CHECK(ok.ingest.stream_stale_s == 2);
+  CHECK(ok.ingest.stream_offline_s == 10);
+  CHECK(ok.ingest.tcp.port == 0);
+  CHECK(ok.ingest.tcp.max_connections == 8);
+  CHECK(ok.ingest.tcp.idle_timeout_s == 0);
+  const Config defaults = parse_config("", "empty.yaml", "/base");
+  CHECK(defaults.ingest.max_streams == 65536);
+  CHECK(defaults.ingest.tcp.max_connections == 1024);
+  CHECK(defaults.ingest.tcp.idle_timeout_s == 120);
+  require_single_issue(issues_of(yaml({"ingest:", "  max_streams: 0"})), "ingest.max_streams", 2,
+                       "got 0");
+  require_single_issue(issues_of(yaml({"ingest:", "  stream_idle_s: -1"})),
+                       "ingest.stream_idle_s", 2, "-1");
+  require_single_issue(issues_of(yaml({"ingest:", "  stream_stale_s: 0"})),
+                       "ingest.stream_stale_s", 2, "> 0");
+  require_single_issue(issues_of(yaml({"ingest:", "  stream_offline_s: 5"})),
+                       "ingest.stream_offline_s", 2, "must exceed stream_stale_s");
+  require_single_issue(issues_of(yaml({"ingest:", "  stream_stale_s: 90"})),
+                       "ingest.stream_stale_s", 2, "must exceed stream_stale_s");
+  require_single_issue(issues_of(yaml({"ingest:", "  tcp:", "    max_connections: 0"})),
+                       "ingest.tcp.max_connections", 3, "got 0");
+  require_single_issue(issues_of(yaml({"ingest:", "  tcp:", "    idle_timeout_s: -2"})),
+                       "ingest.tcp.idle_timeout_s", 3, "-2");
+  require_single_issue(issues_of(yaml({"ingest:", "  tcp:", "    max_conections: 9"})),
+                       "ingest.tcp.max_conections", 3, "max_connections");
 }

@@ -5,11 +5,16 @@
 // over ingest threads.
 #include "daemon/ingest.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/asio.hpp>
 #include <catch2/catch.hpp>
 #include <map>
 #include <random>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -77,7 +82,8 @@ struct Running {
   std::unique_ptr<Ingest> ingest;
   std::thread thread;
   Running(int threads, int channels, const std::string& status = "", bool slots = true)
-      : config(ingest_config(gw::test::free_port(false), threads, channels, status, slots)) {
+      : Running(ingest_config(gw::test::free_port(false), threads, channels, status, slots)) {}
+  explicit Running(gw::config::Config config_to_run) : config(std::move(config_to_run)) {
     ingest = std::make_unique<Ingest>(io, config, queue);
     thread = std::thread([this] { io.run(); });
   }
@@ -254,4 +260,125 @@ TEST_CASE("frames carry their time-slot inputs, reduced on the ingest thread", "
       CHECK(in[4] == rt);
     }
   }
+}
+
+namespace {
+
+// A connected client socket on the ingest's TCP port.
+asio::ip::tcp::socket connect_to(asio::io_context& io, const Running& run) {
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"),
+                  static_cast<unsigned short>(run.config.ingest.tcp.port)});
+  return socket;
+}
+
+// Whether the daemon closed `socket` (a read ends) within `timeout`.
+bool closed_by_peer(asio::ip::tcp::socket& socket, std::chrono::milliseconds timeout) {
+  timeval tv{static_cast<time_t>(timeout.count() / 1000),
+             static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char byte;
+  const ssize_t n = ::recv(socket.native_handle(), &byte, 1, 0);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+}  // namespace
+
+using namespace std::chrono_literals;
+
+TEST_CASE("connections past ingest.tcp.max_connections are closed at once and counted",
+          "[daemon][ingest][limits]") {
+  auto config = ingest_config(gw::test::free_port(false), 1, 2);
+  config.ingest.tcp.max_connections = 2;
+  Running run(config);
+  const auto& c = run.ingest->counters();
+  asio::io_context io;
+  auto first = connect_to(io, run);
+  auto second = connect_to(io, run);
+  REQUIRE(gw::test::eventually([&] { return c.tcp_open == 2; }, 5000ms));
+  auto third = connect_to(io, run);
+  CHECK(closed_by_peer(third, 5000ms));
+  CHECK(c.tcp_refused == 1);
+  CHECK(c.tcp_open == 2);
+  // The kept ones still carry frames; a freed place takes a new connection.
+  asio::write(second, asio::buffer(prefixed(frame_of(2, 0, 2, 5))));
+  CHECK(run.take(1).size() == 1);
+  first.close();
+  REQUIRE(gw::test::eventually([&] { return c.tcp_open == 1; }, 5000ms));
+  auto fourth = connect_to(io, run);
+  asio::write(fourth, asio::buffer(prefixed(frame_of(4, 0, 2, 5))));
+  const auto frames = run.take(1);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].frame.wearer_id == 4);
+  CHECK(c.tcp_refused == 1);
+}
+
+TEST_CASE("a connection silent for ingest.tcp.idle_timeout_s is closed and counted",
+          "[daemon][ingest][limits]") {
+  auto config = ingest_config(gw::test::free_port(false), 1, 2);
+  config.ingest.tcp.idle_timeout_s = 0.5;
+  Running run(config);
+  const auto& c = run.ingest->counters();
+  asio::io_context io;
+  auto silent = connect_to(io, run);
+  auto talking = connect_to(io, run);
+  // One sends a frame every 100 ms for 1.2 s: it stays; the other is closed.
+  const auto started = std::chrono::steady_clock::now();
+  for (std::uint32_t k = 0; k < 12; ++k) {
+    asio::write(talking, asio::buffer(prefixed(frame_of(1, k, 2, 5))));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(run.take(12).size() == 12);
+  CHECK(closed_by_peer(silent, 3000ms));
+  const double closed_after =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  CHECK(closed_after >= 0.5);
+  CHECK(c.tcp_idle_closed == 1);
+  CHECK(c.tcp_open == 1);
+  // Then silent itself: closed in turn.
+  CHECK(closed_by_peer(talking, 3000ms));
+  CHECK(c.tcp_idle_closed == 2);
+}
+
+TEST_CASE("out of descriptors, accepts wait instead of spinning and resume when some are free",
+          "[daemon][ingest][limits]") {
+  Running run(ingest_config(gw::test::free_port(false), 1, 2));
+  const auto& c = run.ingest->counters();
+  asio::io_context io;
+  asio::ip::tcp::socket client(io);
+  client.open(asio::ip::tcp::v4());  // its descriptor before they run out
+  // Take every free descriptor of this process (the ingest's too).
+  rlimit saved{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  rlimit low = saved;
+  low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 256);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  REQUIRE(null_fd >= 0);
+  std::vector<int> taken = {null_fd};
+  for (int fd; (fd = ::dup(null_fd)) >= 0;) taken.push_back(fd);
+  REQUIRE(errno == EMFILE);
+  client.connect({asio::ip::make_address("127.0.0.1"),
+                  static_cast<unsigned short>(run.config.ingest.tcp.port)});
+  // Over 1.5 s the waits (100, 200, 400, 800 ms) allow a handful of tries;
+  // a loop retrying at once would make millions.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const std::uint64_t errors = c.accept_errors;
+  // The I/O thread still serves other work.
+  std::promise<void> served;
+  asio::post(run.io, [&] { served.set_value(); });
+  const bool answered =
+      served.get_future().wait_for(std::chrono::milliseconds(500)) == std::future_status::ready;
+  for (int fd : taken) ::close(fd);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  CHECK(answered);
+  CHECK(errors >= 2);
+  CHECK(errors <= 8);
+  CHECK(c.tcp_connections == 0);
+  // With descriptors free again, the waiting connection is taken.
+  asio::write(client, asio::buffer(prefixed(frame_of(9, 0, 2, 5))));
+  const auto frames = run.take(1);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].frame.wearer_id == 9);
+  CHECK(c.tcp_connections == 1);
 }

@@ -890,3 +890,107 @@ TEST_CASE("a failover after the omitted samples left the ring counts their windo
   CHECK(engine.counters().windows > windows_before);
   CHECK(engine.counters().lost_windows == c.lost_windows);
 }
+
+TEST_CASE("ingest.max_streams: a frame that would open one stream more is dropped and counted",
+          "[engine][streams]") {
+  Fixture fx;
+  fx.config.ingest.max_streams = 3;
+  Engine engine(fx.config, gw::kernels::make_cpu_backend(1));
+  const auto v = stream_with_plant(100, 5);
+  for (std::uint32_t wearer = 1; wearer <= 5; ++wearer)
+    CHECK(engine.on_frame(make_frame(v, 0, 10, 0, wearer), 1.0) == (wearer <= 3));
+  CHECK(engine.on_frame(make_frame(v, 10, 10, 1, 2), 1.1));  // a live stream goes on
+  CHECK(engine.counters().streams == 3);
+  CHECK(engine.counters().streams_refused == 2);
+  CHECK(engine.counters().frames_accepted == 4);
+  CHECK(engine.stats_json().at("streams_refused") == 2);
+}
+
+TEST_CASE("sweep_streams counts streams by the age of their last frame and removes idle ones",
+          "[engine][streams]") {
+  Fixture fx;
+  fx.config.ingest.stream_stale_s = 5;
+  fx.config.ingest.stream_offline_s = 60;
+  fx.config.ingest.stream_idle_s = 100;
+  Engine engine(fx.config, gw::kernels::make_cpu_backend(1));
+  const auto v = stream_with_plant(100, 6);
+  // Wearers' last frames (wearer 1's last is the late one at 1099).
+  const std::pair<std::uint32_t, double> last_frames[] = {
+      {1, 1000}, {2, 1050}, {3, 1080}, {4, 1098}, {5, 1020}};
+  for (const auto& [wearer, arrival] : last_frames)
+    engine.on_frame(make_frame(v, 0, 10, 0, wearer), arrival);
+  engine.on_frame(make_frame(v, 0, 10, 0, 1), 1099);  // out of order: still a frame
+  CHECK(engine.sweep_streams(1100) == 0);
+  CHECK(engine.counters().streams_by_state.online == 2);  // 1 (1 s), 4 (2 s)
+  CHECK(engine.counters().streams_by_state.stale == 2);   // 2 (50 s), 3 (20 s)
+  CHECK(engine.counters().streams_by_state.offline == 1); // 5 (80 s)
+  CHECK(engine.counters().oldest_frame_age_s == Approx(80));
+  CHECK(engine.sweep_streams(1125) == 1);  // 5: 105 s
+  CHECK(engine.counters().streams == 4);
+  CHECK(engine.counters().streams_evicted == 1);
+  const nlohmann::json stats = engine.stats_json();  // 1: 26 s, 2: 75 s, 3: 45 s, 4: 27 s
+  CHECK(stats.at("streams_by_state") ==
+        nlohmann::json({{"online", 0}, {"stale", 3}, {"offline", 1}}));
+  CHECK(stats.at("oldest_frame_age_s").get<double>() == Approx(75));
+  CHECK(engine.sweep_streams(1300) == 4);
+  CHECK(engine.counters().streams == 0);
+  CHECK(engine.counters().oldest_frame_age_s == 0);
+  // A removed stream's device may come back: a new stream, its frames taken.
+  CHECK(engine.on_frame(make_frame(v, 10, 10, 1, 5), 1301));
+  CHECK(engine.counters().streams == 1);
+}
+
+TEST_CASE("an idle stream a batch still references is removed only after its phase 2",
+          "[engine][streams]") {
+  Fixture fx;
+  fx.config.ingest.stream_idle_s = 10;
+  Engine engine(fx.config, gw::kernels::make_cpu_backend(1));
+  const auto v = stream_with_plant(200, 7);
+  for (int i = 0; i < 20; ++i) engine.on_frame(make_frame(v, i * 10, 10, i), 1.0);
+  const auto now = [] { return 2.0; };
+  REQUIRE(engine.start_batch(now, std::launch::deferred));
+  CHECK(engine.sweep_streams(100) == 0);
+  REQUIRE(engine.end_search(now));
+  CHECK(engine.sweep_streams(100) == 0);
+  CHECK(engine.counters().streams_by_state.offline == 1);
+  engine.detect_searched(now);
+  CHECK(engine.sweep_streams(100) == 1);
+  CHECK(engine.counters().streams == 0);
+  CHECK_FALSE(engine.start_batch(now));
+}
+
+TEST_CASE("removing idle streams leaves the alerts of active streams and the totals as they were",
+          "[engine][streams]") {
+  Fixture fx;
+  fx.config.ingest.stream_idle_s = 2;
+  const auto v = stream_with_plant(1500, 8);
+  const auto reference = run(fx.config, v, 10, 1);
+  REQUIRE(reference.size() == 1);
+  Engine engine(fx.config, gw::kernels::make_cpu_backend(2));
+  const auto noise = stream_with_plant(100, 9);
+  // 40 wearers that send a few frames with a gap, then fall silent.
+  for (std::uint32_t wearer = 100; wearer < 140; ++wearer) {
+    engine.on_frame(make_frame(noise, 0, 10, 0, wearer), 0.0);
+    engine.on_frame(make_frame(noise, 20, 10, 2, wearer), 0.0);
+  }
+  std::vector<Alert> alerts;
+  std::size_t evicted = 0;
+  const auto now = [] { return 1.0; };
+  for (int first = 0, seq = 0; first < 1500; first += 10, ++seq) {
+    const double arrival = first * 0.01;  // 1 s per 100 samples
+    engine.on_frame(make_frame(v, first, 10, seq), arrival);
+    for (auto& a : engine.run_batch(now)) alerts.push_back(a);
+    evicted += engine.sweep_streams(arrival);
+  }
+  for (auto& a : engine.run_batch(now)) alerts.push_back(a);
+  CHECK(evicted == 40);
+  CHECK(engine.counters().streams == 1);
+  CHECK(engine.counters().gaps == 40);  // the removed streams' gaps still count
+  CHECK(engine.counters().missing_frames == 40);
+  const auto& c = engine.counters();
+  CHECK(c.due_windows == c.searched_windows + c.shed_windows + c.dropped_windows +
+                             c.lost_windows + c.pending_windows);
+  REQUIRE(alerts.size() == reference.size());
+  CHECK(alerts[0].end_index == reference[0].end_index);
+  CHECK(alerts[0].distance == reference[0].distance);
+}

@@ -105,3 +105,28 @@ TEST_CASE("copy reads a range that wraps around the ring's end in order", "[stre
     CHECK(out[2 + 2 * s] == static_cast<float>(105 + s));
   }
 }
+
+TEST_CASE("a ring grows as samples come and keeps them through growth and wrap", "[stream]") {
+  // Frames of 7 samples into a 1000-sample ring: storage grows several times
+  // before the ring wraps; every retained sample keeps its values and times.
+  StreamState st(3, 1000, 100);
+  std::uint32_t seq = 0;
+  for (; seq < 400; ++seq) {
+    REQUIRE(st.apply(frame(seq, 7, 3, static_cast<float>(seq * 7)), seq * 0.5) ==
+            FrameVerdict::kAccepted);
+    const std::int64_t first = st.oldest_retained();
+    std::vector<float> out;
+    st.copy(first, st.next_index(), out);
+    REQUIRE(out.size() == static_cast<std::size_t>(st.next_index() - first) * 3);
+    for (std::int64_t i = first; i < st.next_index(); i += 97) {
+      const std::int64_t frame_of = i / 7, within = i % 7;
+      const auto at = static_cast<std::size_t>(i - first) * 3;
+      REQUIRE(out[at] == static_cast<float>(frame_of * 7 + within));
+      REQUIRE(out[at + 2] == static_cast<float>(frame_of * 7 + within + 200));
+      REQUIRE(st.arrival_s(i) == frame_of * 0.5);
+      REQUIRE(st.device_time_s(i) == Approx(static_cast<double>(frame_of) + within * 0.01));
+    }
+  }
+  CHECK(st.next_index() == 2800);
+  CHECK(st.oldest_retained() == 1800);
+}
