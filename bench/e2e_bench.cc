@@ -69,6 +69,7 @@
 #include "common/error.h"
 #include "config/config.h"
 #include "daemon/ingest.h"
+#include "daemon/metrics_families.h"
 #include "pipeline/alert.h"
 #include "pipeline/sink.h"
 #include "pipeline/store.h"
@@ -346,12 +347,22 @@ struct Scrape {
     const auto it = values.find(name);
     return it == values.end() ? 0.0 : it->second;
   }
+  // The sample of the daemon's counters-JSON leaf `json_path`
+  // ("/engine/last_batch_ms"), in the JSON's unit: the bench names what it
+  // reads as the "stats." message does, the daemon's family table
+  // (daemon/metrics_families.h) says where /metrics has it.
+  double counter(const std::string& json_path) const {
+    const auto mapped = gw::daemon::sample_for_counter(json_path);
+    if (!mapped) throw gw::Error("no /metrics sample for counter " + json_path);
+    return get(mapped->sample) / mapped->scale;
+  }
 };
 
-Scrape scrape(int port) {
+// The samples of a Prometheus text page.
+Scrape parse_scrape(const std::string& text) {
   Scrape s;
   s.time = unix_now();
-  std::istringstream in(http_get(port, "/metrics"));
+  std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -364,6 +375,8 @@ Scrape scrape(int port) {
   }
   return s;
 }
+
+Scrape scrape(int port) { return parse_scrape(http_get(port, "/metrics")); }
 
 // Quantiles of a Prometheus histogram between two scrapes (cumulative
 // buckets, seconds), in ms; interpolated inside the bucket as the daemon's
@@ -791,8 +804,8 @@ struct DaemonRun {
       } catch (const std::exception&) {
       }
     } while (Clock::now() < drain_by && daemon->running() &&
-             last.get("gaitwatch_engine_frames_accepted") +
-                     last.get("gaitwatch_ingest_queue_dropped") <
+             last.counter("/engine/frames_accepted") +
+                     last.counter("/ingest/queue_dropped") <
                  static_cast<double>(frames_sent));
     std::this_thread::sleep_for(std::chrono::milliseconds(2 * kFramePeriodMs + 500));  // the last commit
     try {
@@ -836,18 +849,35 @@ json sender_json(const Options& options, const Senders& senders, const Senders::
 
 // ---------------------------------------------------------------- one run
 
-// Counters whose increase loses data or work: any of them > 0 after a run
-// means it was not sustained.
+// Counters whose increase loses data or work (counters-JSON paths): any of
+// them > 0 after a run means it was not sustained.
 const std::vector<std::string> kDropCounters = {
-    "gaitwatch_ingest_queue_dropped",    "gaitwatch_ingest_oversized",
-    "gaitwatch_ingest_tcp_bad_length",   "gaitwatch_ingest_unknown_device",
-    "gaitwatch_ingest_profile_mismatch", "gaitwatch_engine_frames_out_of_order",
-    "gaitwatch_engine_missing_frames",   "gaitwatch_engine_gaps",
-    "gaitwatch_engine_restarts",         "gaitwatch_engine_overrun_samples",
-    "gaitwatch_engine_shed_streams",     "gaitwatch_engine_shed_windows",
-    "gaitwatch_engine_dropped_windows",  "gaitwatch_engine_lost_windows",
-    "gaitwatch_engine_backend_failovers", "gaitwatch_sink_store_errors",
-    "gaitwatch_slots_late_samples"};
+    "/ingest/queue_dropped",    "/ingest/oversized",
+    "/ingest/tcp_bad_length",   "/ingest/unknown_device",
+    "/ingest/profile_mismatch", "/engine/frames_out_of_order",
+    "/engine/missing_frames",   "/engine/gaps",
+    "/engine/restarts",         "/engine/overrun_samples",
+    "/engine/shed_streams",     "/engine/shed_windows",
+    "/engine/dropped_windows",  "/engine/lost_windows",
+    "/engine/backend_failovers", "/sink/store_errors",
+    "/slots/late_samples"};
+
+// The counters-JSON paths of the decode failures, one per DecodeStatus.
+std::vector<std::string> decode_error_counters() {
+  std::vector<std::string> paths;
+  for (int s = 1; s < gw::sensors::kDecodeStatusCount; ++s)
+    paths.push_back(std::string("/ingest/decode_errors/") +
+                    gw::sensors::to_string(static_cast<gw::sensors::DecodeStatus>(s)));
+  return paths;
+}
+
+// "/ingest/queue_dropped" -> "ingest_queue_dropped": the keys of the bench's
+// output, as they were when /metrics named samples by the JSON path.
+std::string output_key(const std::string& json_path) {
+  std::string key = json_path.substr(1);
+  std::replace(key.begin(), key.end(), '/', '_');
+  return key;
+}
 
 json run_once(const Options& options, int wearers, double duration_s,
               const gw::sensors::Recording& base, const gw::bench::W1PatternSet& patterns,
@@ -890,9 +920,9 @@ json run_once(const Options& options, int wearers, double duration_s,
   run.watch(end, [&](const Scrape& s) {
     if (Clock::now() >= measure_from) {
       if (!first) first = s;
-      max_queue_depth = std::max(max_queue_depth, s.get("gaitwatch_ingest_queue_depth"));
+      max_queue_depth = std::max(max_queue_depth, s.counter("/ingest/queue_depth"));
       max_batch_predicted =
-          std::max(max_batch_predicted, s.get("gaitwatch_engine_cost_model_last_predicted_ms"));
+          std::max(max_batch_predicted, s.counter("/engine/cost_model/last_predicted_ms"));
     }
     if (Clock::now() >= next_report) {
       progress(fmt::format(
@@ -900,11 +930,11 @@ json run_once(const Options& options, int wearers, double duration_s,
           "{:.0f} deferred, queue {:.0f}, last batch {:.1f} ms; pool growths dedup {:.0f} "
           "({:.0f} ms), slots {:.0f} ({:.0f} ms)",
           wearers, std::chrono::duration<double>(Clock::now() - start).count(),
-          s.get("gaitwatch_engine_frames_accepted"), s.get("gaitwatch_engine_deadline_misses"),
-          s.get("gaitwatch_engine_deferred_streams"), s.get("gaitwatch_ingest_queue_depth"),
-          s.get("gaitwatch_engine_last_batch_ms"), s.get("gaitwatch_dedup_pool_growths"),
-          1e3 * s.get("gaitwatch_dedup_pool_growth_s"), s.get("gaitwatch_slots_pool_growths"),
-          1e3 * s.get("gaitwatch_slots_pool_growth_s")));
+          s.counter("/engine/frames_accepted"), s.counter("/engine/deadline_misses"),
+          s.counter("/engine/deferred_streams"), s.counter("/ingest/queue_depth"),
+          s.counter("/engine/last_batch_ms"), s.counter("/dedup/pool_growths"),
+          1e3 * s.counter("/dedup/pool_growth_s"), s.counter("/slots/pool_growths"),
+          1e3 * s.counter("/slots/pool_growth_s")));
       next_report += std::chrono::seconds(30);
     }
   });
@@ -921,8 +951,8 @@ json run_once(const Options& options, int wearers, double duration_s,
   const Scrape& a = *first;
   const Scrape& b = last;
   const double window_s = std::max(1e-9, b.time - a.time);
-  const auto delta = [&](const std::string& name) { return b.get(name) - a.get(name); };
-  const double accepted = b.get("gaitwatch_engine_frames_accepted");
+  const auto delta = [&](const std::string& path) { return b.counter(path) - a.counter(path); };
+  const double accepted = b.counter("/engine/frames_accepted");
 
   // Alerts of the window, as the subscriber saw them.
   std::vector<double> daemon_ms, subscriber_ms, sample_ms;
@@ -943,14 +973,14 @@ json run_once(const Options& options, int wearers, double duration_s,
   // Over the sending part of the window: the drain after it adds frames
   // but would dilute the rate.
   line["frames_per_s_accepted_window"] =
-      delta("gaitwatch_engine_frames_accepted") / std::max(1e-9, send_end_unix - a.time);
-  line["alerts"] = {{"engine_window", delta("gaitwatch_engine_alerts")},
-                    {"committed_window", delta("gaitwatch_sink_committed")},
-                    {"published_total", b.get("gaitwatch_sink_published")},
+      delta("/engine/frames_accepted") / std::max(1e-9, send_end_unix - a.time);
+  line["alerts"] = {{"engine_window", delta("/engine/alerts")},
+                    {"committed_window", delta("/sink/committed")},
+                    {"published_total", b.counter("/sink/published")},
                     {"received_total", seen.size()},
                     {"received_window", daemon_ms.size()},
                     {"stored_total", stored},
-                    {"dedup_duplicates_total", b.get("gaitwatch_dedup_duplicates")},
+                    {"dedup_duplicates_total", b.counter("/dedup/duplicates")},
                     {"bad_messages", subscriber.bad_messages()}};
   line["latency_ms"] = {
       {"daemon_histogram",
@@ -970,30 +1000,29 @@ json run_once(const Options& options, int wearers, double duration_s,
                     : *std::max_element(subscriber_ms.begin(), subscriber_ms.end())}}},
       {"sample_to_subscriber",
        {{"p50", quantile_of(sample_ms, 0.5)}, {"p99", quantile_of(sample_ms, 0.99)}}},
-      {"daemon_max_since_start", b.get("gaitwatch_engine_max_latency_ms")}};
+      {"daemon_max_since_start", b.counter("/engine/max_latency_ms")}};
   line["batch_ms"] = {{"count", batch.count},
                       {"p50", batch.p50_ms},
                       {"p99", batch.p99_ms},
                       {"mean", batch.mean_ms},
-                      {"max_since_start", b.get("gaitwatch_engine_max_batch_ms")},
+                      {"max_since_start", b.counter("/engine/max_batch_ms")},
                       {"max_predicted_window", max_batch_predicted}};
-  line["deadline_misses_window"] = delta("gaitwatch_engine_deadline_misses");
-  line["deadline_misses_total"] = b.get("gaitwatch_engine_deadline_misses");
-  line["deferred_streams_window"] = delta("gaitwatch_engine_deferred_streams");
-  line["deferred_streams_total"] = b.get("gaitwatch_engine_deferred_streams");
+  line["deadline_misses_window"] = delta("/engine/deadline_misses");
+  line["deadline_misses_total"] = b.counter("/engine/deadline_misses");
+  line["deferred_streams_window"] = delta("/engine/deferred_streams");
+  line["deferred_streams_total"] = b.counter("/engine/deferred_streams");
   json drops = json::object();
   double dropped = 0;
-  for (const auto& [key, value] : b.values) {
-    const bool counted =
-        std::find(kDropCounters.begin(), kDropCounters.end(), key) != kDropCounters.end() ||
-        key.rfind("gaitwatch_ingest_decode_errors_", 0) == 0;
-    if (!counted) continue;
-    drops[key.substr(std::string("gaitwatch_").size())] = value;
+  std::vector<std::string> drop_counters = kDropCounters;
+  for (const std::string& path : decode_error_counters()) drop_counters.push_back(path);
+  for (const std::string& path : drop_counters) {
+    const double value = b.counter(path);
+    drops[output_key(path)] = value;
     dropped += value;
   }
   line["drops_total"] = drops;
   line["queue"] = {{"ingest_depth_max_sampled", max_queue_depth},
-                   {"ingest_high_water", b.get("gaitwatch_ingest_queue_high_water")},
+                   {"ingest_high_water", b.counter("/ingest/queue_high_water")},
                    {"ingest_capacity", std::max(8192, 8 * wearers)}};
   // The daemon's pipeline thread over the window, as fractions of it: is it
   // the limit (waiting near 0), and on what.
@@ -1002,16 +1031,16 @@ json run_once(const Options& options, int wearers, double duration_s,
        {"waiting", "frames", "frames_engine", "batch", "batch_start", "after_batch", "alerts_out",
         "other"})
     pipeline_thread[part] =
-        delta(std::string("gaitwatch_pipeline_thread_") + part + "_s") / window_s;
+        delta(std::string("/pipeline_thread/") + part + "_s") / window_s;
   line["pipeline_thread_fraction"] = pipeline_thread;
   // The engine's host stages (within the batch part above), likewise.
   json engine_host = json::object();
   for (const char* stage : {"due", "slices", "fill", "phase2"})
-    engine_host[stage] = delta(std::string("gaitwatch_engine_host_s_") + stage) / window_s;
+    engine_host[stage] = delta(std::string("/engine/host_s/") + stage) / window_s;
   line["engine_host_fraction"] = engine_host;
   // The alert writer's thread, likewise: transactions and publishing.
-  line["sink_fraction"] = {{"commit", delta("gaitwatch_sink_commit_s") / window_s},
-                           {"publish", delta("gaitwatch_sink_publish_s") / window_s}};
+  line["sink_fraction"] = {{"commit", delta("/sink/commit_s") / window_s},
+                           {"publish", delta("/sink/publish_s") / window_s}};
   line["daemon_exit_code"] = exit_code ? *exit_code : -1;
 
   // The verdict.
@@ -1298,22 +1327,10 @@ void micro_store(const Options& options, const fs::path& workdir) {
 
 // ---------------------------------------------------------------- overload
 
-// The daemon's counters JSON ("stats." message) as the flat names of its
-// /metrics (daemon/metrics.h: gaitwatch_<section>_<path>).
-void flatten(const std::string& prefix, const nlohmann::json& value, Scrape& out) {
-  if (value.is_object()) {
-    for (const auto& [key, child] : value.items()) flatten(prefix + "_" + key, child, out);
-  } else if (value.is_number()) {
-    out.values[prefix] = value.get<double>();
-  } else if (value.is_boolean()) {
-    out.values[prefix] = value.get<bool>() ? 1.0 : 0.0;
-  }
-}
-
 // What one phase changed, between the scrapes at its start and its end.
 json phase_json(const std::string& name, int wearers, const Scrape& a, const Scrape& b,
                 std::uint64_t frames_sent, double max_queue_depth) {
-  const auto delta = [&](const std::string& n) { return b.get(n) - a.get(n); };
+  const auto delta = [&](const std::string& path) { return b.counter(path) - a.counter(path); };
   const HistogramWindow latency = histogram_window(a, b, "gaitwatch_alert_latency_seconds");
   const HistogramWindow batch = histogram_window(a, b, "gaitwatch_batch_seconds");
   json p;
@@ -1324,10 +1341,10 @@ json phase_json(const std::string& name, int wearers, const Scrape& a, const Scr
   for (const char* c : {"frames_accepted", "batches", "deadline_misses", "deferred_streams",
                         "shed_streams", "shed_windows", "dropped_windows", "lost_windows",
                         "overrun_samples", "due_windows", "searched_windows", "alerts"})
-    p[c] = delta(std::string("gaitwatch_engine_") + c);
-  p["queue_dropped"] = delta("gaitwatch_ingest_queue_dropped");
-  p["pending_windows_end"] = b.get("gaitwatch_engine_pending_windows");
-  p["queue_depth_end"] = b.get("gaitwatch_ingest_queue_depth");
+    p[c] = delta(std::string("/engine/") + c);
+  p["queue_dropped"] = delta("/ingest/queue_dropped");
+  p["pending_windows_end"] = b.counter("/engine/pending_windows");
+  p["queue_depth_end"] = b.counter("/ingest/queue_depth");
   p["queue_depth_max_sampled"] = max_queue_depth;
   p["latency_ms"] = {{"count", latency.count}, {"p50", latency.p50_ms}, {"p99", latency.p99_ms}};
   p["batch_ms"] = {{"count", batch.count}, {"p50", batch.p50_ms}, {"p99", batch.p99_ms}};
@@ -1339,26 +1356,26 @@ json phase_json(const std::string& name, int wearers, const Scrape& a, const Scr
 // reason) + still queued; window-end items due = searched + shed + dropped +
 // lost + pending (pipeline/engine.h).
 json accounting_json(const Scrape& f, std::uint64_t frames_sent, const std::string& transport) {
-  const double received = f.get(transport == "tcp" ? "gaitwatch_ingest_tcp_frames"
-                                                   : "gaitwatch_ingest_datagrams");
+  const double received = f.counter(transport == "tcp" ? "/ingest/tcp_frames"
+                                                       : "/ingest/datagrams");
   json reasons = json::object();
   double dropped = 0;
-  const auto reason = [&](const std::string& name) {
-    const double v = f.get("gaitwatch_" + name);
-    reasons[name] = v;
+  const auto reason = [&](const std::string& path) {
+    const double v = f.counter(path);
+    reasons[output_key(path)] = v;
     dropped += v;
   };
-  for (const auto& [key, value] : f.values)
-    if (key.rfind("gaitwatch_ingest_decode_errors_", 0) == 0) reason(key.substr(10));
-  for (const char* name :
-       {"ingest_oversized", "ingest_unknown_device", "ingest_profile_mismatch",
-        "ingest_admission_not_allowed", "ingest_admission_wrong_source",
-        "ingest_admission_missing_mac", "ingest_admission_bad_mac",
-        "ingest_admission_unexpected_mac", "ingest_queue_dropped", "engine_frames_out_of_order",
-        "engine_frames_unknown_device", "engine_frames_profile_mismatch"})
-    reason(name);
-  const double accepted = f.get("gaitwatch_engine_frames_accepted");
-  const double queued = f.get("gaitwatch_ingest_queue_depth");
+  for (const std::string& path : decode_error_counters()) reason(path);
+  for (const char* path :
+       {"/ingest/oversized", "/ingest/unknown_device", "/ingest/profile_mismatch",
+        "/ingest/admission/not_allowed", "/ingest/admission/wrong_source",
+        "/ingest/admission/missing_mac", "/ingest/admission/bad_mac",
+        "/ingest/admission/unexpected_mac", "/ingest/queue_dropped",
+        "/engine/frames_out_of_order", "/engine/frames_unknown_device",
+        "/engine/frames_profile_mismatch"})
+    reason(path);
+  const double accepted = f.counter("/engine/frames_accepted");
+  const double queued = f.counter("/ingest/queue_depth");
   json frames = {{"sent", frames_sent},
                  {"received", received},
                  {"accepted", accepted},
@@ -1367,7 +1384,7 @@ json accounting_json(const Scrape& f, std::uint64_t frames_sent, const std::stri
                  {"queued_at_end", queued}};
   frames["sent_equals_received"] = static_cast<double>(frames_sent) == received;
   frames["received_equals_accepted_plus_dropped"] = received == accepted + dropped + queued;
-  const auto engine = [&](const char* n) { return f.get(std::string("gaitwatch_engine_") + n); };
+  const auto engine = [&](const char* n) { return f.counter(std::string("/engine/") + n); };
   json windows = {{"due", engine("due_windows")},         {"searched", engine("searched_windows")},
                   {"shed", engine("shed_windows")},       {"dropped", engine("dropped_windows")},
                   {"lost", engine("lost_windows")},       {"pending", engine("pending_windows")},
@@ -1467,17 +1484,17 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
     double max_depth = 0;
     auto next_report = Clock::now() + std::chrono::seconds(15);
     run.watch(boundary, [&](const Scrape& s) {
-      max_depth = std::max(max_depth, s.get("gaitwatch_ingest_queue_depth"));
+      max_depth = std::max(max_depth, s.counter("/ingest/queue_depth"));
       if (Clock::now() < next_report) return;
       next_report += std::chrono::seconds(15);
       progress(fmt::format("  {} ({} wearers): {:.0f} deadline misses, {:.0f} deferred, {:.0f} "
                            "shed, {:.0f} lost windows, queue {:.0f}, last batch {:.0f} ms",
-                           phase.name, phase.wearers, s.get("gaitwatch_engine_deadline_misses"),
-                           s.get("gaitwatch_engine_deferred_streams"),
-                           s.get("gaitwatch_engine_shed_streams"),
-                           s.get("gaitwatch_engine_lost_windows"),
-                           s.get("gaitwatch_ingest_queue_depth"),
-                           s.get("gaitwatch_engine_last_batch_ms")));
+                           phase.name, phase.wearers, s.counter("/engine/deadline_misses"),
+                           s.counter("/engine/deferred_streams"),
+                           s.counter("/engine/shed_streams"),
+                           s.counter("/engine/lost_windows"),
+                           s.counter("/ingest/queue_depth"),
+                           s.counter("/engine/last_batch_ms")));
     });
     Scrape b = at;
     try {
@@ -1494,7 +1511,7 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   senders.join();
   const Senders::Totals sent = senders.totals();
   const Scrape drained = run.drain(sent.frames, 60);
-  phase_lines.push_back(phase_json("drain", 0, at, drained, 0, drained.get("gaitwatch_ingest_queue_depth")));
+  phase_lines.push_back(phase_json("drain", 0, at, drained, 0, drained.counter("/ingest/queue_depth")));
   const std::uint64_t stored = run.stop(line);
 
   // The counters the daemon published at shutdown, after its drain; the
@@ -1503,15 +1520,16 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   const nlohmann::json last_stats = run.subscriber->last_stats();
   const bool from_shutdown = last_stats.is_object() && last_stats.value("reason", "") == "shutdown";
   if (from_shutdown) {
-    final_counters = Scrape{};
-    flatten("gaitwatch", last_stats, final_counters);
+    std::string page;
+    gw::daemon::render_counter_families(last_stats, page);
+    final_counters = parse_scrape(page);
   }
   line["sender"] = sender_json(options, senders, sent, peak * 1000.0 / kFramePeriodMs);
   line["phases"] = phase_lines;
   line["accounting"] = accounting_json(final_counters, sent.frames, options.transport);
   line["accounting"]["source"] = from_shutdown ? "stats at shutdown" : "last metrics scrape";
   line["alerts"] = {{"stored", stored},
-                    {"published", final_counters.get("gaitwatch_sink_published")},
+                    {"published", final_counters.counter("/sink/published")},
                     {"received", run.subscriber->alerts().size()}};
   line["daemon_exit_code"] = run.exit_code ? *run.exit_code : -1;
   line["loadavg_at_end"] = loadavg();

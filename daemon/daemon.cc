@@ -272,6 +272,7 @@ class Daemon {
     auto backend = kernels::make_backend(config_.search.backend, config_.search.threads, &note);
     spdlog::info("search backend: {}", note);
     pipeline::Engine engine(config_, std::move(backend));
+    metrics_board_.set_build_info(build_info_labels(engine.backend_name()));
     TableJobs jobs(config_);
 
     pipeline::SinkOptions sink_options;

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "daemon/accept_loop.h"
 #include "daemon/log.h"
+#include "daemon/process_metrics.h"
 
 namespace gw::daemon {
 
@@ -62,41 +63,13 @@ void LatencyHistogram::render(const std::string& name, const std::string& help,
   out += fmt::format("{}_sum {}\n{}_count {}\n", name, sum_ / 1000.0, name, count_);
 }
 
-namespace {
-
-std::string metric_name(std::string name) {
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return name;
-}
-
-void render_json(const std::string& prefix, const nlohmann::json& value, std::string& out) {
-  if (value.is_object()) {
-    for (const auto& [key, child] : value.items()) render_json(prefix + "_" + key, child, out);
-  } else if (value.is_number() || value.is_boolean()) {
-    const double v = value.is_boolean() ? (value.get<bool>() ? 1.0 : 0.0) : value.get<double>();
-    const std::string name = metric_name(prefix);
-    out += fmt::format("# TYPE {} gauge\n{} {}\n", name, name, v);
-  }
-}
-
-}  // namespace
-
 std::string render_prometheus(const MetricsSnapshot& s) {
   std::string out;
-  render_json("gaitwatch", s.counters, out);
+  render_counter_families(s.counters, out);
   s.alert_latency.render("gaitwatch_alert_latency_seconds",
-                         "sample arrival to alert ready, per alert", out);
-  s.batch_time.render("gaitwatch_batch_seconds", "search batch wall time (search backend included)",
-                      out);
-  const auto quantiles = [&](const char* name, const LatencyHistogram& h) {
-    out += fmt::format("# TYPE {} gauge\n", name);
-    out += fmt::format("{}{{quantile=\"0.5\"}} {}\n", name, h.quantile(0.5) / 1000.0);
-    out += fmt::format("{}{{quantile=\"0.99\"}} {}\n", name, h.quantile(0.99) / 1000.0);
-    out += fmt::format("{}{{quantile=\"1\"}} {}\n", name, h.max() / 1000.0);
-  };
-  quantiles("gaitwatch_alert_latency_quantile_seconds", s.alert_latency);
-  quantiles("gaitwatch_batch_quantile_seconds", s.batch_time);
+                         "Sample arrival to alert ready, per alert.", out);
+  s.batch_time.render("gaitwatch_batch_seconds",
+                      "Search batch wall time (search backend included), per batch.", out);
   return out;
 }
 
@@ -105,9 +78,20 @@ void MetricsBoard::publish(MetricsSnapshot snapshot) {
   snapshot_ = std::move(snapshot);
 }
 
-std::string MetricsBoard::render() const {
+void MetricsBoard::set_build_info(MetricLabels labels) {
   std::lock_guard<std::mutex> lock(mu_);
-  return render_prometheus(snapshot_);
+  build_info_ = std::move(labels);
+}
+
+std::string MetricsBoard::render() const {
+  std::string out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out = render_prometheus(snapshot_);
+    if (!build_info_.empty()) render_build_info(build_info_, out);
+  }
+  render_process_metrics(read_process_stats(), out);
+  return out;
 }
 
 // One connection: read requests, answer each, until the peer closes.

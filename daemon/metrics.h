@@ -3,7 +3,9 @@
 //
 // The pipeline thread owns the numbers: after each tick it publishes a
 // snapshot (counters as JSON, the latency and batch-time histograms); the
-// HTTP handlers on the I/O thread render the latest snapshot. Thread safety:
+// HTTP handlers on the I/O thread render the latest snapshot, with the build
+// info and the process metrics read at that moment. Which families the
+// counters become is declared in daemon/metrics_families.h. Thread safety:
 // MetricsBoard is safe from any thread; MetricsServer lives on one io_context.
 #pragma once
 
@@ -15,6 +17,8 @@
 
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
+
+#include "daemon/metrics_families.h"
 
 namespace gw::daemon {
 
@@ -48,19 +52,24 @@ struct MetricsSnapshot {
   LatencyHistogram batch_time;     // search batch wall time, per batch
 };
 
-// Renders a snapshot as Prometheus text: every numeric or boolean leaf of the
-// counters becomes a gauge `gaitwatch_<section>_<path>` (monotone counters
-// included: Prometheus' rate() works on them as well), plus the histograms.
+// Renders a snapshot as Prometheus text: the counters as the families of
+// metric_families() (leaves the table does not know are left out), then the
+// histograms gaitwatch_alert_latency_seconds and gaitwatch_batch_seconds.
 std::string render_prometheus(const MetricsSnapshot& snapshot);
 
 class MetricsBoard {
  public:
   void publish(MetricsSnapshot snapshot);
+  // The labels of gaitwatch_build_info (build_info_labels()); none set: the
+  // family is left out.
+  void set_build_info(MetricLabels labels);
+  // The latest snapshot, gaitwatch_build_info and the process metrics.
   std::string render() const;
 
  private:
   mutable std::mutex mu_;
   MetricsSnapshot snapshot_;
+  MetricLabels build_info_;
 };
 
 // Serves GET /metrics (anything else: 404) on bind:port (port 0: an

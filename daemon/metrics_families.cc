@@ -1,0 +1,491 @@
+#include "daemon/metrics_families.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <initializer_list>
+
+namespace gw::daemon {
+namespace {
+
+using json = nlohmann::json;
+constexpr double kMsToSeconds = 1e-3;
+
+MetricFamily family(MetricType type, std::string name, std::string help,
+                    std::vector<MetricSample> samples, double scale = 1) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.type = type;
+  f.help = std::move(help);
+  f.scale = scale;
+  f.samples = std::move(samples);
+  return f;
+}
+
+MetricFamily counter(std::string name, std::string help, std::vector<MetricSample> samples,
+                     double scale = 1) {
+  return family(MetricType::kCounter, std::move(name), std::move(help), std::move(samples), scale);
+}
+
+MetricFamily gauge(std::string name, std::string help, std::vector<MetricSample> samples,
+                   double scale = 1) {
+  return family(MetricType::kGauge, std::move(name), std::move(help), std::move(samples), scale);
+}
+
+MetricFamily optional(MetricFamily f) {
+  f.optional = true;
+  return f;
+}
+
+// Samples told apart by one label: {value, path} pairs.
+std::vector<MetricSample> by(const std::string& label,
+                             std::initializer_list<std::pair<const char*, const char*>> values) {
+  std::vector<MetricSample> samples;
+  for (const auto& [value, path] : values) samples.push_back({path, {{label, value}}});
+  return samples;
+}
+
+// A family's one sample, without labels.
+std::vector<MetricSample> leaf(const char* path) { return {MetricSample{path, {}}}; }
+
+// One labelled sample per key of the object at `object_path`.
+std::vector<MetricSample> each_key(const std::string& object_path, const std::string& label) {
+  return {{object_path + "/*", {{label, "*"}}}};
+}
+
+std::vector<MetricFamily> make_families() {
+  return {
+      // ---- ingest (daemon/ingest.h)
+      counter("gaitwatch_ingest_frames_received_total",
+              "Frames received, before decoding: UDP datagrams and TCP length-prefixed records.",
+              by("transport", {{"udp", "/ingest/datagrams"}, {"tcp", "/ingest/tcp_frames"}})),
+      counter("gaitwatch_ingest_tcp_connections_total", "TCP ingest connections accepted.",
+              leaf("/ingest/tcp_connections")),
+      counter("gaitwatch_ingest_tcp_bad_lengths_total",
+              "TCP records whose length prefix was 0 or above ingest.max_frame_bytes; each closed "
+              "its connection.",
+              leaf("/ingest/tcp_bad_length")),
+      counter("gaitwatch_ingest_oversized_datagrams_total",
+              "UDP datagrams larger than ingest.max_frame_bytes, dropped undecoded.",
+              leaf("/ingest/oversized")),
+      counter("gaitwatch_ingest_decode_errors_total",
+              "Frames that failed to decode, by decoder status (docs/protocol.md).",
+              each_key("/ingest/decode_errors", "status")),
+      counter("gaitwatch_ingest_frames_refused_total",
+              "Decoded frames refused at ingest, by reason: admission (ingest.allowed_devices, "
+              "docs/protocol.md) or the device-profile checks that follow it.",
+              by("reason", {{"not_allowed", "/ingest/admission/not_allowed"},
+                            {"wrong_source", "/ingest/admission/wrong_source"},
+                            {"missing_mac", "/ingest/admission/missing_mac"},
+                            {"bad_mac", "/ingest/admission/bad_mac"},
+                            {"unexpected_mac", "/ingest/admission/unexpected_mac"},
+                            {"unknown_device", "/ingest/unknown_device"},
+                            {"profile_mismatch", "/ingest/profile_mismatch"}})),
+      counter("gaitwatch_ingest_mac_verified_frames_total",
+              "Frames whose MAC verified under their device's key.",
+              leaf("/ingest/admission/mac_verified")),
+      counter("gaitwatch_ingest_queued_frames_total",
+              "Frames handed to the queue to the pipeline thread.", leaf("/ingest/queued")),
+      counter("gaitwatch_ingest_queue_dropped_frames_total",
+              "Frames the full ingest queue dropped (ingest.queue_overflow).",
+              leaf("/ingest/queue_dropped")),
+      gauge("gaitwatch_ingest_queue_frames", "Frames waiting in the ingest queue.",
+            leaf("/ingest/queue_depth")),
+      gauge("gaitwatch_ingest_queue_high_water_frames",
+            "Most frames the ingest queue has held at once since start.",
+            leaf("/ingest/queue_high_water")),
+
+      // ---- engine (pipeline/engine.h)
+      gauge("gaitwatch_engine_streams", "Streams (wearer, device) the engine has seen since start.",
+            leaf("/engine/streams")),
+      optional(gauge("gaitwatch_streams",
+                     "Streams by state: online (frames arriving), stale (late), offline (quiet "
+                     "longer): a wearer's sensor that went quiet shows here.",
+                     by("state", {{"online", "/engine/streams_by_state/online"},
+                                  {"stale", "/engine/streams_by_state/stale"},
+                                  {"offline", "/engine/streams_by_state/offline"}}))),
+      optional(gauge("gaitwatch_stream_oldest_frame_age_seconds",
+                     "Time since the last frame of the stream that has waited longest for one.",
+                     leaf("/engine/oldest_frame_age_s"))),
+      counter("gaitwatch_engine_frames_accepted_total", "Frames the engine appended to a stream.",
+              leaf("/engine/frames_accepted")),
+      counter("gaitwatch_engine_frames_rejected_total",
+              "Frames the engine rejected, by reason (unknown_device and profile_mismatch are "
+              "normally caught at ingest).",
+              by("reason", {{"out_of_order", "/engine/frames_out_of_order"},
+                            {"unknown_device", "/engine/frames_unknown_device"},
+                            {"profile_mismatch", "/engine/frames_profile_mismatch"}})),
+      counter("gaitwatch_engine_stream_gaps_total",
+              "Gaps in streams' frame sequences (frames missing in between).",
+              leaf("/engine/gaps")),
+      counter("gaitwatch_engine_missing_frames_total", "Frames missing in those gaps.",
+              leaf("/engine/missing_frames")),
+      counter("gaitwatch_engine_stream_restarts_total",
+              "Streams that restarted (sequence or device clock went back).",
+              leaf("/engine/restarts")),
+      counter("gaitwatch_engine_samples_total", "Samples appended to streams.",
+              leaf("/engine/samples")),
+      counter("gaitwatch_engine_overrun_samples_total",
+              "Samples overwritten in a stream's ring before they were searched.",
+              leaf("/engine/overrun_samples")),
+      counter("gaitwatch_engine_batches_total", "Search batches run.", leaf("/engine/batches")),
+      counter("gaitwatch_engine_deadline_misses_total",
+              "Batches that ended after search.deadline_ms.", leaf("/engine/deadline_misses")),
+      counter("gaitwatch_engine_backend_windows_total", "Windows the search backend considered.",
+              leaf("/engine/windows")),
+      counter("gaitwatch_engine_single_dim_matches_total",
+              "Matches of one pattern dim the backend reported, before phase 2 combines them.",
+              leaf("/engine/single_dim_matches")),
+      counter("gaitwatch_engine_alerts_total", "Detections, before de-duplication.",
+              leaf("/engine/alerts")),
+      counter("gaitwatch_engine_overload_streams_total",
+              "Streams a batch did not search when due (search.overload_policy), by action: "
+              "deferred to a later batch or their new samples shed.",
+              by("action",
+                 {{"deferred", "/engine/deferred_streams"}, {"shed", "/engine/shed_streams"}})),
+      counter("gaitwatch_engine_due_windows_total",
+              "Window end x dim pair items batches found due; each ends in one outcome of "
+              "gaitwatch_engine_window_outcomes_total or in gaitwatch_engine_pending_windows.",
+              leaf("/engine/due_windows")),
+      counter("gaitwatch_engine_window_outcomes_total",
+              "Due items by outcome: searched, shed (policy shed), dropped (policy "
+              "drop_patterns) or lost (deferred, then out of reach).",
+              by("outcome", {{"searched", "/engine/searched_windows"},
+                             {"shed", "/engine/shed_windows"},
+                             {"dropped", "/engine/dropped_windows"},
+                             {"lost", "/engine/lost_windows"}})),
+      gauge("gaitwatch_engine_pending_windows", "Due items deferred and still waiting.",
+            leaf("/engine/pending_windows")),
+      counter("gaitwatch_engine_backend_failovers_total",
+              "Search backend failures that switched the engine to the CPU backend.",
+              leaf("/engine/backend_failovers")),
+      gauge("gaitwatch_engine_cost_model_floor_seconds",
+            "The batch cost model's fixed time per batch.", leaf("/engine/cost_model/floor_ms"),
+            kMsToSeconds),
+      gauge("gaitwatch_engine_cost_model_slope_seconds",
+            "The batch cost model's time per window x dim pair item.",
+            leaf("/engine/cost_model/slope_ms_per_item"), kMsToSeconds),
+      gauge("gaitwatch_engine_cost_model_observations", "Batches the cost model's fit rests on.",
+            leaf("/engine/cost_model/observations")),
+      gauge("gaitwatch_engine_cost_model_predicted_batch_seconds",
+            "The cost model's prediction for the last batch.",
+            leaf("/engine/cost_model/last_predicted_ms"), kMsToSeconds),
+      counter("gaitwatch_engine_host_seconds_total",
+              "The engine's host work per batch by stage (parts of the pipeline thread's batch "
+              "time): finding what is due, laying out slices, filling them, phase 2.",
+              by("stage", {{"due", "/engine/host_s/due"},
+                           {"slices", "/engine/host_s/slices"},
+                           {"fill", "/engine/host_s/fill"},
+                           {"phase2", "/engine/host_s/phase2"}})),
+      gauge("gaitwatch_engine_last_batch_seconds", "Wall time of the last search batch.",
+            leaf("/engine/last_batch_ms"), kMsToSeconds),
+      gauge("gaitwatch_engine_max_batch_seconds", "Longest search batch since start.",
+            leaf("/engine/max_batch_ms"), kMsToSeconds),
+      gauge("gaitwatch_engine_max_latency_seconds",
+            "Worst batch since start: newest sample arrival to alerts ready.",
+            leaf("/engine/max_latency_ms"), kMsToSeconds),
+
+      // ---- alert writer (pipeline/sink.h)
+      counter("gaitwatch_sink_committed_alerts_total", "Alerts committed to the store.",
+              leaf("/sink/committed")),
+      counter("gaitwatch_sink_published_alerts_total",
+              "Alerts handed to the publisher socket (after their commit).",
+              leaf("/sink/published")),
+      counter("gaitwatch_sink_transactions_total", "Store transactions committed.",
+              leaf("/sink/transactions")),
+      gauge("gaitwatch_sink_last_seq", "Sequence number of the last stored alert.",
+            leaf("/sink/last_seq")),
+      counter("gaitwatch_sink_store_errors_total", "Failed store commits (retried).",
+              leaf("/sink/store_errors")),
+      counter("gaitwatch_sink_checkpoints_total", "WAL checkpoints run.",
+              leaf("/sink/checkpoints")),
+      counter("gaitwatch_sink_thread_seconds_total",
+              "The alert writer thread's wall time by activity: transactions (rows and fsync) "
+              "and publishing committed alerts.",
+              by("activity", {{"commit", "/sink/commit_s"}, {"publish", "/sink/publish_s"}})),
+
+      // ---- hash tables: de-duplication and the time-slot index
+      counter("gaitwatch_table_failures_total",
+              "Hash table failures that rebuilt a job on a new CPU table.",
+              leaf("/table_failures")),
+      gauge("gaitwatch_table_enabled",
+            "Whether the table's job is on (dedup.enabled, "
+            "slots.enabled).",
+            by("table", {{"dedup", "/dedup/enabled"}, {"slots", "/slots/enabled"}})),
+      gauge("gaitwatch_table_live_keys", "Keys in the table.",
+            by("table", {{"dedup", "/dedup/live_keys"}, {"slots", "/slots/live_keys"}})),
+      gauge("gaitwatch_table_pool_nodes", "Nodes the table's pool holds.",
+            by("table", {{"dedup", "/dedup/pool_nodes"}, {"slots", "/slots/pool_nodes"}})),
+      counter("gaitwatch_table_pool_growths_total", "Pool growths after the pool ran out.",
+              by("table", {{"dedup", "/dedup/pool_growths"}, {"slots", "/slots/pool_growths"}})),
+      counter("gaitwatch_table_pool_growth_seconds_total", "Wall time of those pool growths.",
+              by("table", {{"dedup", "/dedup/pool_growth_s"}, {"slots", "/slots/pool_growth_s"}})),
+      counter("gaitwatch_table_expired_keys_total", "Keys deleted as older than the retention.",
+              by("table", {{"dedup", "/dedup/expired"}, {"slots", "/slots/expired"}})),
+      counter("gaitwatch_dedup_admitted_alerts_total",
+              "Detections stored and published as new events.", leaf("/dedup/admitted")),
+      counter("gaitwatch_dedup_duplicate_alerts_total",
+              "Detections suppressed as repeats of a recent event.", leaf("/dedup/duplicates")),
+      counter("gaitwatch_slots_samples_total",
+              "Samples gathered for the time-slot index (devices with status inputs).",
+              leaf("/slots/samples")),
+      counter("gaitwatch_slots_completed_wearer_seconds_total",
+              "Wearer-seconds completed and handed to the time-slot index.",
+              leaf("/slots/seconds")),
+      gauge("gaitwatch_slots_pending_wearer_seconds",
+            "Wearer-seconds gathered but not yet complete.", leaf("/slots/pending_seconds")),
+      counter("gaitwatch_slots_dropped_samples_total",
+              "Samples the slot recorder dropped, by reason: late (their second was already "
+              "recorded) or out of range (wearer or second outside the key, too few channels).",
+              by("reason", {{"late", "/slots/late_samples"},
+                            {"out_of_range", "/slots/out_of_range_samples"}})),
+      counter("gaitwatch_slots_recorded_keys_total", "Wearer-seconds inserted as new keys.",
+              leaf("/slots/recorded")),
+      counter("gaitwatch_slots_duplicate_keys_total",
+              "Wearer-seconds already present when recorded (the first summary kept).",
+              leaf("/slots/duplicates")),
+      counter("gaitwatch_slots_queries_total", "Time-slot queries answered.",
+              leaf("/slots/queries")),
+      counter("gaitwatch_slots_searches_total", "Point searches run by time-slot queries.",
+              leaf("/slots/searches")),
+
+      // ---- raw-stream history (pipeline/history_recorder.h; with history.enabled)
+      counter("gaitwatch_history_queued_chunks_total", "Chunks queued for the history store.",
+              leaf("/history/chunks_queued")),
+      counter("gaitwatch_history_chunks_total",
+              "Queued chunks by outcome: written, dropped (queue overflow) or failed (given up "
+              "after store errors while stopping).",
+              by("outcome", {{"written", "/history/chunks_written"},
+                             {"dropped", "/history/chunks_dropped"},
+                             {"failed", "/history/chunks_failed"}})),
+      counter("gaitwatch_history_written_samples_total", "Samples in the chunks written.",
+              leaf("/history/samples_written")),
+      counter("gaitwatch_history_store_errors_total", "Failed history commits (retried).",
+              leaf("/history/store_errors")),
+      counter("gaitwatch_history_transactions_total", "History store transactions committed.",
+              leaf("/history/transactions")),
+      counter("gaitwatch_history_retention_deleted_chunks_total",
+              "Chunks deleted as older than history.retention_hours.",
+              leaf("/history/retention_deleted")),
+      counter("gaitwatch_history_written_bytes_total",
+              "Bytes of the chunks written: raw (float32 samples) and stored (after "
+              "compression).",
+              by("form", {{"raw", "/history/raw_bytes"}, {"stored", "/history/stored_bytes"}})),
+      gauge("gaitwatch_history_queue_chunks", "Chunks waiting in the history writer's queue.",
+            leaf("/history/queue_depth")),
+
+      // ---- control interface (daemon/control.h; with control.enabled)
+      counter("gaitwatch_control_requests_total", "Control requests received.",
+              leaf("/control/requests")),
+      counter("gaitwatch_control_errors_total", "Control error replies, by error code.",
+              each_key("/control/errors", "code")),
+      counter("gaitwatch_control_jobs_started_total", "Control jobs started.",
+              leaf("/control/jobs_started")),
+      counter("gaitwatch_control_jobs_finished_total", "Control jobs finished, however they ended.",
+              leaf("/control/jobs_finished")),
+      gauge("gaitwatch_control_jobs_running", "Control jobs running.",
+            leaf("/control/jobs_running")),
+      counter("gaitwatch_control_jobs_cancelled_client_gone_total",
+              "Control jobs cancelled because their client went away.",
+              leaf("/control/jobs_cancelled_client_gone")),
+      counter("gaitwatch_control_dropped_messages_total",
+              "Control replies dropped because the client's queue was full.",
+              leaf("/control/dropped_messages")),
+      gauge("gaitwatch_control_pipeline_queue_tasks",
+            "Control tasks waiting for the pipeline thread.",
+            leaf("/control/pipeline_queue_depth")),
+      counter("gaitwatch_control_pipeline_queue_refused_total",
+              "Control tasks refused because the pipeline thread's queue was full.",
+              leaf("/control/pipeline_queue_refused")),
+      optional(counter("gaitwatch_control_curve_connections_total",
+                       "CURVE connections to the control interface by result (with "
+                       "control.curve_secret_key).",
+                       by("result", {{"admitted", "/control/curve_admitted"},
+                                     {"refused", "/control/curve_refused"}}))),
+
+      // ---- the pipeline thread's time (docs/interfaces.md)
+      counter("gaitwatch_pipeline_thread_seconds_total",
+              "The pipeline thread's wall time by part; the parts add up to its life. waiting "
+              "that stops growing means the thread is the daemon's limit.",
+              by("part", {{"waiting", "/pipeline_thread/waiting_s"},
+                          {"frames", "/pipeline_thread/frames_s"},
+                          {"batch", "/pipeline_thread/batch_s"},
+                          {"after_batch", "/pipeline_thread/after_batch_s"},
+                          {"other", "/pipeline_thread/other_s"}})),
+      counter(
+          "gaitwatch_pipeline_thread_subpart_seconds_total",
+          "Parts of gaitwatch_pipeline_thread_seconds_total's parts (label within): frames "
+          "into the engine, a batch's start, the alerts' way to the writer.",
+          {{"/pipeline_thread/frames_engine_s", {{"part", "frames_engine"}, {"within", "frames"}}},
+           {"/pipeline_thread/batch_start_s", {{"part", "batch_start"}, {"within", "batch"}}},
+           {"/pipeline_thread/alerts_out_s", {{"part", "alerts_out"}, {"within", "after_batch"}}}}),
+  };
+}
+
+std::vector<IgnoredCounterLeaf> make_ignored() {
+  return {
+      {"/latency/*",
+       "quantiles of the alert latency, which gaitwatch_alert_latency_seconds exports as a "
+       "histogram (histogram_quantile() gives them)"},
+  };
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> tokens;
+  std::size_t at = 1;  // past the leading '/'
+  while (at <= path.size()) {
+    const std::size_t slash = path.find('/', at);
+    const std::size_t end = slash == std::string::npos ? path.size() : slash;
+    tokens.push_back(path.substr(at, end - at));
+    at = end + 1;
+  }
+  return tokens;
+}
+
+// Whether the leaf pointer `leaf` is named by `pattern` (tokens equal, a
+// pattern token "*" matching any).
+bool path_matches(const std::string& pattern, const std::string& leaf) {
+  const auto p = split_path(pattern), l = split_path(leaf);
+  if (p.size() != l.size()) return false;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i] != "*" && p[i] != l[i]) return false;
+  return true;
+}
+
+bool is_sample_value(const json& value) { return value.is_number() || value.is_boolean(); }
+
+bool ends_in_wildcard(const std::string& path) {
+  return path.size() >= 2 && path.compare(path.size() - 2, 2, "/*") == 0;
+}
+
+const json* find(const json& root, const std::string& path) {
+  const json::json_pointer pointer(path);
+  return root.contains(pointer) ? &root.at(pointer) : nullptr;
+}
+
+std::string format_value(const json& value, double scale) {
+  if (value.is_boolean()) return value.get<bool>() ? "1" : "0";
+  if (scale == 1 && value.is_number_unsigned()) return std::to_string(value.get<std::uint64_t>());
+  if (scale == 1 && value.is_number_integer()) return std::to_string(value.get<std::int64_t>());
+  const double v = value.get<double>() * scale;
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  return fmt::format("{}", v);
+}
+
+std::string format_labels(const MetricLabels& labels, const std::string& key) {
+  if (labels.empty()) return "";
+  std::string out = "{";
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const std::string& value = labels[i].second == "*" ? key : labels[i].second;
+    out += fmt::format("{}{}=\"{}\"", i ? "," : "", labels[i].first, escape_label_value(value));
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+const std::vector<MetricFamily>& metric_families() {
+  static const std::vector<MetricFamily> families = make_families();
+  return families;
+}
+
+const std::vector<IgnoredCounterLeaf>& ignored_counter_leaves() {
+  static const std::vector<IgnoredCounterLeaf> ignored = make_ignored();
+  return ignored;
+}
+
+std::string escape_label_value(const std::string& value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char c : value) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+void render_counter_families(const json& counters, std::string& out) {
+  std::string lines;
+  for (const MetricFamily& f : metric_families()) {
+    lines.clear();
+    for (const MetricSample& sample : f.samples) {
+      if (ends_in_wildcard(sample.path)) {
+        const json* object = find(counters, sample.path.substr(0, sample.path.size() - 2));
+        if (object == nullptr || !object->is_object()) continue;
+        for (const auto& [key, value] : object->items())
+          if (is_sample_value(value))
+            lines += fmt::format("{}{} {}\n", f.name, format_labels(sample.labels, key),
+                                 format_value(value, f.scale));
+      } else if (const json* value = find(counters, sample.path);
+                 value && is_sample_value(*value)) {
+        lines += fmt::format("{}{} {}\n", f.name, format_labels(sample.labels, ""),
+                             format_value(*value, f.scale));
+      }
+    }
+    if (lines.empty()) continue;
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", f.name, f.help, f.name,
+                       f.type == MetricType::kCounter ? "counter" : "gauge");
+    out += lines;
+  }
+}
+
+std::vector<std::string> unmapped_counter_leaves(const json& counters) {
+  std::vector<std::string> unmapped;
+  const json flat = counters.flatten();
+  for (const auto& [leaf, value] : flat.items()) {
+    if (!is_sample_value(value)) continue;
+    bool known = false;
+    for (const MetricFamily& f : metric_families())
+      for (const MetricSample& sample : f.samples) known = known || path_matches(sample.path, leaf);
+    for (const IgnoredCounterLeaf& ignored : ignored_counter_leaves())
+      known = known || path_matches(ignored.path, leaf);
+    if (!known) unmapped.push_back(leaf);
+  }
+  return unmapped;
+}
+
+std::vector<std::string> missing_counter_leaves(const json& counters) {
+  std::vector<std::string> missing;
+  for (const MetricFamily& f : metric_families()) {
+    if (f.optional) continue;
+    for (const MetricSample& sample : f.samples) {
+      const std::string path = ends_in_wildcard(sample.path)
+                                   ? sample.path.substr(0, sample.path.size() - 2)
+                                   : sample.path;
+      if (find(counters, path) == nullptr) missing.push_back(path);
+    }
+  }
+  return missing;
+}
+
+std::optional<CounterSample> sample_for_counter(const std::string& json_path) {
+  for (const MetricFamily& f : metric_families())
+    for (const MetricSample& sample : f.samples)
+      if (path_matches(sample.path, json_path)) {
+        const std::string key = json_path.substr(json_path.rfind('/') + 1);
+        return CounterSample{f.name + format_labels(sample.labels, key), f.scale};
+      }
+  return std::nullopt;
+}
+
+void render_build_info(const MetricLabels& labels, std::string& out) {
+  out +=
+      "# HELP gaitwatch_build_info The daemon's version and build; always 1.\n"
+      "# TYPE gaitwatch_build_info gauge\n";
+  out += fmt::format("gaitwatch_build_info{} 1\n", format_labels(labels, ""));
+}
+
+MetricLabels build_info_labels(const std::string& search_backend) {
+  return {{"version", GW_VERSION},
+          {"cuda", GW_CUDA_BUILT ? "true" : "false"},
+          {"backend", search_backend}};
+}
+
+}  // namespace gw::daemon
