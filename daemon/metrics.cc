@@ -112,7 +112,7 @@ struct MetricsServer::Session : std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, const MetricsBoard& board) : stream(std::move(socket)), board(board) {}
   void read() {
     request = {};
-    stream.expires_after(std::chrono::seconds(10));
+    stream.expires_after(kMetricsIdleTimeout);
     http::async_read(stream, buffer, request,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        if (!ec) self->respond();
@@ -168,12 +168,22 @@ std::uint16_t MetricsServer::port() const { return acceptor_.local_endpoint().po
 void MetricsServer::stop() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);
+  // Closing a stream cancels its read (or write) and timer: each handler
+  // then runs with an error and lets its session go.
+  for (const auto& weak : sessions_)
+    if (const auto session = weak.lock()) session->stream.close();
+  sessions_.clear();
 }
 
 void MetricsServer::accept() {
   acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
-    if (ec) return;  // closed
-    std::make_shared<Session>(std::move(socket), board_)->read();
+    if (ec || !acceptor_.is_open()) return;  // closed
+    auto session = std::make_shared<Session>(std::move(socket), board_);
+    sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
+                                   [](const auto& weak) { return weak.expired(); }),
+                    sessions_.end());
+    sessions_.push_back(session);
+    session->read();
     accept();
   });
 }
