@@ -1247,6 +1247,8 @@ void micro_store(const Options& options, const fs::path& workdir) {
     sink_options.commit_interval_ms = defaults.commit_interval_ms;
     sink_options.max_batch = defaults.max_batch;
     sink_options.retention_days = 0;
+    // Alert by alert, every hit may be held at once: none is dropped.
+    sink_options.max_pending_alerts = static_cast<std::size_t>(std::max(options.micro_hits, 1));
     if (publish)
       sink_options.publish_endpoint =
           "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));

@@ -648,9 +648,11 @@ void for_each_item(const MapReader& map, const std::string& key, Fn&& item) {
 // Sections
 
 void read_daemon(const MapReader& root, DaemonConfig& daemon) {
-  const MapReader map(root.value("daemon"), "daemon", {"log_level", "watchdog_s"}, root.issues());
+  const MapReader map(root.value("daemon"), "daemon", {"log_level", "watchdog_s", "stop_timeout_s"},
+                      root.issues());
   read_choice(map, "log_level", {"trace", "debug", "info", "warn", "error"}, daemon.log_level);
   read_number(map, "watchdog_s", at_least(0), daemon.watchdog_s);
+  read_number(map, "stop_timeout_s", between(0.1, 3600), daemon.stop_timeout_s);
 }
 
 void read_listen_keys(const MapReader& map, ListenConfig& listen) {
@@ -1078,12 +1080,16 @@ bool read_endpoint(const MapReader& map, const std::string& key, std::string& ou
 
 void read_storage(const MapReader& root, const std::string& base_dir, StorageConfig& storage) {
   const MapReader map(root.value("storage"), "storage",
-                      {"path", "retention_days", "commit_interval_ms", "max_batch"}, root.issues());
+                      {"path", "retention_days", "commit_interval_ms", "max_batch",
+                       "max_pending_alerts", "max_size_mb"},
+                      root.issues());
   read_string(map, "path", storage.path);
   storage.path = resolve_path(base_dir, storage.path);
   read_number(map, "retention_days", at_least(0), storage.retention_days);
   read_int(map, "commit_interval_ms", 1, 60000, storage.commit_interval_ms);
   read_int(map, "max_batch", 1, 1000000, storage.max_batch);
+  read_int(map, "max_pending_alerts", 1, 100000000, storage.max_pending_alerts);
+  read_number(map, "max_size_mb", at_least(0), storage.max_size_mb);
 }
 
 void read_history(const MapReader& root, const std::string& base_dir, const StorageConfig& storage,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -239,6 +240,10 @@ struct StorageConfig {
   double retention_days = 30;
   int commit_interval_ms = 50;
   int max_batch = 4096;
+  // Detections held in memory while commits fail; beyond it new ones are
+  // dropped and counted (pipeline/sink.h).
+  std::size_t max_pending_alerts = 100000;
+  double max_size_mb = 0;  // the database's size limit; 0 = none
 };
 
 // The raw-stream history (pipeline/history_recorder.h): every accepted sample
@@ -320,6 +325,9 @@ inline constexpr const char* kNoZoneName = "none";
 struct DaemonConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error
   double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
+  // Longest a stop (SIGTERM/SIGINT) takes, from the signal to the final
+  // commit; what is not searched or committed by then is counted and logged.
+  double stop_timeout_s = 20;
 };
 
 struct Config {

@@ -284,6 +284,9 @@ class Daemon {
     sink_options.send_hwm = config_.publish.send_hwm;
     sink_options.curve_secret_key = config_.publish.curve_secret_key;
     sink_options.curve_authorized_keys = config_.publish.curve_authorized_keys;
+    sink_options.max_pending_alerts = config_.storage.max_pending_alerts;
+    sink_options.max_size_bytes =
+        static_cast<std::uint64_t>(config_.storage.max_size_mb * 1024 * 1024);
     pipeline::AlertSink sink(sink_options);
     if (config_.publish.send_hwm > 0 && config_.publish.send_hwm <= config_.storage.max_batch)
       spdlog::warn("publish.send_hwm {} is not above storage.max_batch {}: a transaction's alerts "
@@ -315,8 +318,12 @@ class Daemon {
     const auto counters = [&]() -> nlohmann::json {
       nlohmann::json stats = {{"ingest", ingest.counters().to_json(queue)},
                               {"engine", engine.stats_json()}};
+      stats["engine"]["stop_abandoned_frames"] = stop_abandoned_frames_;
+      stats["engine"]["stop_abandoned_windows"] = stop_abandoned_windows_;
       const auto c = sink.counters();
-      stats["sink"] = {{"committed", c.committed},   {"published", c.published},
+      stats["sink"] = {{"submitted", c.submitted},     {"committed", c.committed},
+                       {"store_dropped", c.store_dropped}, {"pending", c.pending},
+                       {"stop_abandoned", c.stop_abandoned}, {"published", c.published},
                        {"transactions", c.transactions}, {"last_seq", c.last_seq},
                        {"store_errors", c.store_errors}, {"checkpoints", c.checkpoints},
                        {"commit_s", c.commit_s},
@@ -376,7 +383,9 @@ class Daemon {
           wait_signal();
           return;
         }
-        spdlog::info("signal {}: stopping", signo);
+        spdlog::info("signal {}: stopping within {} s (daemon.stop_timeout_s)", signo,
+                     config_.daemon.stop_timeout_s);
+        stop_requested_at_ = Clock::now().time_since_epoch().count();
         notify_stopping();
         ingest.stop();
         if (metrics) metrics->stop();
@@ -399,7 +408,7 @@ class Daemon {
     stopping_ = true;
     pipeline_thread.join();
     if (control) control->stop();
-    sink.stop();
+    sink.stop();  // publishes the final counters; everything was drained before
     const auto c = sink.counters();
     spdlog::info("stopped: {} alerts committed, {} published, last seq {}", c.committed,
                  c.published, c.last_seq);
@@ -759,28 +768,67 @@ class Daemon {
       pipeline_seconds_.other += seconds_between(frame_done, turn_end) - tick_s;
       turn_start = turn_end;
     }
-    // Drain: every frame that was accepted into the queue is searched, and
-    // every gathered wearer-second recorded.
+    // Drain, within daemon.stop_timeout_s of the stop signal: every frame
+    // that was accepted into the queue is searched, every gathered
+    // wearer-second recorded, every alert committed. The searches get
+    // kSearchShareOfStop of the limit, the final commits the rest; what is
+    // not done by then is counted and logged.
+    const StopLimits limits = stop_limits();
     end_tick(/*final=*/false);  // the batch in flight, if any
-    std::vector<ReceivedFrame> rest;
     p.queue.close();
-    p.queue.drain(rest);
-    take_all(rest);
+    std::vector<ReceivedFrame> rest;
+    while (Clock::now() < limits.searches_end) {
+      rest.clear();
+      if (p.queue.drain(rest, kFramesAtTick) == 0) break;
+      take_all(rest);
+    }
+    rest.clear();
+    stop_abandoned_frames_ = p.queue.drain(rest);
     // Under overload_policy defer a batch may leave streams for the next
     // one; the drain searches until nothing is pending (each batch takes at
-    // least one stream, so this ends).
+    // least one stream, so this ends) or the searches' time is up.
     do run_tick(/*final=*/true);
-    while (p.engine.counters().pending_windows > 0);
+    while (p.engine.counters().pending_windows > 0 && Clock::now() < limits.searches_end);
+    stop_abandoned_windows_ = p.engine.counters().pending_windows;
+    if (stop_abandoned_frames_ > 0 || stop_abandoned_windows_ > 0)
+      spdlog::warn("stop: daemon.stop_timeout_s ({} s) left no time to search {} queued frames "
+                   "and {} due windows; they are not searched",
+                   config_.daemon.stop_timeout_s, stop_abandoned_frames_,
+                   stop_abandoned_windows_);
     // Control requests already queued are answered; later ones get
     // "shutting_down".
     p.tasks.close();
     p.tasks.run_pending();
-    // Every accepted sample is committed to the history before the final
-    // counters go out.
+    // Every accepted sample is committed to the history, and every alert to
+    // the store (or given up at the limit), before the final counters go out.
     if (history_) history_->stop();
+    if (!p.sink.drain(limits.commits_end)) {
+      const auto c = p.sink.counters();
+      spdlog::warn("stop: the hit store still failed at the stop limit: {} alerts given up "
+                   "(neither stored nor published); {} committed, {} dropped before",
+                   c.stop_abandoned, c.committed, c.store_dropped);
+    }
     const auto stats = publish_stats("shutdown");
     spdlog::info("final counters: {}", stats.dump());
   }
+
+  // When the stop's searches and its final commits must end, counted from
+  // the stop signal (or from now, when the loop ended otherwise).
+  struct StopLimits {
+    Clock::time_point searches_end, commits_end;
+  };
+  StopLimits stop_limits() const {
+    const Clock::rep requested = stop_requested_at_.load();
+    const Clock::time_point start =
+        requested != 0 ? Clock::time_point(Clock::duration(requested)) : Clock::now();
+    const auto limit = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(config_.daemon.stop_timeout_s));
+    return {start + std::chrono::duration_cast<Clock::duration>(limit * kSearchShareOfStop),
+            start + limit};
+  }
+  // The searches' share of daemon.stop_timeout_s; the final commits (with
+  // their retries on a failing store) have the rest.
+  static constexpr double kSearchShareOfStop = 0.75;
 
   bool reload_pending() {
     std::lock_guard<std::mutex> lock(reload_mu_);
@@ -814,6 +862,11 @@ class Daemon {
   std::string config_path_;
   config::Config config_;
   std::atomic<bool> stopping_{false};
+  // When the stop signal came (steady_clock ticks; 0 = none yet).
+  std::atomic<Clock::rep> stop_requested_at_{0};
+  // What the drain at stop left unsearched (pipeline thread only).
+  std::uint64_t stop_abandoned_frames_ = 0;
+  std::uint64_t stop_abandoned_windows_ = 0;
   std::mutex reload_mu_;
   std::optional<config::Config> pending_;
   MetricsBoard metrics_board_;

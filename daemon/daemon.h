@@ -2,8 +2,11 @@
 // phase 2), and the alert sink (SQLite writer + ZeroMQ publisher), wired to
 // signals and systemd notifications.
 //
-// Signals: SIGTERM/SIGINT stop ingest, drain the frame queue through a final
-// batch, commit and publish everything, then run() returns 0. SIGHUP re-reads
+// Signals: SIGTERM/SIGINT close every socket and connection (ingest, metrics),
+// drain the frame queue and the deferred windows through final batches,
+// commit and publish the alerts, then run() returns 0, all within
+// daemon.stop_timeout_s: what is not searched or committed by then is counted
+// and logged (docs/reliability.md, "Stopping"). SIGHUP re-reads
 // the config file; an invalid file is logged and the running config stays.
 #pragma once
 

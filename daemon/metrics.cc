@@ -99,7 +99,7 @@ struct MetricsServer::Session : std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, const MetricsBoard& board) : stream(std::move(socket)), board(board) {}
   void read() {
     request = {};
-    stream.expires_after(std::chrono::seconds(10));
+    stream.expires_after(kMetricsIdleTimeout);
     http::async_read(stream, buffer, request,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        if (!ec) self->respond();
@@ -155,12 +155,18 @@ std::uint16_t MetricsServer::port() const { return acceptor_.local_endpoint().po
 void MetricsServer::stop() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);
+  // Closing a stream cancels its read (or write) and timer: each handler
+  // then runs with an error and lets its session go.
+  for (const auto& weak : sessions_)
+    if (const auto session = weak.lock()) session->stream.close();
+  sessions_.clear();
 }
 
 void MetricsServer::accept() {
   // Out of descriptors, accepts wait rather than spin, and a connection
   // that would take one of the descriptors kept for the rest of the daemon
-  // is closed at once (daemon/accept_loop.h); both logged, paced.
+  // is closed at once (daemon/accept_loop.h); both logged, paced. Every
+  // session is tracked, so that stop() can close the keep-alive ones.
   static LogThrottle refused_log, error_log;
   static std::atomic<std::uint64_t> refused{0}, errors{0};
   AcceptLoop::Handlers handlers;
@@ -170,7 +176,13 @@ void MetricsServer::accept() {
         spdlog::warn("metrics: refused {} connection(s) near the open-file limit", *since);
       return;  // the socket closes here
     }
-    std::make_shared<Session>(std::move(socket), board_)->read();
+    if (!acceptor_.is_open()) return;  // stopping
+    auto session = std::make_shared<Session>(std::move(socket), board_);
+    sessions_.erase(std::remove_if(sessions_.begin(), sessions_.end(),
+                                   [](const auto& weak) { return weak.expired(); }),
+                    sessions_.end());
+    sessions_.push_back(session);
+    session->read();
   };
   handlers.failed = [](const boost::system::error_code& ec, std::chrono::milliseconds wait) {
     if (const auto since = error_log.due(++errors))

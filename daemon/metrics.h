@@ -9,6 +9,7 @@
 // MetricsBoard is safe from any thread; MetricsServer lives on one io_context.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,9 @@
 #include "daemon/metrics_families.h"
 
 namespace gw::daemon {
+
+// How long a metrics connection may stay idle between requests.
+inline constexpr std::chrono::seconds kMetricsIdleTimeout{10};
 
 // A fixed-bucket histogram of milliseconds (Prometheus cumulative buckets);
 // quantiles are interpolated inside the bucket that holds them, so they are
@@ -74,12 +78,19 @@ class MetricsBoard {
 
 // Serves GET /metrics (anything else: 404) on bind:port (port 0: an
 // ephemeral port, see port()). Throws gw::Error when the port cannot be bound.
+// Connections are kept alive for as long as the client sends a request
+// within kMetricsIdleTimeout of the last answer.
+// Thread safety: the io_context must be run by one thread; stop() from that
+// thread or before it runs.
 class MetricsServer {
  public:
   MetricsServer(boost::asio::io_context& io, const std::string& bind, std::uint16_t port,
                 const MetricsBoard& board);
   ~MetricsServer();
   std::uint16_t port() const;
+  // Closes the listening socket and every open connection (a keep-alive
+  // scraper's included): no handler of this server is left on the
+  // io_context afterwards.
   void stop();
 
  private:
@@ -87,6 +98,7 @@ class MetricsServer {
   void accept();
   boost::asio::ip::tcp::acceptor acceptor_;
   const MetricsBoard& board_;
+  std::vector<std::weak_ptr<Session>> sessions_;  // open connections, for stop()
 };
 
 }  // namespace gw::daemon

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,16 +30,17 @@ constexpr auto kCheckpointPeriod = std::chrono::milliseconds(500);
 // How long closing the socket may wait for queued messages to reach
 // subscribers; bounds how long stop() can take on the ZeroMQ side.
 constexpr int kLingerMs = 1000;
-// While running, a batch that fails to commit is retried forever (alerts are
-// never dropped; producers block on the full queue meanwhile), with a back-off
+// While running, a batch that fails to commit is retried until it commits
+// (new alerts are held meanwhile, up to max_pending_alerts), with a back-off
 // that doubles from kFirstBackoff up to kMaxBackoff.
 constexpr auto kFirstBackoff = std::chrono::milliseconds(50);
 constexpr auto kMaxBackoff = std::chrono::seconds(2);
-// Once stop() has been called, a failing batch gets this many more attempts,
-// kStoppingBackoff apart, and is then given up and reported, so that stop()
-// terminates. Each attempt may itself wait up to the store's busy timeout.
-constexpr int kAttemptsWhenStopping = 3;
-constexpr auto kStoppingBackoff = std::chrono::milliseconds(200);
+// Once drain() has been called, a failing batch is retried kDrainBackoff
+// apart until the drain's deadline, then given up.
+constexpr auto kDrainBackoff = std::chrono::milliseconds(200);
+// Room in the writer's queue besides the alerts held: each group's end
+// marker (at most one per alert) and status messages.
+constexpr std::size_t kQueueRoomBesidesAlerts = 4096;
 const std::string kStatsTopic = "stats.";
 // From this many alerts in a transaction their JSON (the rows' dims texts
 // and the bodies) is made on a thread of its own while the transaction runs;
@@ -151,6 +153,22 @@ class BatchText {
   bool failed_ = false;  // make() threw; guarded by mu_
 };
 
+// True at most once per kSinkReportPeriod, from any thread.
+class ReportLimiter {
+ public:
+  bool due(Clock::time_point now) {
+    Clock::rep next = next_.load();
+    const Clock::rep at = now.time_since_epoch().count();
+    if (at < next) return false;
+    const Clock::rep after =
+        (now + std::chrono::duration_cast<Clock::duration>(kSinkReportPeriod)).time_since_epoch().count();
+    return next_.compare_exchange_strong(next, after);
+  }
+
+ private:
+  std::atomic<Clock::rep> next_{std::numeric_limits<Clock::rep>::min()};
+};
+
 void validate(const SinkOptions& options) {
   auto fail = [](const std::string& message) { throw Error("alert sink: " + message); };
   if (options.db_path.empty()) fail("db_path is empty");
@@ -163,6 +181,7 @@ void validate(const SinkOptions& options) {
     fail("max_batch must be >= 1, got " + std::to_string(options.max_batch));
   if (options.send_hwm < 0)
     fail("send_hwm must be >= 0 (0 = no limit), got " + std::to_string(options.send_hwm));
+  if (options.max_pending_alerts < 1) fail("max_pending_alerts must be >= 1");
 }
 
 }  // namespace
@@ -171,7 +190,12 @@ struct AlertSink::Impl {
   explicit Impl(const SinkOptions& opts)
       : options((validate(opts), opts)),
         store(options.db_path),
-        queue(options.queue_capacity, OverflowPolicy::kBlock) {
+        // Never full while at most max_pending_alerts alerts are held (see
+        // kQueueRoomBesidesAlerts); should status messages fill it, what
+        // does not fit is dropped, alerts counted as store_dropped.
+        queue(2 * options.max_pending_alerts + kQueueRoomBesidesAlerts,
+              OverflowPolicy::kDropNewest) {
+    if (options.max_size_bytes > 0) store.limit_size(options.max_size_bytes);
     last_seq = store.last_seq();
     // Checkpoints run on their own thread and connection (checkpoint_loop),
     // not inside a commit: copying megabytes of WAL and two fsyncs every few
@@ -313,7 +337,8 @@ struct AlertSink::Impl {
         flush(batch);
         return;
       }
-      if (!batch.empty() && (group_complete || Clock::now() >= batch_deadline)) {
+      if (!batch.empty() &&
+          (group_complete || draining.load() || Clock::now() >= batch_deadline)) {
         flush(batch);
         batch_alerts = 0;
       }
@@ -371,15 +396,21 @@ struct AlertSink::Impl {
   }
 
   // Returns the first alert's seq once the alerts are committed (the others
-  // follow it); nothing only when stop() was called and the batch still
-  // failed kAttemptsWhenStopping more times, which it reports. The rows'
-  // dims texts come from `text` when given (else they are made here).
+  // follow it); nothing only when drain() was called and the batch was given
+  // up at its deadline. The rows' dims texts come from `text` when given
+  // (else they are made here).
   std::optional<std::uint64_t> commit(const std::vector<Alert>& alerts, BatchText* text) {
     if (alerts.empty()) return last_seq.load() + 1;
     auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
     int failures = 0;
-    int failures_while_stopping = 0;
     while (true) {
+      // Past a deadline at which a batch has failed already, the store is
+      // not tried again: every batch held is given up at once.
+      if (draining.load() && Clock::now() >= drain_deadline() &&
+          given_up_at == drain_deadline_rep.load()) {
+        give_up(alerts.size());
+        return std::nullopt;
+      }
       try {
         const std::uint64_t first_seq =
             text
@@ -389,6 +420,7 @@ struct AlertSink::Impl {
         committed += alerts.size();
         ++transactions;
         last_seq = first_seq + alerts.size() - 1;
+        release_pending(alerts.size());
         if (failures > 0) {
           log_error("commit of " + std::to_string(alerts.size()) + " alerts succeeded after " +
                     std::to_string(failures) + " failed attempts");
@@ -397,37 +429,83 @@ struct AlertSink::Impl {
       } catch (const std::exception& e) {
         ++store_errors;
         ++failures;
-        const bool is_stopping = stopping.load();
-        if (is_stopping && ++failures_while_stopping >= kAttemptsWhenStopping) {
-          log_error("giving up on " + std::to_string(alerts.size()) + " alerts after " +
-                    std::to_string(failures) +
-                    " failed commits during shutdown; they are neither stored nor published "
-                    "(first: wearer " +
-                    std::to_string(alerts.front().wearer) + ", pattern '" + alerts.front().pattern +
-                    "'): " + e.what());
+        const bool ending = draining.load();
+        const auto now = Clock::now();
+        if (ending && now >= drain_deadline()) {
+          given_up_at = drain_deadline_rep.load();
+          log_error("giving up on " + std::to_string(alerts.size()) +
+                    " alerts at the drain deadline after " + std::to_string(failures) +
+                    " failed commits, and on every other alert held (" +
+                    std::to_string(pending.load() - alerts.size()) +
+                    "); they are neither stored nor published (first: wearer " +
+                    std::to_string(alerts.front().wearer) + ", pattern '" +
+                    alerts.front().pattern + "'): " + e.what());
+          give_up(alerts.size());
           return std::nullopt;
         }
-        auto pause =
-            is_stopping ? std::chrono::duration_cast<Clock::duration>(kStoppingBackoff) : backoff;
-        // The first failures, then one in 30: a store that stays broken
-        // should not flood the journal every 2 s.
-        if (failures <= 3 || failures % 30 == 0) {
+        const auto pause =
+            ending ? std::min<Clock::duration>(kDrainBackoff, drain_deadline() - now) : backoff;
+        if (failure_report.due(now)) {
           log_error(
               "commit of " + std::to_string(alerts.size()) + " alerts failed (attempt " +
-              std::to_string(failures) + "); retrying the same batch in " +
+              std::to_string(failures) + ", " + std::to_string(store_errors.load()) +
+              " store errors in all); retrying in " +
               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(pause).count()) +
-              " ms, new alerts wait in the queue: " + e.what());
+              " ms; " + std::to_string(pending.load()) + " alerts held (at most " +
+              std::to_string(options.max_pending_alerts) + "), " +
+              std::to_string(store_dropped.load()) + " dropped so far: " + e.what());
         }
         std::unique_lock<std::mutex> lock(sleep_mu);
-        if (is_stopping) {
-          sleep_cv.wait_for(lock, pause);
-        } else {
-          // stop() cuts a long back-off short; the retries then go at the
-          // shutdown pace.
-          sleep_cv.wait_for(lock, pause, [&] { return stopping.load(); });
-        }
-        backoff = std::min(backoff * 2, std::chrono::duration_cast<Clock::duration>(kMaxBackoff));
+        // drain() cuts a long back-off short; the retries then go at the
+        // drain's pace.
+        sleep_cv.wait_for(lock, pause, [&] { return draining.load() != ending; });
+        if (!ending)
+          backoff = std::min(backoff * 2, std::chrono::duration_cast<Clock::duration>(kMaxBackoff));
       }
+    }
+  }
+
+  Clock::time_point drain_deadline() const {
+    return Clock::time_point(Clock::duration(drain_deadline_rep.load()));
+  }
+
+  // Takes up to `count` alerts under max_pending_alerts; returns how many.
+  std::size_t reserve_pending(std::size_t count) {
+    std::uint64_t held = pending.load();
+    std::uint64_t take = 0;
+    do {
+      const std::uint64_t room = held < options.max_pending_alerts ? options.max_pending_alerts - held : 0;
+      take = std::min<std::uint64_t>(count, room);
+    } while (take > 0 && !pending.compare_exchange_weak(held, held + take));
+    return static_cast<std::size_t>(take);
+  }
+
+  void release_pending(std::size_t count) {
+    pending -= count;
+    {
+      // drain() waits on this with the lock held: no wake-up is missed.
+      std::lock_guard<std::mutex> lock(sleep_mu);
+    }
+    drained_cv.notify_all();
+  }
+
+  void give_up(std::size_t count) {
+    stop_abandoned += count;
+    release_pending(count);
+  }
+
+  // Counts `count` alerts handed in, of which `refused` were dropped.
+  void count_submitted(std::size_t count, std::size_t refused) {
+    submitted += count;
+    if (refused == 0) return;
+    store_dropped += refused;
+    if (drop_report.due(Clock::now())) {
+      const std::uint64_t dropped = store_dropped.load();
+      log_error(std::to_string(dropped - dropped_at_report.exchange(dropped)) +
+                " alerts dropped since the last report (" + std::to_string(dropped) +
+                " in all): " + std::to_string(options.max_pending_alerts) +
+                " alerts (storage.max_pending_alerts) are held, waiting for the store (" +
+                std::to_string(store_errors.load()) + " store errors so far)");
     }
   }
 
@@ -466,11 +544,27 @@ struct AlertSink::Impl {
   std::mutex stop_mu;    // serializes stop()
   bool stopped = false;  // guarded by stop_mu
   std::atomic<bool> stopping{false};
+  std::atomic<bool> accepting{true};  // false from stop(): submit() throws
+  // Set by drain() (for good): batches commit at once, and a failing one is
+  // given up at the deadline. The deadline is a steady_clock time.
+  std::atomic<bool> draining{false};
+  std::atomic<Clock::rep> drain_deadline_rep{0};
+  // The deadline at which a batch was given up (writer thread only).
+  std::optional<Clock::rep> given_up_at;
   // The writer's back-off and the checkpointer's period sleep on these;
-  // stop() wakes both.
+  // drain() and stop() wake both. drain() waits on drained_cv.
   std::mutex sleep_mu;
   std::condition_variable sleep_cv;
+  std::condition_variable drained_cv;
 
+  ReportLimiter failure_report;
+  ReportLimiter drop_report;
+  std::atomic<std::uint64_t> dropped_at_report{0};
+
+  std::atomic<std::uint64_t> submitted{0};
+  std::atomic<std::uint64_t> store_dropped{0};
+  std::atomic<std::uint64_t> pending{0};
+  std::atomic<std::uint64_t> stop_abandoned{0};
   std::atomic<std::uint64_t> committed{0};
   std::atomic<std::uint64_t> published{0};  // alerts handed to the socket; stats not counted
   std::atomic<std::uint64_t> transactions{0};
@@ -490,39 +584,74 @@ AlertSink::AlertSink(const SinkOptions& options) : impl_(std::make_unique<Impl>(
 AlertSink::~AlertSink() { stop(); }
 
 void AlertSink::submit(Alert alert) {
-  const std::uint32_t wearer = alert.wearer;
-  const std::string pattern = alert.pattern;
-  if (!impl_->queue.push(Item(std::move(alert)))) {
-    // Only after stop(): the alert cannot be stored any more, so say so
-    // rather than lose it quietly.
-    throw Error("alert sink is stopped; alert for wearer " + std::to_string(wearer) +
-                ", pattern '" + pattern + "' was not accepted");
+  if (!impl_->accepting.load())
+    throw Error("alert sink is stopped; alert for wearer " + std::to_string(alert.wearer) +
+                ", pattern '" + alert.pattern + "' was not accepted");
+  std::size_t refused = 1;
+  if (impl_->reserve_pending(1) == 1) {
+    if (impl_->queue.push(Item(std::move(alert))))
+      refused = 0;
+    else
+      impl_->release_pending(1);
   }
+  impl_->count_submitted(1, refused);
 }
 
 void AlertSink::submit_all(std::vector<Alert>& alerts) {
   if (alerts.empty()) return;
-  std::vector<Item> items;
-  items.reserve(alerts.size() + 1);
-  for (Alert& alert : alerts) items.emplace_back(std::move(alert));
-  items.emplace_back(GroupEnd{});
-  const std::size_t given = items.size();
-  alerts.clear();
-  if (impl_->queue.push_all(items) != given)
-    throw Error("alert sink is stopped; " + std::to_string(given - 1) +
+  const std::size_t given = alerts.size();
+  if (!impl_->accepting.load()) {
+    alerts.clear();
+    throw Error("alert sink is stopped; " + std::to_string(given) +
                 " alerts were not all accepted");
+  }
+  // The group's first alerts, as many as fit under max_pending_alerts.
+  const std::size_t taken = impl_->reserve_pending(given);
+  std::vector<Item> items;
+  items.reserve(taken + 1);
+  for (std::size_t i = 0; i < taken; ++i) items.emplace_back(std::move(alerts[i]));
+  alerts.clear();
+  std::size_t queued_alerts = 0;
+  if (taken > 0) {
+    items.emplace_back(GroupEnd{});
+    // A full queue refuses the rest of the items, in order.
+    queued_alerts = std::min(impl_->queue.push_all(items), taken);
+    if (queued_alerts < taken) impl_->release_pending(taken - queued_alerts);
+  }
+  impl_->count_submitted(given, given - queued_alerts);
 }
 
 void AlertSink::submit_stats(nlohmann::json stats) {
   // After stop() the socket is closed and no subscriber could receive a
-  // status snapshot any more; it is dropped (unlike an alert).
+  // status snapshot any more; it is dropped (unlike an alert), as it is when
+  // the writer's queue is full.
   impl_->queue.push(Item(StatsMessage{std::move(stats)}));
+}
+
+bool AlertSink::drain(std::chrono::steady_clock::time_point deadline) {
+  Impl& impl = *impl_;
+  const std::uint64_t abandoned_before = impl.stop_abandoned.load();
+  {
+    std::lock_guard<std::mutex> lock(impl.sleep_mu);
+    impl.drain_deadline_rep = deadline.time_since_epoch().count();
+    impl.draining = true;
+  }
+  impl.sleep_cv.notify_all();
+  // Wakes a writer that waits for the open batch's commit interval.
+  impl.queue.push(Item(GroupEnd{}));
+  {
+    std::unique_lock<std::mutex> lock(impl.sleep_mu);
+    impl.drained_cv.wait(lock, [&] { return impl.pending.load() == 0; });
+  }
+  return impl.stop_abandoned.load() == abandoned_before;
 }
 
 void AlertSink::stop() {
   std::lock_guard<std::mutex> lock(impl_->stop_mu);
   if (impl_->stopped) return;
   impl_->stopped = true;
+  drain(std::chrono::steady_clock::now() + kStopDrainLimit);
+  impl_->accepting = false;
   impl_->queue.close();  // before `stopping`: see write_until_stopped
   {
     std::lock_guard<std::mutex> sleep_lock(impl_->sleep_mu);
@@ -541,6 +670,10 @@ void AlertSink::stop() {
 SinkCounters AlertSink::counters() const {
   SinkCounters c;
   c.committed = impl_->committed.load();
+  c.stop_abandoned = impl_->stop_abandoned.load();
+  c.store_dropped = impl_->store_dropped.load();
+  c.pending = impl_->pending.load();
+  c.submitted = impl_->submitted.load();
   c.published = impl_->published.load();
   c.transactions = impl_->transactions.load();
   c.retention_deleted = impl_->retention_deleted.load();

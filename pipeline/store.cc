@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -205,6 +206,15 @@ void HitStore::checkpoint() {
       sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
   if (rc != SQLITE_OK && rc != SQLITE_BUSY)
     throw Error(label_ + ": WAL checkpoint failed: " + sqlite3_errmsg(db_));
+}
+
+std::uint64_t HitStore::limit_size(std::uint64_t max_bytes) {
+  const auto page_size =
+      static_cast<std::uint64_t>(sqlite::single_integer(db_, label_, "PRAGMA page_size"));
+  const std::uint64_t pages = std::max<std::uint64_t>(1, max_bytes / page_size);
+  const auto in_effect = static_cast<std::uint64_t>(sqlite::single_integer(
+      db_, label_, "PRAGMA max_page_count = " + std::to_string(pages)));
+  return in_effect * page_size;
 }
 
 std::uint64_t HitStore::last_seq() const {

@@ -67,6 +67,13 @@ class HitStore {
   // A PASSIVE checkpoint (never waits for, nor blocks, the writer): copies
   // what it can of the WAL into the database file; throws gw::Error on failure.
   void checkpoint();
+  // Caps the database at `max_bytes` for this connection (PRAGMA
+  // max_page_count, rounded down to whole pages, at least the pages it has
+  // now: a file already larger keeps its size, and only its free pages are
+  // reused). A transaction that would grow the file beyond it fails with
+  // SQLITE_FULL, as on a full disk; nothing of it is kept. Returns the limit
+  // in effect, in bytes. Throws gw::Error on failure.
+  std::uint64_t limit_size(std::uint64_t max_bytes);
   const std::string& path() const { return path_; }
 
  private:

@@ -330,6 +330,27 @@ TEST_CASE("history keys: ranges, choices, and a file apart from the hit store", 
       "history.path", 4, "must differ from storage.path");
 }
 
+TEST_CASE("stop and store-trouble keys: defaults, values and ranges", "[config]") {
+  const Config defaults = parse_config(yaml({"daemon:", "  log_level: info"}), "d.yaml", "/base");
+  CHECK(defaults.daemon.stop_timeout_s == 20);
+  CHECK(defaults.storage.max_pending_alerts == 100000);
+  CHECK(defaults.storage.max_size_mb == 0);
+  const Config config =
+      parse_config(yaml({"daemon:", "  stop_timeout_s: 2.5", "storage:",
+                         "  max_pending_alerts: 500", "  max_size_mb: 0.25"}),
+                   "s.yaml", "/base");
+  CHECK(config.daemon.stop_timeout_s == 2.5);
+  CHECK(config.storage.max_pending_alerts == 500);
+  CHECK(config.storage.max_size_mb == 0.25);
+
+  require_single_issue(issues_of(yaml({"daemon:", "  stop_timeout_s: 0"})),
+                       "daemon.stop_timeout_s", 2, "must be in [0.1, 3600], got 0");
+  require_single_issue(issues_of(yaml({"storage:", "  max_pending_alerts: 0"})),
+                       "storage.max_pending_alerts", 2, "must be in 1..100000000, got 0");
+  require_single_issue(issues_of(yaml({"storage:", "  max_size_mb: -1"})), "storage.max_size_mb",
+                       2, "must be >= 0");
+}
+
 TEST_CASE("a pattern's kind and severity default to other and warning, end may come from length",
           "[config]") {
   const Config config =

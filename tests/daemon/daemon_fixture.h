@@ -89,6 +89,24 @@ struct DaemonFixture {
   std::string history_db() const { return (dir / "history.db").string(); }
 };
 
+// Makes the first pattern of `config` raise an alert at nearly every sample:
+// every window passes, no gating, no de-duplication; one example, so that
+// the search stays cheap.
+inline void alert_at_every_sample(YAML::Node config) {
+  auto pattern = config["patterns"][0];
+  YAML::Node first_example = pattern["examples"][0];
+  pattern["examples"] = YAML::Node(YAML::NodeType::Sequence);
+  pattern["examples"].push_back(first_example);
+  pattern.remove("negatives");
+  pattern["transforms"][1]["power_floor"] = 1e-6;
+  pattern["min_dims"] = 1;
+  pattern["threshold"] = 1e9;
+  pattern["min_duration_s"] = 0;
+  pattern["cooldown_s"] = 0;
+  pattern["hysteresis"] = 0;
+  config["dedup"]["enabled"] = false;
+}
+
 // A SUB socket that collects alerts and stats until told to stop.
 struct Subscriber {
   zmq::context_t context;

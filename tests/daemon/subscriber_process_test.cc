@@ -57,21 +57,9 @@ std::uint64_t stored_rows(const DaemonFixture& fx) {
 TEST_CASE("a stalled subscriber: bounded memory, storage unaffected, drops counted, catch-up by seq",
           "[integration]") {
   DaemonFixture fx;
-  // An alert at nearly every sample: every window passes, no gating, no
-  // de-duplication; one example, so that the search stays cheap. A small
-  // high-water mark (3,000 of ~48,000 alerts), so that drops begin early.
-  auto pattern = fx.config["patterns"][0];
-  YAML::Node first_example = pattern["examples"][0];
-  pattern["examples"] = YAML::Node(YAML::NodeType::Sequence);
-  pattern["examples"].push_back(first_example);
-  pattern.remove("negatives");
-  pattern["transforms"][1]["power_floor"] = 1e-6;
-  pattern["min_dims"] = 1;
-  pattern["threshold"] = 1e9;
-  pattern["min_duration_s"] = 0;
-  pattern["cooldown_s"] = 0;
-  pattern["hysteresis"] = 0;
-  fx.config["dedup"]["enabled"] = false;
+  // An alert at nearly every sample. A small high-water mark (3,000 of
+  // ~48,000 alerts), so that drops begin early.
+  gw::test::alert_at_every_sample(fx.config);
   fx.config["history"]["enabled"] = false;
   fx.config["publish"]["send_hwm"] = 3000;
   // A transaction's alerts are published at once (their JSON is made

@@ -298,7 +298,6 @@ TEST_CASE("AlertSink: stop() commits and publishes everything submitted", "[sink
   SinkOptions options = options_for(dir);
   options.commit_interval_ms = 60000;  // nothing would commit on time alone
   options.max_batch = 100000;
-  options.queue_capacity = 100000;
   AlertSink sink(options);
   zmq::context_t context;
   Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
@@ -326,10 +325,9 @@ TEST_CASE("AlertSink: stop() commits and publishes everything submitted", "[sink
 
 TEST_CASE("AlertSink: 5000 alerts from 2 producer threads commit with gapless seqs", "[sink]") {
   // One producer submits alert by alert, the other in bunches of 37
-  // (submit_all), more than the queue holds: it blocks mid-bunch.
+  // (submit_all), racing for the writer's queue.
   TempDir dir;
   SinkOptions options = options_for(dir);
-  options.queue_capacity = 64;  // producers block on the full queue
   options.max_batch = 32;
   AlertSink sink(options);
   zmq::context_t context;
@@ -592,6 +590,8 @@ TEST_CASE("AlertSink: stop() terminates when a batch can never commit", "[sink]"
   sink.stop();
   CHECK(std::chrono::steady_clock::now() - start < 10s);
   CHECK(sink.counters().committed == 0);
+  CHECK(sink.counters().stop_abandoned == 1);
+  CHECK(sink.counters().pending == 0);
   CHECK(sink.counters().published == 0);
   CHECK(sink.counters().store_errors >= 2);
   CHECK_FALSE(sub.receive(200ms).has_value());
@@ -704,4 +704,105 @@ TEST_CASE("AlertSink: the WAL is checkpointed into the database file while the s
   CHECK(sink.counters().store_errors == 0);
   sink.stop();
   CHECK(stored_seqs(options.db_path) == iota_seqs(10000));
+}
+
+// The exact accounting of a sink: every alert handed in is committed (a row),
+// dropped, given up at the drain, or still held.
+void check_accounting(const AlertSink& sink, const std::string& db_path) {
+  const auto c = sink.counters();
+  INFO("submitted " << c.submitted << " committed " << c.committed << " dropped "
+                    << c.store_dropped << " abandoned " << c.stop_abandoned << " pending "
+                    << c.pending);
+  CHECK(c.submitted == c.committed + c.store_dropped + c.stop_abandoned + c.pending);
+  CHECK(HitStore(db_path, /*read_only=*/true).count() == c.committed);
+}
+
+TEST_CASE("AlertSink: while commits fail, submits never block; beyond max_pending_alerts alerts "
+          "are dropped and counted", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.max_pending_alerts = 50;
+  AlertSink sink(options);
+  raw_exec(options.db_path,
+           "CREATE TRIGGER refuse_all BEFORE INSERT ON hits "
+           "BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+
+  // 10 ticks of 20 alerts: the first 50 are held, the other 150 dropped.
+  for (int tick = 0; tick < 10; ++tick) {
+    std::vector<Alert> alerts;
+    for (int i = 0; i < 20; ++i) alerts.push_back(make_alert(tick * 20 + i));
+    sink.submit_all(alerts);
+    CHECK(alerts.empty());
+  }
+  sink.submit(make_alert(200));  // one more, alone: dropped too
+  REQUIRE(eventually([&] { return sink.counters().store_errors >= 2; }));
+  auto c = sink.counters();
+  CHECK(c.submitted == 201);
+  CHECK(c.pending == 50);
+  CHECK(c.store_dropped == 151);
+  CHECK(c.committed == 0);
+  check_accounting(sink, options.db_path);
+
+  // The store recovers: what was held commits, seqs from 1, the first 50 in order.
+  raw_exec(options.db_path, "DROP TRIGGER refuse_all");
+  REQUIRE(sink.drain(std::chrono::steady_clock::now() + 10s));
+  c = sink.counters();
+  CHECK(c.committed == 50);
+  CHECK(c.pending == 0);
+  CHECK(c.stop_abandoned == 0);
+  check_accounting(sink, options.db_path);
+  HitStore store(options.db_path, /*read_only=*/true);
+  HitQuery all;
+  all.limit = -1;
+  const auto rows = store.query(all);
+  REQUIRE(rows.size() == 50);
+  for (std::size_t i = 0; i < rows.size(); ++i) CHECK(rows[i].end_index == std::int64_t(i));
+  sink.stop();
+}
+
+TEST_CASE("AlertSink: on a full database drain() gives up at its deadline and the counts match "
+          "the rows", "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  // A few pages beyond the schema's: SQLITE_FULL after some hundred rows.
+  options.max_size_bytes = 64 * 1024;
+  options.max_pending_alerts = 300;
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"stats."});
+  wait_until_subscribed(sink, {&sub});
+
+  std::int64_t next = 0;
+  while (sink.counters().store_errors == 0) {
+    REQUIRE(next < 100000);  // the limit binds long before
+    std::vector<Alert> alerts;
+    for (int i = 0; i < 50; ++i) alerts.push_back(make_alert(next++));
+    sink.submit_all(alerts);
+    std::this_thread::sleep_for(1ms);
+  }
+  for (int tick = 0; tick < 20; ++tick) {  // 1,000 more: 300 held at most
+    std::vector<Alert> alerts;
+    for (int i = 0; i < 50; ++i) alerts.push_back(make_alert(next++));
+    sink.submit_all(alerts);
+  }
+  CHECK(sink.counters().store_dropped > 0);
+
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(sink.drain(start + 300ms));
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+  const auto c = sink.counters();
+  CHECK(c.committed > 0);
+  CHECK(c.stop_abandoned > 0);
+  CHECK(c.pending == 0);
+  CHECK(c.submitted == std::uint64_t(next));
+  check_accounting(sink, options.db_path);
+  // Status messages still go out after the drain.
+  while (sub.receive(50ms)) {
+  }
+  sink.submit_stats(json{{"end", true}});
+  const auto message = sub.receive();
+  REQUIRE(message.has_value());
+  CHECK(message->is_end());
+  sink.stop();
+  check_accounting(sink, options.db_path);
 }

@@ -375,6 +375,38 @@ TEST_CASE("HitStore: insert_rows with given dims texts stores what insert_rows m
   for (std::size_t i = 0; i < alerts.size(); ++i) check_same_except_seq(back[i], alerts[i]);
 }
 
+TEST_CASE("HitStore: limit_size fails inserts with 'full' beyond the limit and keeps every row "
+          "that committed", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  std::uint64_t committed = 0;
+  {
+    HitStore store(path);
+    CHECK(store.limit_size(48 * 1024) == 48 * 1024);
+    std::string error;
+    for (int tick = 0; tick < 1000 && error.empty(); ++tick) {
+      std::vector<Alert> alerts(20, make_alert(tick));
+      try {
+        store.insert(alerts);
+        committed += alerts.size();
+      } catch (const gw::Error& e) {
+        error = e.what();
+      }
+    }
+    INFO(error);
+    CHECK(error.find("full") != std::string::npos);
+    CHECK(committed > 0);
+    CHECK(store.count() == committed);
+    CHECK(store.last_seq() == committed);
+    // Not below the file's size: a lower limit keeps what it has.
+    CHECK(store.limit_size(4096) >= 48 * 1024);
+  }
+  HitStore unlimited(path);  // the limit is the connection's
+  std::vector<Alert> more(20, make_alert(1));
+  unlimited.insert(more);
+  CHECK(unlimited.count() == committed + 20);
+}
+
 TEST_CASE("HitStore: read-only sees committed rows, refuses writes, never creates", "[store]") {
   TempDir dir;
   const std::string path = dir.file("hits.db");
