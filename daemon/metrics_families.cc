@@ -61,6 +61,16 @@ std::vector<MetricFamily> make_families() {
               by("transport", {{"udp", "/ingest/datagrams"}, {"tcp", "/ingest/tcp_frames"}})),
       counter("gaitwatch_ingest_tcp_connections_total", "TCP ingest connections accepted.",
               leaf("/ingest/tcp_connections")),
+      gauge("gaitwatch_ingest_tcp_connections_open", "TCP ingest connections open now.",
+            leaf("/ingest/tcp_open")),
+      counter("gaitwatch_ingest_tcp_connections_closed_total",
+              "TCP ingest connections the daemon closed, by reason: refused (past "
+              "ingest.tcp.max_connections or the reserved descriptors) or idle (no byte for "
+              "ingest.tcp.idle_timeout_s).",
+              by("reason", {{"refused", "/ingest/tcp_refused"}, {"idle", "/ingest/tcp_idle_closed"}})),
+      counter("gaitwatch_ingest_accept_errors_total",
+              "Failed TCP accepts (out of descriptors or memory); each waits before the next accept.",
+              leaf("/ingest/accept_errors")),
       counter("gaitwatch_ingest_tcp_bad_lengths_total",
               "TCP records whose length prefix was 0 or above ingest.max_frame_bytes; each closed "
               "its connection.",
@@ -96,8 +106,14 @@ std::vector<MetricFamily> make_families() {
             leaf("/ingest/queue_high_water")),
 
       // ---- engine (pipeline/engine.h)
-      gauge("gaitwatch_engine_streams", "Streams (wearer, device) the engine has seen since start.",
+      gauge("gaitwatch_engine_streams", "Streams (wearer, device) the engine holds now (evicted ones excluded).",
             leaf("/engine/streams")),
+      counter("gaitwatch_engine_streams_refused_total",
+              "Frames that would have made a stream past ingest.max_streams, dropped.",
+              leaf("/engine/streams_refused")),
+      counter("gaitwatch_engine_streams_evicted_total",
+              "Streams removed after ingest.stream_idle_s without a frame.",
+              leaf("/engine/streams_evicted")),
       optional(gauge("gaitwatch_streams",
                      "Streams by state: online (frames arriving), stale (late), offline (quiet "
                      "longer): a wearer's sensor that went quiet shows here.",
@@ -181,13 +197,26 @@ std::vector<MetricFamily> make_families() {
             leaf("/engine/last_batch_ms"), kMsToSeconds),
       gauge("gaitwatch_engine_max_batch_seconds", "Longest search batch since start.",
             leaf("/engine/max_batch_ms"), kMsToSeconds),
+      counter("gaitwatch_engine_stop_abandoned_total",
+              "What the stop left unsearched when daemon.stop_timeout_s ran out, by unit.",
+              by("unit", {{"frames", "/engine/stop_abandoned_frames"},
+                          {"windows", "/engine/stop_abandoned_windows"}})),
       gauge("gaitwatch_engine_max_latency_seconds",
             "Worst batch since start: newest sample arrival to alerts ready.",
             leaf("/engine/max_latency_ms"), kMsToSeconds),
 
       // ---- alert writer (pipeline/sink.h)
+      counter("gaitwatch_sink_submitted_alerts_total",
+              "Alerts handed to the writer: committed + dropped + abandoned at stop + pending.",
+              leaf("/sink/submitted")),
       counter("gaitwatch_sink_committed_alerts_total", "Alerts committed to the store.",
               leaf("/sink/committed")),
+      counter("gaitwatch_sink_lost_alerts_total",
+              "Alerts never stored, by reason: dropped (held backlog full while commits failed, "
+              "storage.max_pending_alerts) or stop (still failing at the stop deadline).",
+              by("reason", {{"dropped", "/sink/store_dropped"}, {"stop", "/sink/stop_abandoned"}})),
+      gauge("gaitwatch_sink_pending_alerts", "Alerts waiting for a commit now.",
+            leaf("/sink/pending")),
       counter("gaitwatch_sink_published_alerts_total",
               "Alerts handed to the publisher socket (after their commit).",
               leaf("/sink/published")),
