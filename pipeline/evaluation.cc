@@ -242,4 +242,39 @@ Folds leave_one_episode_out(const config::PatternConfig& pattern, const std::str
   return folds;
 }
 
+config::PatternConfig locate_template_examples(const config::PatternConfig& pattern,
+                                               const sensors::Recording& recording,
+                                               const std::string& recording_file,
+                                               const std::string& format) {
+  config::PatternConfig out = pattern;
+  std::vector<std::size_t> columns;
+  for (const std::string& channel : pattern.channels) {
+    const auto it =
+        std::find(recording.channel_names.begin(), recording.channel_names.end(), channel);
+    if (it == recording.channel_names.end()) return out;
+    columns.push_back(static_cast<std::size_t>(it - recording.channel_names.begin()));
+  }
+  if (columns.empty()) return out;
+  const std::size_t samples = recording.samples();
+  for (auto& example : out.examples) {
+    if (example.source || example.raw.empty()) continue;
+    const std::size_t rows = example.raw.size() / columns.size();
+    if (rows == 0 || rows > samples) continue;
+    auto matches_at = [&](std::size_t first) {
+      for (std::size_t d = 0; d < columns.size(); ++d)
+        for (std::size_t s = 0; s < rows; ++s)
+          if (recording.at(first + s, columns[d]) != example.raw[d * rows + s]) return false;
+      return true;
+    };
+    for (std::size_t first = 0; first + rows <= samples; ++first) {
+      if (recording.at(first, columns[0]) != example.raw[0] || !matches_at(first)) continue;
+      const auto start = static_cast<std::int64_t>(first) + example.lead_in;
+      example.source = config::ExampleSource{recording_file, format, start,
+                                             start + static_cast<std::int64_t>(pattern.length)};
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace gw::pipeline

@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "pipeline/alert.h"
+#include "sensors/recording.h"
 
 namespace gw::pipeline {
 
@@ -95,5 +96,17 @@ struct Folds {
 };
 Folds leave_one_episode_out(const config::PatternConfig& pattern, const std::string& recording_file,
                             const std::vector<Event>& events);
+
+// Template examples do not say where they were cut. A template example whose
+// raw values (every pattern channel, the transforms' lead-in included) occur
+// verbatim in `recording` is taken to be that window of `recording_file`
+// (`gaitwatch pattern export` writes exactly those values), so that
+// leave_one_episode_out leaves it out like the window it came from. Returns
+// the pattern with `source` set on those examples (format `format`); every
+// other example, and a recording lacking a pattern channel, is left as it is.
+config::PatternConfig locate_template_examples(const config::PatternConfig& pattern,
+                                               const sensors::Recording& recording,
+                                               const std::string& recording_file,
+                                               const std::string& format);
 
 }  // namespace gw::pipeline

@@ -131,6 +131,8 @@ void add_plot(CLI::App& app, int& exit_code);
 // status, slots, alerts and control: requests to a running daemon.
 void add_control_commands(CLI::App& app, int& exit_code);
 void add_history(CLI::App& app, int& exit_code);
+// pattern export: a pattern's examples as template files (daemon/cli/pattern.cc).
+void add_pattern(CLI::App& app, int& exit_code);
 
 // One request to a running daemon's control interface (daemon/control_client.h,
 // docs/interfaces.md): returns the final message; `on_message` sees the

@@ -63,7 +63,10 @@ int run(const EvalOptions& o) {
   std::map<std::string, pipeline::Folds> folds;
   if (o.cv) {
     for (const auto* p : evaluated) {
-      auto f = pipeline::leave_one_episode_out(*p, o.source.file, events);
+      // Templates exported from this recording's windows count as those windows.
+      const config::PatternConfig located =
+          pipeline::locate_template_examples(*p, rec, o.source.file, o.source.format);
+      auto f = pipeline::leave_one_episode_out(located, o.source.file, events);
       for (const auto& fold : f.patterns) run_cfg.patterns.push_back(fold);
       folds.emplace(p->name, std::move(f));
     }

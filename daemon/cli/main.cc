@@ -10,6 +10,7 @@
 //   slots      when a wearer had a status in a zone   (control interface)
 //   alerts     stored alerts with seq > N              (control interface)
 //   control    any control request, messages as JSON  (control interface)
+//   pattern    export a pattern's examples as template files
 //   history    fill, inspect or export a raw-stream history file (search
 //              searches one with --history)
 #include <CLI/CLI.hpp>
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   gw::cli::add_plot(app, exit_code);
   gw::cli::add_control_commands(app, exit_code);
   gw::cli::add_history(app, exit_code);
+  gw::cli::add_pattern(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -123,6 +125,21 @@ class TempDir {
 
 std::string normal(const fs::path& path) { return path.lexically_normal().string(); }
 
+// The shipped config with each pattern template exported from a Daphnet
+// window (config/patterns/fog/{positive,negative}_NN_RECORDING_START.csv,
+// `gaitwatch pattern export`) replaced by that window of the recording.
+std::string shipped_config_with_windows() {
+  std::ifstream in(kConfigDir + "/gaitwatch.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE_FALSE(text.empty());
+  const std::regex exported(
+      R"(\{template: patterns/fog/(?:positive|negative)_[0-9]+_(S[0-9]+R[0-9]+)_([0-9]+)\.csv\})");
+  const std::string windows =
+      std::regex_replace(text, exported, "{file: ../data/daphnet/$1.txt, format: daphnet, start: $2}");
+  REQUIRE(windows != text);
+  return windows;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -220,12 +237,13 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
                                        [](const auto& e) { return !e.negative; });
   CHECK(positives == 9);
   CHECK(fog.examples.size() == 9 + 31);
-  REQUIRE(fog.examples.at(0).source.has_value());
-  CHECK(fog.examples.at(0).source->file == normal(fs::absolute(kDataDir + "/daphnet/S02R01.txt")));
-  CHECK(fog.examples.at(0).source->format == "daphnet");
-  CHECK(fog.examples.at(0).source->start == 54488 + 64);
-  CHECK(fog.examples.at(0).source->end == 54488 + 64 + 128);
-  CHECK(fog.examples.at(0).template_file.empty());
+  // Templates, so that an installed config needs no recordings; the first
+  // holds the window 1 s after the first freeze's onset (54488 + 64).
+  CHECK_FALSE(fog.examples.at(0).source.has_value());
+  CHECK(fog.examples.at(0).template_file ==
+        normal(fs::absolute(kConfigDir + "/patterns/fog/positive_01_S02R01_54552.csv")));
+  CHECK(std::all_of(fog.examples.begin(), fog.examples.end(),
+                    [](const auto& e) { return !e.template_file.empty(); }));
   CHECK(fog.examples.at(0).lead_in == 3 * 64 - 1);
   CHECK(fog.examples.at(0).raw.size() == 9 * static_cast<std::size_t>(191 + 128));
 
@@ -239,7 +257,7 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
 }
 
 TEST_CASE("the example's raw values are the recording's, lead-in first", "[config]") {
-  const Config config = load_config(kConfigDir + "/gaitwatch.yaml");
+  const Config config = parse_config(shipped_config_with_windows(), "windows.yaml", kConfigDir);
   const gw::config::PatternConfig& fog = config.patterns.at(0);
   const gw::config::PatternExample& example = fog.examples.at(0);
   const gw::sensors::Recording recording =
@@ -262,6 +280,26 @@ TEST_CASE("the example's raw values are the recording's, lead-in first", "[confi
   CHECK(example.raw[2 * rows + onset] == 297);
   CHECK(recording.labels.at(54488) == 2);
   CHECK(recording.labels.at(54487) == 1);
+}
+
+TEST_CASE("the shipped pattern's templates hold the recording windows they were exported from",
+          "[config]") {
+  const Config from_templates = load_config(kConfigDir + "/gaitwatch.yaml");
+  const Config from_windows = parse_config(shipped_config_with_windows(), "windows.yaml", kConfigDir);
+  REQUIRE(from_templates.patterns.size() == from_windows.patterns.size());
+  for (std::size_t p = 0; p < from_templates.patterns.size(); ++p) {
+    const auto& templates = from_templates.patterns[p];
+    const auto& windows = from_windows.patterns[p];
+    CHECK(templates.length == windows.length);
+    REQUIRE(templates.examples.size() == windows.examples.size());
+    for (std::size_t e = 0; e < templates.examples.size(); ++e) {
+      INFO(templates.examples[e].describe() << " vs " << windows.examples[e].describe());
+      REQUIRE(windows.examples[e].source.has_value());
+      CHECK(templates.examples[e].negative == windows.examples[e].negative);
+      CHECK(templates.examples[e].lead_in == windows.examples[e].lead_in);
+      CHECK(templates.examples[e].raw == windows.examples[e].raw);  // exact: alerts are unchanged
+    }
+  }
 }
 
 TEST_CASE("the template in config/patterns gives the same shape as its example window",

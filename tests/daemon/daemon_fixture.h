@@ -61,9 +61,11 @@ struct DaemonFixture {
     config["storage"]["path"] = (dir / "hits.db").string();
     config["history"]["path"] = (dir / "history.db").string();
     config["search"]["threads"] = 2;
-    // The copy lives elsewhere: make the patterns' example files absolute.
+    // The copy lives elsewhere: make the patterns' recordings and templates absolute.
     auto absolute = [](YAML::Node example) {
-      example["file"] = (fs::path(GW_CONFIG_DIR) / example["file"].as<std::string>()).string();
+      for (const char* key : {"file", "template"})
+        if (example[key])
+          example[key] = (fs::path(GW_CONFIG_DIR) / example[key].as<std::string>()).string();
     };
     for (auto pattern : config["patterns"]) {
       if (pattern["example"]) absolute(pattern["example"]);

@@ -230,7 +230,9 @@ TEST_CASE("SIGHUP with a broken config keeps the old one running, a valid one ap
   // threshold.
   YAML::Node strict = YAML::Clone(fx.config);
   strict["patterns"][0]["threshold"] = 0.001;
-  YAML::Node only = YAML::Clone(strict["patterns"][0]["examples"][0]);
+  YAML::Node only;
+  only["file"] = gw::test::kRecording;
+  only["format"] = "daphnet";
   only["start"] = 20000;
   only["end"] = 20128;
   strict["patterns"][0]["examples"] = YAML::Node(YAML::NodeType::Sequence);

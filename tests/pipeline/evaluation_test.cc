@@ -135,3 +135,52 @@ TEST_CASE("an example belongs to every event its transforms' lead-in reads", "[e
   CHECK(folds.fold_of_event == std::vector<int>{0, -1});
   CHECK(folds.left_without_positives == 1);
 }
+
+TEST_CASE("a template cut from the evaluated recording is found there, lead-in included",
+          "[eval]") {
+  gw::sensors::Recording rec;
+  rec.source = "/data/a.csv";
+  rec.sample_rate_hz = 100;
+  rec.channel_names = {"x", "y"};
+  for (int s = 0; s < 3000; ++s) {
+    rec.values.push_back(static_cast<float>((s * 7919) % 101));  // repeats only every 101
+    rec.values.push_back(static_cast<float>((s * 104729) % 997));
+  }
+  gw::config::PatternConfig p;
+  p.name = "shape";
+  p.channels = {"y", "x"};  // the pattern's order, not the recording's
+  p.length = 40;
+  auto cut = [&](std::size_t first, bool negative) {
+    gw::config::PatternExample e;
+    e.negative = negative;
+    e.template_file = "/patterns/t.csv";
+    e.lead_in = 10;
+    const std::size_t rows = 50;
+    for (const std::size_t column : {std::size_t{1}, std::size_t{0}})
+      for (std::size_t s = 0; s < rows; ++s) e.raw.push_back(rec.at(first + s, column));
+    return e;
+  };
+  gw::config::PatternExample elsewhere = cut(1000, false);
+  elsewhere.raw[60] += 1;  // one value differs: not from this recording
+  gw::config::PatternExample window;
+  window.source = gw::config::ExampleSource{"/data/b.txt", "daphnet", 200, 240};
+  p.examples = {cut(1000, false), elsewhere, cut(2500, true), window};
+
+  const auto located = gw::pipeline::locate_template_examples(p, rec, "/data/a.csv", "csv");
+  REQUIRE(located.examples.size() == 4);
+  REQUIRE(located.examples[0].source.has_value());
+  CHECK(located.examples[0].source->file == "/data/a.csv");
+  CHECK(located.examples[0].source->format == "csv");
+  CHECK(located.examples[0].source->start == 1010);  // after the 10 lead-in rows
+  CHECK(located.examples[0].source->end == 1050);
+  CHECK(located.examples[0].raw == p.examples[0].raw);
+  CHECK_FALSE(located.examples[1].source.has_value());
+  REQUIRE(located.examples[2].source.has_value());
+  CHECK(located.examples[2].source->start == 2510);
+  CHECK(located.examples[3].source->file == "/data/b.txt");  // windows stay as they are
+
+  // Located, the template is left out of the fold of the event it was cut from.
+  const auto folds = gw::pipeline::leave_one_episode_out(located, "/data/a.csv", {{1000, 1100}});
+  CHECK(folds.fold_of_event == std::vector<int>{0});
+  CHECK(folds.patterns.at(0).examples.size() == 3);
+}

@@ -1,0 +1,202 @@
+// Integration: what `cmake --install` puts on a machine works there. The build
+// directory is installed into a temp prefix; the installed daemon accepts the
+// installed config, which names only files under the prefix (the pattern
+// templates, not the recordings of the source tree) and state paths under
+// its var/lib/gaitwatch; the installed unit names the installed binary,
+// config and documentation; the installed daemon starts and stops cleanly.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/config.h"
+#include "tests/daemon/process.h"
+
+namespace fs = std::filesystem;
+using gw::test::run_process;
+
+namespace {
+
+// The build directory installed into a fresh temp prefix (stripped, as the
+// documented `cmake --install build --strip`).
+struct Installed {
+  fs::path prefix;
+  Installed() {
+    static int counter = 0;
+    prefix = fs::temp_directory_path() /
+             ("gw_install_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(prefix);
+    fs::create_directories(prefix);
+    const auto r = run_process(
+        {GW_CMAKE_COMMAND, "--install", GW_BINARY_DIR, "--prefix", prefix.string(), "--strip"},
+        prefix, "install", std::chrono::seconds(120));
+    INFO(r.out << r.err);
+    REQUIRE(r.code == 0);
+  }
+  ~Installed() { fs::remove_all(prefix); }
+  fs::path config() const { return prefix / "etc/gaitwatch/gaitwatch.yaml"; }
+  fs::path daemon() const { return prefix / "bin/gaitwatchd"; }
+  fs::path unit() const { return prefix / "lib/systemd/system/gaitwatchd.service"; }
+  bool under_prefix(const fs::path& path) const {
+    const auto relative = fs::path(path).lexically_normal().lexically_relative(prefix);
+    return !relative.empty() && *relative.begin() != "..";
+  }
+};
+
+// The unit's "Key=value" lines for `key`, in order.
+std::vector<std::string> unit_values(const std::string& unit, const std::string& key) {
+  std::vector<std::string> values;
+  std::istringstream in(unit);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + "=", 0) == 0) values.push_back(line.substr(key.size() + 1));
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("the installed config validates and names only files under the prefix",
+          "[integration]") {
+  Installed installed;
+  // Only the two programs are installed, no tests or benchmarks.
+  std::set<std::string> programs;
+  for (const auto& entry : fs::directory_iterator(installed.prefix / "bin"))
+    programs.insert(entry.path().filename().string());
+  CHECK(programs == std::set<std::string>{"gaitwatch", "gaitwatchd"});
+
+  const auto check = run_process(
+      {installed.daemon().string(), "--check-config", installed.config().string()},
+      installed.prefix, "check", std::chrono::seconds(60));
+  INFO(check.out << check.err);
+  REQUIRE(check.code == 0);
+
+  const gw::config::Config config = gw::config::load_config(installed.config().string());
+  CHECK(config.storage.path == (installed.prefix / "var/lib/gaitwatch/hits.db").string());
+  CHECK(config.history.path == (installed.prefix / "var/lib/gaitwatch/history.db").string());
+  REQUIRE_FALSE(config.patterns.empty());
+  for (const auto& pattern : config.patterns) {
+    for (const auto& example : pattern.examples) {
+      INFO(pattern.name << ": " << example.describe());
+      CHECK_FALSE(example.source.has_value());  // no recordings
+      CHECK(installed.under_prefix(example.template_file));
+      CHECK(fs::path(example.template_file).parent_path().parent_path() ==
+            installed.prefix / "share/gaitwatch/patterns");
+    }
+  }
+  // The attribution of the data the templates were cut from comes with them.
+  CHECK(fs::exists(installed.prefix / "share/gaitwatch/patterns/README.md"));
+  CHECK(fs::exists(installed.prefix / "share/gaitwatch/patterns/fog/README.md"));
+}
+
+TEST_CASE("the installed unit names the installed binary, config and documentation",
+          "[integration]") {
+  Installed installed;
+  const std::string unit = gw::test::read_file(installed.unit());
+  REQUIRE_FALSE(unit.empty());
+  CHECK(unit.find('@') == std::string::npos);  // every placeholder substituted
+  const std::string daemon = installed.daemon().string();
+  const std::string config = installed.config().string();
+  CHECK(unit_values(unit, "ExecStart") ==
+        std::vector<std::string>{daemon + " --config " + config});
+  CHECK(unit_values(unit, "ExecStartPre") ==
+        std::vector<std::string>{daemon + " --check-config " + config});
+  CHECK(unit_values(unit, "StateDirectory") == std::vector<std::string>{"gaitwatch"});
+  CHECK(unit_values(unit, "RuntimeDirectory") == std::vector<std::string>{"gaitwatch"});
+  CHECK(unit_values(unit, "RuntimeDirectoryMode") == std::vector<std::string>{"0750"});
+  CHECK(unit_values(unit, "Group") == std::vector<std::string>{"gaitwatch"});
+  CHECK(unit_values(unit, "LimitNOFILE") == std::vector<std::string>{"65536"});
+  // The prefix's var is not /var: the unit lets the daemon write there.
+  CHECK(unit_values(unit, "ReadWritePaths") ==
+        std::vector<std::string>{(installed.prefix / "var/lib/gaitwatch").string()});
+
+  // Every file the unit names exists: the binary and the config in
+  // Exec*, the documentation's file:// and man: pages.
+  const std::regex absolute_path(R"((?:^|[ =])(/[^ ]+))");
+  std::vector<std::string> named;
+  for (const char* key : {"ExecStart", "ExecStartPre"})
+    for (const auto& value : unit_values(unit, key))
+      for (std::sregex_iterator it(value.begin(), value.end(), absolute_path), end; it != end; ++it)
+        named.push_back((*it)[1]);
+  const auto documentation = unit_values(unit, "Documentation");
+  REQUIRE(documentation.size() == 1);
+  std::istringstream urls(documentation[0]);
+  int files = 0, pages = 0;
+  for (std::string url; urls >> url;) {
+    if (url.rfind("file://", 0) == 0) {
+      named.push_back(url.substr(7));
+      ++files;
+    }
+    std::smatch page;
+    if (std::regex_match(url, page, std::regex(R"(man:([a-z]+)\(([0-9])\))"))) {
+      named.push_back((installed.prefix / "share/man" / ("man" + page[2].str()) /
+                       (page[1].str() + "." + page[2].str()))
+                          .string());
+      ++pages;
+    }
+  }
+  CHECK(files == 1);
+  CHECK(pages == 2);
+  CHECK(named.size() == 4 + 3);
+  for (const auto& file : named) {
+    INFO(file);
+    CHECK(installed.under_prefix(file));
+    CHECK(fs::is_regular_file(file));
+  }
+
+  const std::string sysusers =
+      gw::test::read_file(installed.prefix / "lib/sysusers.d/gaitwatch.conf");
+  CHECK_THAT(sysusers, Catch::Contains("u gaitwatch - \"gaitwatch daemon\" /var/lib/gaitwatch"));
+
+  // systemd's own check where this machine has it (not every container
+  // does): every key known and valid, the commands executable.
+  if (std::system("systemd-analyze --version >/dev/null 2>&1") == 0) {
+    const auto verify = run_process({"/usr/bin/env", "systemd-analyze", "verify", "--man=no",
+                                     installed.unit().string()},
+                                    installed.prefix, "verify", std::chrono::seconds(60));
+    INFO(verify.out << verify.err);
+    CHECK(verify.code == 0);
+    CHECK_THAT(verify.err, !Catch::Contains("Unknown") && !Catch::Contains("ignoring") &&
+                               !Catch::Contains("Invalid") && !Catch::Contains("not executable"));
+  } else {
+    WARN("skipped systemd-analyze verify: not available");
+  }
+}
+
+TEST_CASE("the installed daemon starts on the installed config and stops cleanly",
+          "[integration]") {
+  Installed installed;
+  // The installed config with temp state paths and loopback ports chosen now.
+  YAML::Node config = YAML::LoadFile(installed.config().string());
+  const fs::path state = installed.prefix / "state";
+  fs::create_directories(state);
+  config["storage"]["path"] = (state / "hits.db").string();
+  config["history"]["path"] = (state / "history.db").string();
+  config["ingest"]["udp"]["port"] = gw::test::free_port(true);
+  config["ingest"]["tcp"]["port"] = gw::test::free_port(false);
+  config["publish"]["endpoint"] = "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));
+  config["control"]["endpoint"] = "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));
+  config["metrics"]["port"] = gw::test::free_port(false);
+  config["search"]["threads"] = 2;
+  const fs::path run_config = installed.prefix / "etc/gaitwatch/run.yaml";
+  std::ofstream(run_config) << YAML::Dump(config) << "\n";
+
+  gw::test::Process daemon({installed.daemon().string(), "--config", run_config.string()},
+                           installed.prefix / "daemon.out", installed.prefix / "daemon.err");
+  const bool ready = gw::test::eventually(
+      [&] { return daemon.err().find("ready") != std::string::npos || !daemon.running(); },
+      std::chrono::seconds(60));
+  INFO(daemon.err());
+  REQUIRE(ready);
+  REQUIRE(daemon.running());
+  daemon.signal(SIGTERM);
+  CHECK(daemon.wait(std::chrono::seconds(30)) == 0);
+  CHECK(fs::exists(state / "hits.db"));
+}
