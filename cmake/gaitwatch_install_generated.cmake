@@ -109,4 +109,11 @@ configure_file("${GW_SOURCE_DIR}/systemd/gaitwatchd.service.in"
 file(INSTALL "${gw_gen_dir}/gaitwatchd.service" DESTINATION "${prefix}/lib/systemd/system"
      PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
 
+# The state directory exists after an install, so that the installed config
+# passes --check-config there (it checks that storage.path's directory is
+# writable); under the unit, systemd hands it to the user gaitwatch
+# (StateDirectory). Mode 0700: recorded health data.
+file(MAKE_DIRECTORY "$ENV{DESTDIR}${GW_STATE_DIR}")
+file(CHMOD "$ENV{DESTDIR}${GW_STATE_DIR}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+
 file(REMOVE_RECURSE "${gw_gen_dir}")
