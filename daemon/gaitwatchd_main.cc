@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "daemon/daemon.h"
+#include "daemon/log.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gaitwatchd - streaming abnormal-gait detector daemon"};
@@ -32,10 +33,13 @@ int main(int argc, char** argv) {
     std::cerr << "gaitwatchd: --config FILE or --check-config FILE is required\n";
     return 2;
   }
+  // Start-up errors (an invalid config, a port in use) go out in the log's
+  // format; run_daemon sets the config's level once the config is read.
+  gw::daemon::setup_logging("info");
   try {
     return gw::daemon::run_daemon(config_path);
   } catch (const std::exception& e) {
-    std::cerr << "<2>gaitwatchd: " << e.what() << "\n";
+    spdlog::critical("gaitwatchd: {}", e.what());
     return 1;
   }
 }

@@ -48,7 +48,7 @@ trap - EXIT
 sleep 0.3
 kill $SUBSCRIBER 2>/dev/null || true
 wait $SUBSCRIBER 2>/dev/null || true
-grep -E "final counters|stopped" build/demo-daemon.log | sed 's/^<[0-9]>/   /'
+grep -E "final counters|stopped" build/demo-daemon.log | sed 's/^[^ ]* [A-Z]* /   /'
 echo "== hits stored in config/$DB"
 "$BIN/gaitwatch" hits --db "config/$DB"
 echo "== annotated freezes in this range (data/daphnet/FOG_EPISODES.tsv, 1-based rows):"
