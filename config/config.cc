@@ -27,6 +27,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/spelling.h"
 #include "sensors/recording.h"
 
 namespace gw::config {
@@ -298,44 +299,10 @@ std::string lowercase(std::string text) {
   return text;
 }
 
-// Edit distance counting an insertion, deletion, substitution or swap of two
-// adjacent characters as one edit (optimal string alignment), so that the
-// typical typos "treshold" and "prot" are one edit from their key.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-// " (did you mean 'x'?)" for the closest candidate when it is plausibly a typo
-// (a few edits, or one word a prefix of the other), else "".
+// " (did you mean 'x'?)" for the closest candidate when it is plausibly a typo,
+// else "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-  const std::string needle = lowercase(word);
-  std::string best;
-  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
-  for (const std::string& candidate : candidates) {
-    const std::string hay = lowercase(candidate);
-    std::size_t distance = edit_distance(needle, hay);
-    const std::size_t allowed = std::max<std::size_t>(1, std::min<std::size_t>(3, hay.size() / 3));
-    const bool prefix =
-        needle.size() >= 3 && (hay.rfind(needle, 0) == 0 || needle.rfind(hay, 0) == 0);
-    if (distance > allowed && !prefix) continue;
-    if (prefix) distance = std::min<std::size_t>(distance, allowed);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = candidate;
-    }
-  }
+  const std::string best = closest_match(word, candidates);
   return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
 }
 

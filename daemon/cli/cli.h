@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "daemon/cli/usage.h"
 #include "pipeline/alert.h"
 #include "sensors/frame.h"
 #include "sensors/framing.h"
@@ -33,10 +34,16 @@ class InterruptScope {
   void (*previous_)(int);
 };
 
+// The format a recording's file name implies: csv for *.csv; daphnet for the
+// Daphnet dataset's S<NN>R<NN>.txt; gaitpdb for PhysioNet gaitpdb's
+// {Ga,Ju,Si}{Co,Pt}<NN>_<NN>.txt. Empty for any other name (--format is
+// then required).
+std::string format_from_file_name(const std::string& file);
+
 // How a recording is read: --file, --format and the csv options.
 struct RecordingSource {
   std::string file;
-  std::string format = "daphnet";
+  std::string format;       // empty: format_from_file_name(file)
   std::string columns;      // comma-separated names or indices; empty = all
   char delimiter = ',';
   int header_lines = 1;
@@ -47,6 +54,9 @@ struct RecordingSource {
   // --file is required unless `file_required` is false (the command then
   // checks it where it needs a file).
   void add_flags(CLI::App& cmd, bool with_columns = true, bool file_required = true);
+  // The format `file` is read with: --format, else the one its name implies;
+  // throws UsageError when neither says.
+  std::string format_for(const std::string& file) const;
   sensors::Recording read() const;  // throws gw::Error
 };
 
@@ -105,7 +115,8 @@ void add_engine_flags(CLI::App& cmd, std::string& config_path, RecordingSource& 
 
 // Runs `body` when the subcommand is chosen: its return value becomes the
 // exit code; an exception is reported as "gaitwatch <name>: message" on stderr
-// with exit code 1.
+// with exit code 1, except a UsageError (and any CLI::ParseError), which goes
+// on to parse_command_line (exit 2).
 void on_run(CLI::App& cmd, int& exit_code, std::function<int()> body);
 
 // Unix time now, in seconds.

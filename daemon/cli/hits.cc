@@ -60,14 +60,7 @@ void add_hits(CLI::App& app, int& exit_code) {
   cmd->add_option("--after-seq", options->after_seq, "only hits with seq > N (catch up)");
   cmd->add_option("--limit", options->limit, "at most this many (default 100)");
   cmd->add_flag("--json", options->json, "one JSON object per line");
-  cmd->callback([options, &exit_code] {
-    try {
-      exit_code = run(*options);
-    } catch (const std::exception& e) {
-      std::cerr << "gaitwatch hits: " << e.what() << "\n";
-      exit_code = 1;
-    }
-  });
+  on_run(*cmd, exit_code, [options] { return run(*options); });
 }
 
 }  // namespace gw::cli

@@ -1,7 +1,7 @@
 // gaitwatch search: offline search of a recording for the windows most like a
 // query, with the same backend the daemon uses. Flags are a scripting
 // interface (kept stable):
-//   --file F --format gaitpdb|daphnet|csv|values [--columns NAMES]
+//   --file F [--format gaitpdb|daphnet|csv|values] [--columns NAMES]
 //   (--pattern FILE | --example F:START:END) --band R [--znorm] [--nr N]
 //   [--top K] [--backend auto|cpu|cuda] [--json]
 // Results are the top K windows with an exclusion zone: once a window is
@@ -201,7 +201,8 @@ void add_search(CLI::App& app, int& exit_code) {
   options->source.add_flags(*cmd, true, false);
   auto* pattern = cmd->add_option(
       "--pattern", options->pattern_file,
-      "query file, read like --file (same format and --columns); with --history: a pattern "
+      "query file, read like --file (--format or the one its name implies, --columns); with "
+      "--history: a pattern "
       "name of the config");
   auto* example = cmd->add_option("--example", options->example,
                                   "query by example: FILE:START:END sample indices, END exclusive");
@@ -238,30 +239,24 @@ void add_search(CLI::App& app, int& exit_code) {
                 "(history.search; same flags as --history, without --history and --config)");
   // With --daemon: --endpoint, --timeout (default 60 s), --server-key, --key.
   h.control.add_flags(*cmd);
-  cmd->callback([options, band, &exit_code] {
-    try {
-      const SearchOptions& o = *options;
-      const bool history = !o.history.history.empty() || o.history.daemon;
-      if (o.pattern_file.empty() && o.example.empty())
-        throw Error(history ? "one of --pattern NAME or --example F:START:END is required"
-                            : "one of --pattern FILE or --example F:START:END is required");
-      if (o.history.daemon && (!o.history.history.empty() || !o.history.config.empty()))
-        throw Error("--daemon searches the daemon's own history with its own config: drop "
-                    "--history and --config");
-      if (history) {
-        HistorySearchOptions history = o.history;
-        history.pattern = o.pattern_file;
-        history.example = o.example;
-        exit_code = run_history_search(history, o);
-        return;
-      }
-      if (o.source.file.empty()) throw Error("--file is required (or --history FILE)");
-      if (band->count() == 0) throw Error("--band is required when searching a recording");
-      exit_code = run(o);
-    } catch (const std::exception& e) {
-      std::cerr << "gaitwatch search: " << e.what() << "\n";
-      exit_code = 1;
+  on_run(*cmd, exit_code, [options, band] {
+    const SearchOptions& o = *options;
+    const bool history = !o.history.history.empty() || o.history.daemon;
+    if (o.pattern_file.empty() && o.example.empty())
+      throw UsageError(history ? "one of --pattern NAME or --example F:START:END is required"
+                               : "one of --pattern FILE or --example F:START:END is required");
+    if (o.history.daemon && (!o.history.history.empty() || !o.history.config.empty()))
+      throw UsageError("--daemon searches the daemon's own history with its own config: drop "
+                       "--history and --config");
+    if (history) {
+      HistorySearchOptions history = o.history;
+      history.pattern = o.pattern_file;
+      history.example = o.example;
+      return run_history_search(history, o);
     }
+    if (o.source.file.empty()) throw UsageError("--file is required (or --history FILE)");
+    if (band->count() == 0) throw UsageError("--band is required when searching a recording");
+    return run(o);
   });
 }
 

@@ -167,14 +167,7 @@ void add_subscribe(CLI::App& app, int& exit_code) {
                   "the last seq already seen: with --catch-up, alerts after it are fetched at "
                   "the first published one");
   options->control.add_flags(*cmd, "control-");
-  cmd->callback([options, &exit_code] {
-    try {
-      exit_code = run(*options);
-    } catch (const std::exception& e) {
-      std::cerr << "gaitwatch subscribe: " << e.what() << "\n";
-      exit_code = 1;
-    }
-  });
+  on_run(*cmd, exit_code, [options] { return run(*options); });
 }
 
 void add_keygen(CLI::App& app, int& exit_code) {
@@ -187,21 +180,15 @@ void add_keygen(CLI::App& app, int& exit_code) {
   cmd->add_flag("--mac", *mac,
                 "a frame MAC key (HMAC-SHA-256, docs/protocol.md) for one device instead: "
                 "ingest.allowed_devices[].mac_key and replay --mac-key");
-  cmd->callback([prefix, mac, &exit_code] {
-    try {
-      if (*mac) {
-        sensors::write_frame_mac_key(*prefix + ".mackey", sensors::generate_frame_mac_key());
-        std::cout << *prefix << ".mackey\n";
-        exit_code = 0;
-        return;
-      }
-      pipeline::write_curve_keypair(*prefix, pipeline::generate_curve_keypair());
-      std::cout << *prefix << ".key\n" << *prefix << ".pub\n";
-      exit_code = 0;
-    } catch (const std::exception& e) {
-      std::cerr << "gaitwatch keygen: " << e.what() << "\n";
-      exit_code = 1;
+  on_run(*cmd, exit_code, [prefix, mac] {
+    if (*mac) {
+      sensors::write_frame_mac_key(*prefix + ".mackey", sensors::generate_frame_mac_key());
+      std::cout << *prefix << ".mackey\n";
+      return 0;
     }
+    pipeline::write_curve_keypair(*prefix, pipeline::generate_curve_keypair());
+    std::cout << *prefix << ".key\n" << *prefix << ".pub\n";
+    return 0;
   });
 }
 
