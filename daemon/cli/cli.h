@@ -62,15 +62,32 @@ struct RecordingSource {
 
 std::vector<std::string> split_list(const std::string& comma_separated);
 
+// The config file client commands read the daemon's endpoints from:
+// `explicit_path` when given, else the installed config
+// (GW_INSTALLED_CONFIG, SYSCONFDIR/gaitwatch/gaitwatch.yaml) when it exists,
+// else empty (the built-in defaults of config/config.h).
+std::string client_config_path(const std::string& explicit_path);
+// The server's public key file next to its secret key file (NAME.key ->
+// NAME.pub), as `gaitwatch keygen` writes them.
+std::string public_key_file_of(const std::string& secret_key_file);
+
 // A running daemon's control interface as the CLI reaches it (daemon/cli/control.cc):
 // flags --endpoint, --timeout, --server-key, --key, each name after `prefix`
-// (e.g. "control-" for --control-endpoint).
+// (e.g. "control-" for --control-endpoint), and --config unless the command
+// has its own.
 struct ControlTarget {
-  std::string endpoint = "tcp://127.0.0.1:7711";
+  std::string endpoint;    // empty: from the config (resolve())
   double timeout_s = 10;
   std::string server_key;  // the daemon's control .pub file: CURVE on
   std::string key;         // this client's .key file (authorized on the daemon)
-  void add_flags(CLI::App& cmd, const std::string& prefix = "");
+  std::string config;      // --config: the daemon's config file
+  void add_flags(CLI::App& cmd, const std::string& prefix = "", bool with_config_flag = true);
+  // The endpoint to use: --endpoint when given; else control.endpoint of
+  // client_config_path(config) (resolved as the daemon resolves it), with
+  // the server key of its control.curve_secret_key when --server-key is not
+  // given; else the built-in default. Throws gw::Error for a config that does
+  // not load or has the control interface off.
+  ControlTarget resolved() const;
 };
 
 // Stored alerts with seq > `after` (of one wearer if >= 0, one pattern if
@@ -166,7 +183,7 @@ struct HistorySearchOptions {
   std::string from, to;  // seconds of device time or ISO 8601 UTC; empty = open
   std::size_t slice_samples = std::size_t{1} << 18;
   bool daemon = false;
-  ControlTarget control{"tcp://127.0.0.1:7711", 60};  // with daemon: its control interface
+  ControlTarget control{"", 60, "", "", ""};  // with daemon: its control interface
 };
 // The flags `search` shares between its two modes.
 struct SearchFlags {

@@ -92,6 +92,17 @@ sensors::Recording RecordingSource::read() const {
   return rec;
 }
 
+std::string client_config_path(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  std::error_code error;
+  if (std::filesystem::is_regular_file(GW_INSTALLED_CONFIG, error)) return GW_INSTALLED_CONFIG;
+  return {};
+}
+
+std::string public_key_file_of(const std::string& secret_key_file) {
+  return std::filesystem::path(secret_key_file).replace_extension(".pub").string();
+}
+
 double unix_time_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();

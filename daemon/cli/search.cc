@@ -9,7 +9,7 @@
 //
 // With --history FILE it searches the daemon's raw-stream history instead
 // (daemon/cli/history.cc, docs/interfaces.md): --pattern then names a pattern
-// of the config. With --daemon [--endpoint E] the running daemon searches its
+// of the config. With --daemon [--config F | --endpoint E] the running daemon searches its
 // own history (control command history.search) with the same flags.
 #include <algorithm>
 #include <cmath>
@@ -222,7 +222,9 @@ void add_search(CLI::App& app, int& exit_code) {
                   "history.path) instead of --file");
   cmd->add_option("--config", h.config,
                   "with --history: config with the patterns and devices (default: the one the "
-                  "daemon recorded in the history file)");
+                  "daemon recorded in the history file); with --daemon: the daemon's config, "
+                  "for control.endpoint and its CURVE server key (default " GW_INSTALLED_CONFIG
+                  " when it exists)");
   cmd->add_option("--device", h.device,
                   "with --history --example: device profile of the example's channels (default: "
                   "the config's first device)");
@@ -236,20 +238,20 @@ void add_search(CLI::App& app, int& exit_code) {
                   "with --history: samples per backend batch (memory bound; default 262144)");
   cmd->add_flag("--daemon", h.daemon,
                 "search the running daemon's own history through its control interface "
-                "(history.search; same flags as --history, without --history and --config)");
+                "(history.search; same flags as --history, without --history)");
   // With --daemon: --endpoint, --timeout (default 60 s), --server-key, --key.
-  h.control.add_flags(*cmd);
+  h.control.add_flags(*cmd, "", false);
   on_run(*cmd, exit_code, [options, band] {
     const SearchOptions& o = *options;
     const bool history = !o.history.history.empty() || o.history.daemon;
     if (o.pattern_file.empty() && o.example.empty())
       throw UsageError(history ? "one of --pattern NAME or --example F:START:END is required"
                                : "one of --pattern FILE or --example F:START:END is required");
-    if (o.history.daemon && (!o.history.history.empty() || !o.history.config.empty()))
-      throw UsageError("--daemon searches the daemon's own history with its own config: drop "
-                       "--history and --config");
+    if (o.history.daemon && !o.history.history.empty())
+      throw UsageError("--daemon searches the daemon's own history: drop --history");
     if (history) {
       HistorySearchOptions history = o.history;
+      history.control.config = history.config;  // --daemon: the endpoint's config
       history.pattern = o.pattern_file;
       history.example = o.example;
       return run_history_search(history, o);

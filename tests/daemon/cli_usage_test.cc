@@ -1,8 +1,20 @@
 // Integration: the command-line conventions of gaitwatch and gaitwatchd as
 // processes (daemon/cli/usage.h): usage errors exit 2 with one message,
 // --help and --version exit 0, runtime errors exit 1; --format required
-// unless the file name implies it.
+// unless the file name implies it; client commands that find the daemon
+// through --config, on the default unix control socket (mode 0660, a stale
+// file from a crashed run replaced); the log line format outside and inside
+// the journal.
 #include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <regex>
 
 #include <boost/asio.hpp>
 
@@ -12,8 +24,10 @@ namespace fs = std::filesystem;
 using gw::test::DaemonFixture;
 using gw::test::kDaemon;
 using gw::test::kTool;
+using gw::test::Process;
 using gw::test::RunResult;
 using gw::test::run_process;
+using nlohmann::json;
 
 namespace {
 
@@ -21,6 +35,25 @@ constexpr int kUsage = 2;
 
 RunResult run(const DaemonFixture& fx, std::vector<std::string> argv, const std::string& tag) {
   return run_process(std::move(argv), fx.dir, tag, std::chrono::seconds(60));
+}
+
+// A unix socket file nobody listens on: what a crashed daemon leaves behind.
+void make_stale_socket(const fs::path& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+  ::close(fd);
+  REQUIRE(fs::is_socket(path));
+}
+
+bool has_line(const std::string& text, const std::regex& pattern) {
+  std::stringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (std::regex_match(line, pattern)) return true;
+  return false;
 }
 
 }  // namespace
@@ -110,4 +143,89 @@ TEST_CASE("the recording format is required unless the file name implies it", "[
   const auto by_extension = replay(csv.string(), {}, "csv");
   INFO(by_extension.err);
   CHECK(by_extension.code == 0);
+}
+
+TEST_CASE("the default unix control socket is 0660, replaces a stale file, and clients find it "
+          "through the config, and log lines carry time stamps",
+          "[integration]") {
+  DaemonFixture fx;
+  // A relative ipc path: next to the config, as in the shipped config.
+  fx.config["control"]["endpoint"] = "ipc://control.sock";
+  fx.write_config(fx.config);
+  const fs::path socket = fx.dir / "control.sock";
+  make_stale_socket(socket);
+
+  Process daemon = gw::test::start_daemon(fx);
+  REQUIRE(gw::test::eventually(
+      [&] { return daemon.err().find("gaitwatchd ready") != std::string::npos || !daemon.running(); },
+      std::chrono::seconds(60)));
+  INFO(daemon.err());
+  REQUIRE(daemon.running());
+
+  struct stat st {};
+  REQUIRE(::stat(socket.c_str(), &st) == 0);
+  CHECK(S_ISSOCK(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0660);
+  CHECK(daemon.err().find("control socket " + socket.string() + ": mode 0660") != std::string::npos);
+
+  // Found only through --config: the endpoint is the config's, resolved
+  // against the config's directory, not the working directory.
+  const auto status = run_process({kTool, "status", "--config", fx.config_path.string()},
+                                  fs::temp_directory_path(), "status", std::chrono::seconds(30));
+  INFO(status.err);
+  REQUIRE(status.code == 0);
+  CHECK(json::parse(status.out).contains("control"));
+  // subscribe reads publish.endpoint from the same file (stats every 0.2 s).
+  const auto subscribe = run(fx, {kTool, "subscribe", "--config", fx.config_path.string(),
+                                  "--topic", "stats.", "--count", "1", "--timeout", "20"},
+                             "subscribe");
+  INFO(subscribe.err);
+  CHECK(subscribe.code == 0);
+  CHECK(subscribe.out.find("\"engine\"") != std::string::npos);
+  // An explicit --endpoint wins over the config.
+  const auto explicit_endpoint =
+      run(fx, {kTool, "status", "--config", fx.config_path.string(), "--endpoint",
+               "ipc://" + (fx.dir / "other.sock").string()},
+          "explicit");
+  CHECK(explicit_endpoint.code == 1);
+  CHECK(explicit_endpoint.err.find("other.sock") != std::string::npos);
+
+  // Outside the journal: ISO 8601 local time with offset, the level, no <N>.
+  const std::string log = daemon.err();
+  CHECK(has_line(log, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d INFO gaitwatchd ready .*)")));
+  CHECK(log.find("<6>") == std::string::npos);
+
+  daemon.signal(SIGTERM);
+  const auto code = daemon.wait(std::chrono::seconds(20));
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  CHECK_FALSE(fs::exists(socket));
+  // No daemon: a missing socket is a clear error at once, not a timeout.
+  const auto gone = run(fx, {kTool, "status", "--config", fx.config_path.string()}, "gone");
+  CHECK(gone.code == 1);
+  CHECK(gone.err.find("no socket " + socket.string()) != std::string::npos);
+}
+
+TEST_CASE("with stderr on the journal ($JOURNAL_STREAM) the log keeps journald priorities",
+          "[integration]") {
+  DaemonFixture fx;
+  // A start-up error after some info lines: the control socket's directory is missing.
+  fx.config["control"]["endpoint"] = "ipc://missing/control.sock";
+  fx.write_config(fx.config);
+  const fs::path err = fx.dir / "journal.err";
+  std::ofstream(err).close();
+  struct stat st {};
+  REQUIRE(::stat(err.c_str(), &st) == 0);
+  const std::string stream = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  ::setenv("JOURNAL_STREAM", stream.c_str(), 1);
+  Process daemon({kDaemon, "--config", fx.config_path.string()}, fx.dir / "journal.out", err);
+  ::unsetenv("JOURNAL_STREAM");
+  const auto code = daemon.wait(std::chrono::seconds(60));
+  REQUIRE(code.has_value());
+  CHECK(*code == 1);
+  const std::string log = daemon.err();
+  INFO(log);
+  CHECK(has_line(log, std::regex(R"(<6>search backend: .*)")));
+  CHECK(has_line(log, std::regex(R"(<2>gaitwatchd: control: cannot bind .*RuntimeDirectory.*)")));
+  CHECK_FALSE(has_line(log, std::regex(R"(.*\d\d:\d\d:\d\d\.\d{3}.*)")));
 }
