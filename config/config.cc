@@ -27,6 +27,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/spelling.h"
 #include "sensors/recording.h"
 
 namespace gw::config {
@@ -298,44 +299,10 @@ std::string lowercase(std::string text) {
   return text;
 }
 
-// Edit distance counting an insertion, deletion, substitution or swap of two
-// adjacent characters as one edit (optimal string alignment), so that the
-// typical typos "treshold" and "prot" are one edit from their key.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-// " (did you mean 'x'?)" for the closest candidate when it is plausibly a typo
-// (a few edits, or one word a prefix of the other), else "".
+// " (did you mean 'x'?)" for the closest candidate when it is plausibly a typo,
+// else "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-  const std::string needle = lowercase(word);
-  std::string best;
-  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
-  for (const std::string& candidate : candidates) {
-    const std::string hay = lowercase(candidate);
-    std::size_t distance = edit_distance(needle, hay);
-    const std::size_t allowed = std::max<std::size_t>(1, std::min<std::size_t>(3, hay.size() / 3));
-    const bool prefix =
-        needle.size() >= 3 && (hay.rfind(needle, 0) == 0 || needle.rfind(hay, 0) == 0);
-    if (distance > allowed && !prefix) continue;
-    if (prefix) distance = std::min<std::size_t>(distance, allowed);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = candidate;
-    }
-  }
+  const std::string best = closest_match(word, candidates);
   return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
 }
 
@@ -1065,14 +1032,34 @@ void read_search(const MapReader& root, SearchConfig& search) {
   read_int(map, "deadline_safety_ms", 0, 600000, search.deadline_safety_ms);
 }
 
-// A ZeroMQ endpoint such as tcp://127.0.0.1:7710.
-bool read_endpoint(const MapReader& map, const std::string& key, std::string& out) {
+// A ZeroMQ endpoint such as tcp://127.0.0.1:7710 or ipc:///run/gaitwatch/x.sock.
+// A relative ipc path is resolved against `base_dir` (not the abstract
+// namespace "ipc://@name", nor the wildcard "ipc://*").
+bool read_endpoint(const MapReader& map, const std::string& key, const std::string& base_dir,
+                   std::string& out) {
   std::string endpoint;
   if (!read_string(map, key, endpoint)) return false;
   if (endpoint.find("://") == std::string::npos) {
-    map.add_issue(key, "expected a ZeroMQ endpoint such as tcp://127.0.0.1:7710, got '" +
-                           endpoint + "'");
+    map.add_issue(key, "expected a ZeroMQ endpoint such as tcp://127.0.0.1:7710 or "
+                       "ipc:///run/gaitwatch/control.sock, got '" + endpoint + "'");
     return false;
+  }
+  const std::string ipc = "ipc://";
+  if (endpoint.rfind(ipc, 0) == 0) {
+    std::string path = endpoint.substr(ipc.size());
+    if (path.empty()) {
+      map.add_issue(key, "an ipc endpoint needs a socket path: ipc://PATH");
+      return false;
+    }
+    if (path[0] != '@' && path != "*") path = resolve_path(base_dir, path);
+    // sockaddr_un's sun_path: 108 bytes with the terminating NUL.
+    constexpr std::size_t kMaxSocketPath = 107;
+    if (path.size() > kMaxSocketPath) {
+      map.add_issue(key, "unix socket path longer than " + std::to_string(kMaxSocketPath) +
+                             " bytes: " + path);
+      return false;
+    }
+    endpoint = ipc + path;
   }
   out = endpoint;
   return true;
@@ -1141,7 +1128,7 @@ void read_publish(const MapReader& root, const std::string& base_dir, PublishCon
                       {"endpoint", "send_hwm", "stats_interval_s", "curve_secret_key",
                        "curve_authorized_keys"},
                       root.issues());
-  read_endpoint(map, "endpoint", publish.endpoint);
+  read_endpoint(map, "endpoint", base_dir, publish.endpoint);
   read_int(map, "send_hwm", 0, std::numeric_limits<int>::max(), publish.send_hwm);
   read_number(map, "stats_interval_s", at_least(0), publish.stats_interval_s);
   read_curve_keys(map, base_dir, publish.curve_secret_key, publish.curve_authorized_keys);
@@ -1155,7 +1142,7 @@ void read_control(const MapReader& root, const std::string& base_dir,
                       root.issues());
   read_curve_keys(map, base_dir, control.curve_secret_key, control.curve_authorized_keys);
   read_bool(map, "enabled", control.enabled);
-  read_endpoint(map, "endpoint", control.endpoint);
+  read_endpoint(map, "endpoint", base_dir, control.endpoint);
   if (control.enabled && control.endpoint == publish_endpoint)
     map.add_issue("endpoint", "must differ from publish.endpoint (" + publish_endpoint + ")");
   read_int(map, "max_jobs", 1, 1024, control.max_jobs);
@@ -1841,6 +1828,10 @@ void check_ring_capacity(const MapReader& root, const Config& config) {
   }
 }
 
+const std::vector<std::string> kSections = {
+    "daemon", "ingest", "devices",  "search",    "patterns", "storage", "history",
+    "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones"};
+
 void sort_by_line(std::vector<ConfigIssue>& issues) {
   // Issues without a line (cross-checks on defaults) go last.
   std::stable_sort(issues.begin(), issues.end(), [](const ConfigIssue& a, const ConfigIssue& b) {
@@ -1849,10 +1840,6 @@ void sort_by_line(std::vector<ConfigIssue>& issues) {
     return line_a < line_b;
   });
 }
-
-}  // namespace
-
-namespace {
 
 // A daemon's file must say what it detects: an empty file, or one cut off
 // before its patterns, would otherwise pass as "all defaults" and run (or be
@@ -1877,24 +1864,55 @@ void require_patterns_key(const YAML::Node& document, IssueList& issues) {
   }
 }
 
-Config parse_config_text(const std::string& yaml_text, const std::string& source_name,
-                         const std::string& base_dir, bool require_patterns) {
-  YAML::Node document;
+YAML::Node parse_yaml(const std::string& yaml_text, const std::string& source_name) {
   try {
-    document = YAML::Load(yaml_text);
+    return YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
     const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
     throw ConfigError(source_name, {ConfigIssue{"", line, "YAML syntax error: " + e.msg}});
   }
+}
+
+void throw_if_any(IssueList& issues, const std::string& source_name) {
+  if (issues.size() == 0) return;
+  std::vector<ConfigIssue> all = issues.take();
+  sort_by_line(all);
+  throw ConfigError(source_name, std::move(all));
+}
+
+// The text of a config file and the absolute directory its relative paths
+// are resolved against. Throws ConfigError when it cannot be read.
+struct ConfigFile {
+  std::string text;
+  std::filesystem::path absolute;
+};
+
+ConfigFile read_config_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw ConfigError(path,
+                      {ConfigIssue{"", 0, std::string("cannot open: ") + std::strerror(errno)}});
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  // Absolute, so that a daemon that changes directory (or reloads later)
+  // still finds the files the config names.
+  std::error_code error;
+  fs::path absolute = fs::absolute(fs::path(path), error);
+  if (error) absolute = fs::path(path);
+  return {text.str(), absolute.lexically_normal()};
+}
+
+Config parse_config_text(const std::string& yaml_text, const std::string& source_name,
+                         const std::string& base_dir, bool require_patterns) {
+  const YAML::Node document = parse_yaml(yaml_text, source_name);
 
   IssueList issues;
   if (require_patterns) require_patterns_key(document, issues);
   Config config;
   config.source_file = source_name;
-  const MapReader root(document, "",
-                       {"daemon", "ingest", "devices", "search", "patterns", "storage", "history", "publish",
-                        "metrics", "control", "hashtable", "dedup", "slots", "zones"},
-                       issues);
+  const MapReader root(document, "", kSections, issues);
   if (root.valid()) {
     read_daemon(root, config.daemon);
     read_listen(root, "metrics", config.metrics);
@@ -1913,11 +1931,7 @@ Config parse_config_text(const std::string& yaml_text, const std::string& source
     read_zones(root, config.zones);
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
-  if (issues.size() > 0) {
-    std::vector<ConfigIssue> all = issues.take();
-    sort_by_line(all);
-    throw ConfigError(source_name, std::move(all));
-  }
+  throw_if_any(issues, source_name);
   return config;
 }
 
@@ -1929,24 +1943,26 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
 }
 
 Config load_config(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ConfigError(path,
-                      {ConfigIssue{"", 0, std::string("cannot open: ") + std::strerror(errno)}});
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  // Absolute, so that a daemon that changes directory (or reloads later)
-  // still finds the files the config names.
-  std::error_code error;
-  fs::path absolute = fs::absolute(fs::path(path), error);
-  if (error) absolute = fs::path(path);
-  absolute = absolute.lexically_normal();
-  Config config =
-      parse_config_text(text.str(), path, absolute.parent_path().string(), /*require_patterns=*/true);
-  config.source_file = absolute.string();
+  const ConfigFile file = read_config_file(path);
+  Config config = parse_config_text(file.text, path, file.absolute.parent_path().string(),
+                                    /*require_patterns=*/true);
+  config.source_file = file.absolute.string();
   return config;
+}
+
+ClientEndpoints load_endpoints(const std::string& path) {
+  const ConfigFile file = read_config_file(path);
+  const YAML::Node document = parse_yaml(file.text, path);
+  const std::string base_dir = file.absolute.parent_path().string();
+  IssueList issues;
+  ClientEndpoints endpoints;
+  const MapReader root(document, "", kSections, issues);
+  if (root.valid()) {
+    read_publish(root, base_dir, endpoints.publish);
+    read_control(root, base_dir, endpoints.publish.endpoint, endpoints.control);
+  }
+  throw_if_any(issues, path);
+  return endpoints;
 }
 
 }  // namespace gw::config

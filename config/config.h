@@ -260,6 +260,10 @@ struct HistoryConfig {
   int commit_interval_ms = 1000;
 };
 
+// ZeroMQ endpoints (publish.endpoint, control.endpoint) are transport://address.
+// A relative ipc:// path (ipc://gaitwatch-control.sock) is resolved against
+// the config file's directory like the other paths; the result is what the
+// daemon binds and what clients reading the same file connect to.
 struct PublishConfig {
   std::string endpoint = "tcp://127.0.0.1:7710";
   // ZeroMQ CURVE (pipeline/curve.h): the server's key file and a directory of
@@ -272,7 +276,10 @@ struct PublishConfig {
 
 struct ControlConfig {
   bool enabled = true;
-  std::string endpoint = "tcp://127.0.0.1:7711";  // ZeroMQ ROUTER (daemon/control.h)
+  // ZeroMQ ROUTER (daemon/control.h). A unix socket by default, in systemd's
+  // RuntimeDirectory for the service: only the daemon's user and group reach
+  // it (the daemon makes it 0660). tcp:// works too (with CURVE off loopback).
+  std::string endpoint = "ipc:///run/gaitwatch/control.sock";
   int max_jobs = 4;                    // long-running requests at once; more get "busy"
   std::size_t queue_capacity = 64;     // requests waiting for the pipeline thread; more get "busy"
   std::size_t max_request_bytes = 65536;
@@ -369,6 +376,17 @@ Config load_config(const std::string& path);
 // Relative paths resolve against base_dir.
 Config parse_config(const std::string& yaml_text, const std::string& source_name,
                     const std::string& base_dir);
+
+// What a client of the daemon reads from its config: the publish and control
+// sections alone, validated and resolved exactly as load_config does (the
+// endpoints and CURVE key paths); the rest of the file (patterns, devices) is
+// not read, so this is quick and needs none of the files the patterns name.
+// Throws ConfigError like load_config.
+struct ClientEndpoints {
+  PublishConfig publish;
+  ControlConfig control;
+};
+ClientEndpoints load_endpoints(const std::string& path);
 
 class ConfigError : public gw::Error {
  public:

@@ -16,6 +16,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "daemon/ipc_socket.h"
 #include "pipeline/curve.h"
 
 namespace gw::daemon {
@@ -304,6 +305,7 @@ struct ControlServer::Impl {
   std::unique_ptr<pipeline::CurveAuthenticator> authenticator;
   zmq::socket_t router;
   std::string bound;
+  std::string ipc_path;  // the socket file of an ipc:// endpoint, removed at stop()
   int wake_fd = -1;
   std::thread thread;
   std::atomic<bool> stopping{false};
@@ -656,10 +658,24 @@ ControlServer::ControlServer(const ControlOptions& options, ControlRegistry regi
       throw Error(std::string("control: CURVE: ") + e.what());
     }
   }
+  // A unix socket: refuse to take over a live daemon's socket (libzmq would
+  // unlink it), clear a crashed run's.
+  if (const std::string path = ipc_socket_path(options.endpoint); !path.empty()) {
+    try {
+      claim_ipc_path(path);
+    } catch (const std::exception& e) {
+      throw Error(std::string("control: cannot bind ") + options.endpoint + ": " + e.what());
+    }
+    s.ipc_path = path;
+  }
   try {
     s.router.bind(options.endpoint);
   } catch (const zmq::error_t& e) {
-    throw Error("control.endpoint: cannot bind " + options.endpoint + ": " + e.what());
+    std::string hint;
+    if (e.num() == ENOENT && !ipc_socket_path(options.endpoint).empty())
+      hint = " (the socket's directory must exist: systemd's RuntimeDirectory=gaitwatch "
+             "makes /run/gaitwatch; elsewhere set control.endpoint)";
+    throw Error("control.endpoint: cannot bind " + options.endpoint + ": " + e.what() + hint);
   }
   s.bound = s.router.get(zmq::sockopt::last_endpoint);
   s.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -678,6 +694,8 @@ void ControlServer::stop() {
   s.wake();
   if (s.thread.joinable()) s.thread.join();
   s.router.close();
+  // libzmq leaves a bound ipc socket's file behind; it is ours (claimed at bind).
+  if (!s.ipc_path.empty()) ::unlink(s.ipc_path.c_str());
   ::close(s.wake_fd);
 }
 

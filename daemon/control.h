@@ -161,6 +161,9 @@ class ControlRegistry {
 };
 
 struct ControlOptions {
+  // tcp://HOST:PORT or ipc://PATH. An ipc path where another process listens,
+  // or that is no socket, is refused; a stale socket file is replaced
+  // (daemon/ipc_socket.h).
   std::string endpoint = "tcp://127.0.0.1:7711";
   int max_jobs = 4;
   std::size_t kept_outcomes = 64;  // finished jobs job.status/job.result still know

@@ -23,6 +23,7 @@
 #include "config/config.h"
 #include "daemon/commands.h"
 #include "daemon/control.h"
+#include "daemon/ipc_socket.h"
 #include "daemon/ingest.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -359,6 +360,12 @@ class Daemon {
       options.curve_authorized_keys = config_.control.curve_authorized_keys;
       control = std::make_unique<ControlServer>(options, std::move(registry), tasks);
       spdlog::info("control interface on {}", control->bound_endpoint());
+      if (const std::string path = ipc_socket_path(options.endpoint); !path.empty()) {
+        // The daemon's user and the members of its group may connect; nobody else.
+        const SocketAccess access = restrict_ipc_socket(path, 0660, "gaitwatch");
+        spdlog::info("control socket {}: {}", path, access.done);
+        if (!access.warning.empty()) spdlog::warn("control socket: {}", access.warning);
+      }
     }
 
     // Metrics are auxiliary: a port that cannot be bound must not stop detection.

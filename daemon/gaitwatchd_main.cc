@@ -1,12 +1,16 @@
 // gaitwatchd: the detector daemon.
 //   gaitwatchd --config FILE         run until SIGTERM (SIGHUP reloads FILE)
 //   gaitwatchd --check-config FILE   validate FILE; exit 0 when valid, 1 otherwise
+// Exit codes: 0 stopped cleanly (also --help, --version), 1 a start-up or
+// runtime error (logged), 2 a usage error (daemon/cli/usage.h).
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "config/config.h"
+#include "daemon/cli/usage.h"
 #include "daemon/daemon.h"
+#include "daemon/log.h"
 #include "daemon/preflight.h"
 
 int main(int argc, char** argv) {
@@ -16,7 +20,12 @@ int main(int argc, char** argv) {
   auto* check_opt = app.add_option("--check-config", check_path, "validate a config file and exit");
   run_opt->excludes(check_opt);
   app.set_version_flag("--version", "gaitwatchd 0.1.0");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = gw::cli::parse_command_line(app, argc, argv)) return *code;
+  if (config_path.empty() && check_path.empty()) {
+    std::cerr << "--config FILE or --check-config FILE is required\n"
+                 "Run with --help for more information.\n";
+    return gw::cli::kExitUsage;
+  }
 
   if (!check_path.empty()) {
     try {
@@ -34,14 +43,13 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  if (config_path.empty()) {
-    std::cerr << "gaitwatchd: --config FILE or --check-config FILE is required\n";
-    return 2;
-  }
+  // Start-up errors (an invalid config, a port in use) go out in the log's
+  // format; run_daemon sets the config's level once the config is read.
+  gw::daemon::setup_logging("info");
   try {
     return gw::daemon::run_daemon(config_path);
   } catch (const std::exception& e) {
-    std::cerr << "<2>gaitwatchd: " << e.what() << "\n";
+    spdlog::critical("gaitwatchd: {}", e.what());
     return 1;
   }
 }

@@ -1,6 +1,12 @@
 #include "daemon/log.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -24,6 +30,20 @@ class JournalPriorityFlag : public spdlog::custom_flag_formatter {
   }
 };
 
+// The level in capitals, as syslog-style tools show it.
+class LevelNameFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    static constexpr const char* kName[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRIT", "INFO"};
+    const std::string_view name = kName[static_cast<int>(msg.level)];
+    dest.append(name.data(), name.data() + name.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<LevelNameFlag>();
+  }
+};
+
 spdlog::level::level_enum parse_level(const std::string& level) {
   if (level == "trace") return spdlog::level::trace;
   if (level == "debug") return spdlog::level::debug;
@@ -35,11 +55,25 @@ spdlog::level::level_enum parse_level(const std::string& level) {
 
 }  // namespace
 
+bool stderr_is_journal() {
+  const char* stream = std::getenv("JOURNAL_STREAM");
+  if (!stream) return false;
+  unsigned long long device = 0, inode = 0;
+  if (std::sscanf(stream, "%llu:%llu", &device, &inode) != 2) return false;
+  struct stat st {};
+  if (::fstat(STDERR_FILENO, &st) != 0) return false;
+  return static_cast<unsigned long long>(st.st_dev) == device &&
+         static_cast<unsigned long long>(st.st_ino) == inode;
+}
+
 void setup_logging(const std::string& level) {
   auto logger = std::make_shared<spdlog::logger>(
       "gaitwatchd", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<JournalPriorityFlag>('*').set_pattern("%*%v");
+  if (stderr_is_journal())
+    formatter->add_flag<JournalPriorityFlag>('*').set_pattern("%*%v");
+  else
+    formatter->add_flag<LevelNameFlag>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %* %v");
   logger->set_formatter(std::move(formatter));
   logger->set_level(parse_level(level));
   logger->flush_on(spdlog::level::trace);

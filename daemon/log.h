@@ -1,5 +1,10 @@
-// Logging: spdlog to stderr, each line prefixed with its journald priority
-// ("<3>" error ... "<7>" debug) so systemd-journald files it at the right level.
+// Logging: spdlog to stderr in one of two line formats, chosen at start-up.
+//   stderr is the journal (systemd's $JOURNAL_STREAM names stderr's device
+//   and inode): each line prefixed with its journald priority ("<3>" error
+//   ... "<7>" debug) so systemd-journald files it at the right level; no time
+//   stamp (the journal stamps every line).
+//   otherwise (a terminal, a file): "2026-11-27T15:04:05.123+01:00 INFO text",
+//   ISO 8601 local time with its UTC offset, then the level.
 #pragma once
 
 #include <chrono>
@@ -12,8 +17,15 @@
 
 namespace gw::daemon {
 
-// Installs the stderr logger as spdlog's default. Throws gw::Error for an
-// unknown level name (trace, debug, info, warn, error).
+// Whether stderr is connected to systemd-journald: $JOURNAL_STREAM
+// ("DEVICE:INODE", set by systemd for a service's stdout/stderr stream)
+// matches fstat(2) of stderr. A child that inherits the variable but writes
+// elsewhere is not.
+bool stderr_is_journal();
+
+// Installs the stderr logger as spdlog's default, in the format stderr calls
+// for (above). Throws gw::Error for an unknown level name (trace, debug, info,
+// warn, error).
 void setup_logging(const std::string& level);
 void set_log_level(const std::string& level);
 

@@ -31,8 +31,8 @@ DAEMON=$!
 trap 'kill $DAEMON 2>/dev/null || true' EXIT
 for _ in $(seq 50); do grep -q "gaitwatchd ready" build/demo-daemon.log && break; sleep 0.2; done
 
-echo "== subscribed to tcp://127.0.0.1:7710; alerts appear below as they are published"
-"$BIN/gaitwatch" subscribe --endpoint tcp://127.0.0.1:7710 --topic alert. &
+echo "== subscribed to the config's publish.endpoint; alerts appear below as they are published"
+"$BIN/gaitwatch" subscribe --config "$CONFIG" --topic alert. &
 SUBSCRIBER=$!
 sleep 0.5
 echo "== replaying data/daphnet/S02R01.txt samples $START..$END at ${SPEED}x over UDP"
@@ -40,7 +40,7 @@ echo "== replaying data/daphnet/S02R01.txt samples $START..$END at ${SPEED}x ove
   --start "$START" --end "$END" --speed "$SPEED" --to udp://127.0.0.1:7700 >/dev/null
 sleep 1
 echo "== time-slot index: wearer 1's seconds (activity, posture, loading, receiving zone)"
-"$BIN/gaitwatch" slots --wearer 1 --since -10m || true
+"$BIN/gaitwatch" slots --config "$CONFIG" --wearer 1 --since -10m || true
 echo "== stopping gaitwatchd (SIGTERM: drain, commit, exit 0)"
 kill -TERM $DAEMON
 wait $DAEMON
@@ -48,7 +48,7 @@ trap - EXIT
 sleep 0.3
 kill $SUBSCRIBER 2>/dev/null || true
 wait $SUBSCRIBER 2>/dev/null || true
-grep -E "final counters|stopped" build/demo-daemon.log | sed 's/^<[0-9]>/   /'
+grep -E "final counters|stopped" build/demo-daemon.log | sed 's/^[^ ]* [A-Z]* /   /'
 echo "== hits stored in config/$DB"
 "$BIN/gaitwatch" hits --db "config/$DB"
 echo "== annotated freezes in this range (data/daphnet/FOG_EPISODES.tsv, 1-based rows):"

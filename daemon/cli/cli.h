@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "daemon/cli/usage.h"
 #include "pipeline/alert.h"
 #include "sensors/frame.h"
 #include "sensors/framing.h"
@@ -33,10 +34,16 @@ class InterruptScope {
   void (*previous_)(int);
 };
 
+// The format a recording's file name implies: csv for *.csv; daphnet for the
+// Daphnet dataset's S<NN>R<NN>.txt; gaitpdb for PhysioNet gaitpdb's
+// {Ga,Ju,Si}{Co,Pt}<NN>_<NN>.txt. Empty for any other name (--format is
+// then required).
+std::string format_from_file_name(const std::string& file);
+
 // How a recording is read: --file, --format and the csv options.
 struct RecordingSource {
   std::string file;
-  std::string format = "daphnet";
+  std::string format;       // empty: format_from_file_name(file)
   std::string columns;      // comma-separated names or indices; empty = all
   char delimiter = ',';
   int header_lines = 1;
@@ -47,20 +54,40 @@ struct RecordingSource {
   // --file is required unless `file_required` is false (the command then
   // checks it where it needs a file).
   void add_flags(CLI::App& cmd, bool with_columns = true, bool file_required = true);
+  // The format `file` is read with: --format, else the one its name implies;
+  // throws UsageError when neither says.
+  std::string format_for(const std::string& file) const;
   sensors::Recording read() const;  // throws gw::Error
 };
 
 std::vector<std::string> split_list(const std::string& comma_separated);
 
+// The config file client commands read the daemon's endpoints from:
+// `explicit_path` when given, else the installed config
+// (GW_INSTALLED_CONFIG, SYSCONFDIR/gaitwatch/gaitwatch.yaml) when it exists,
+// else empty (the built-in defaults of config/config.h).
+std::string client_config_path(const std::string& explicit_path);
+// The server's public key file next to its secret key file (NAME.key ->
+// NAME.pub), as `gaitwatch keygen` writes them.
+std::string public_key_file_of(const std::string& secret_key_file);
+
 // A running daemon's control interface as the CLI reaches it (daemon/cli/control.cc):
 // flags --endpoint, --timeout, --server-key, --key, each name after `prefix`
-// (e.g. "control-" for --control-endpoint).
+// (e.g. "control-" for --control-endpoint), and --config unless the command
+// has its own.
 struct ControlTarget {
-  std::string endpoint = "tcp://127.0.0.1:7711";
+  std::string endpoint;    // empty: from the config (resolve())
   double timeout_s = 10;
   std::string server_key;  // the daemon's control .pub file: CURVE on
   std::string key;         // this client's .key file (authorized on the daemon)
-  void add_flags(CLI::App& cmd, const std::string& prefix = "");
+  std::string config;      // --config: the daemon's config file
+  void add_flags(CLI::App& cmd, const std::string& prefix = "", bool with_config_flag = true);
+  // The endpoint to use: --endpoint when given; else control.endpoint of
+  // client_config_path(config) (resolved as the daemon resolves it), with
+  // the server key of its control.curve_secret_key when --server-key is not
+  // given; else the built-in default. Throws gw::Error for a config that does
+  // not load or has the control interface off.
+  ControlTarget resolved() const;
 };
 
 // Stored alerts with seq > `after` (of one wearer if >= 0, one pattern if
@@ -105,7 +132,8 @@ void add_engine_flags(CLI::App& cmd, std::string& config_path, RecordingSource& 
 
 // Runs `body` when the subcommand is chosen: its return value becomes the
 // exit code; an exception is reported as "gaitwatch <name>: message" on stderr
-// with exit code 1.
+// with exit code 1, except a UsageError (and any CLI::ParseError), which goes
+// on to parse_command_line (exit 2).
 void on_run(CLI::App& cmd, int& exit_code, std::function<int()> body);
 
 // Unix time now, in seconds.
@@ -157,7 +185,7 @@ struct HistorySearchOptions {
   std::string from, to;  // seconds of device time or ISO 8601 UTC; empty = open
   std::size_t slice_samples = std::size_t{1} << 18;
   bool daemon = false;
-  ControlTarget control{"tcp://127.0.0.1:7711", 60};  // with daemon: its control interface
+  ControlTarget control{"", 60, "", "", ""};  // with daemon: its control interface
 };
 // The flags `search` shares between its two modes.
 struct SearchFlags {

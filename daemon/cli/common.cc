@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
+#include <regex>
 #include <sstream>
 
 #include "common/error.h"
@@ -35,7 +37,9 @@ std::vector<std::string> split_list(const std::string& comma_separated) {
 
 void RecordingSource::add_flags(CLI::App& cmd, bool with_columns, bool file_required) {
   cmd.add_option("--file", file, "recording to read")->required(file_required);
-  cmd.add_option("--format", format, "gaitpdb | daphnet | csv | values")
+  cmd.add_option("--format", format,
+                 "gaitpdb | daphnet | csv | values; required unless the file name implies it: "
+                 "*.csv is csv, S<NN>R<NN>.txt daphnet, {Ga,Ju,Si}{Co,Pt}<NN>_<NN>.txt gaitpdb")
       ->check(CLI::IsMember({"gaitpdb", "daphnet", "csv", "values"}));
   if (with_columns)
     cmd.add_option("--columns", columns, "comma-separated channel names or indices (default all)");
@@ -47,8 +51,29 @@ void RecordingSource::add_flags(CLI::App& cmd, bool with_columns, bool file_requ
   cmd.add_option("--rate", rate_hz, "csv/values: sample rate in Hz (default 100)");
 }
 
+std::string format_from_file_name(const std::string& file) {
+  const std::string name = std::filesystem::path(file).filename().string();
+  static const std::regex csv(R"(.*\.csv)", std::regex::icase);
+  static const std::regex daphnet(R"(S\d\dR\d\d\.txt)");
+  static const std::regex gaitpdb(R"((Ga|Ju|Si)(Co|Pt)\d\d_\d\d\.txt)");
+  if (std::regex_match(name, csv)) return "csv";
+  if (std::regex_match(name, daphnet)) return "daphnet";
+  if (std::regex_match(name, gaitpdb)) return "gaitpdb";
+  return {};
+}
+
+std::string RecordingSource::format_for(const std::string& path) const {
+  if (!format.empty()) return format;
+  const std::string implied = format_from_file_name(path);
+  if (implied.empty())
+    throw UsageError("--format is required for " + path +
+                     " (gaitpdb | daphnet | csv | values): its name implies none");
+  return implied;
+}
+
 sensors::Recording RecordingSource::read() const {
   sensors::Recording rec;
+  const std::string format = format_for(file);
   if (format == "csv") {
     sensors::DelimitedOptions options;
     options.delimiter = delimiter;
@@ -65,6 +90,17 @@ sensors::Recording RecordingSource::read() const {
   }
   if (!columns.empty()) rec = rec.select(split_list(columns));
   return rec;
+}
+
+std::string client_config_path(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  std::error_code error;
+  if (std::filesystem::is_regular_file(GW_INSTALLED_CONFIG, error)) return GW_INSTALLED_CONFIG;
+  return {};
+}
+
+std::string public_key_file_of(const std::string& secret_key_file) {
+  return std::filesystem::path(secret_key_file).replace_extension(".pub").string();
 }
 
 double unix_time_now() {

@@ -6,22 +6,32 @@
 //   control  any request, every message printed as a JSON line (scripts)
 // A long request (a job) is cancelled with Ctrl-C: the command sends
 // `cancel` for its job and waits for the daemon's final answer.
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <iostream>
 
 #include "common/error.h"
 #include "daemon/cli/cli.h"
 #include "daemon/control_client.h"
+#include "daemon/ipc_socket.h"
 
 namespace gw::cli {
 
 using nlohmann::json;
 
-void ControlTarget::add_flags(CLI::App& cmd, const std::string& prefix) {
+void ControlTarget::add_flags(CLI::App& cmd, const std::string& prefix, bool with_config_flag) {
   cmd.add_option("--" + prefix + "endpoint", endpoint,
-                 "the daemon's control.endpoint (default tcp://127.0.0.1:7711)");
+                 "the daemon's control interface, e.g. ipc:///run/gaitwatch/control.sock or "
+                 "tcp://127.0.0.1:7711 (default: control.endpoint of the config)");
+  if (with_config_flag)
+    cmd.add_option("--config", config,
+                   "the daemon's config: control.endpoint and its CURVE server key come from "
+                   "it (default " GW_INSTALLED_CONFIG " when it exists)");
   cmd.add_option("--" + prefix + "timeout", timeout_s,
                  "seconds to wait for each message from the daemon")
       ->capture_default_str();
@@ -211,9 +221,48 @@ void add_control(CLI::App& app, int& exit_code) {
 
 }  // namespace
 
+ControlTarget ControlTarget::resolved() const {
+  if (!endpoint.empty()) return *this;
+  ControlTarget out = *this;
+  const std::string path = client_config_path(config);
+  if (path.empty()) {
+    out.endpoint = config::ControlConfig{}.endpoint;
+    return out;
+  }
+  const config::ClientEndpoints endpoints = config::load_endpoints(path);
+  if (!endpoints.control.enabled)
+    throw Error("the control interface is off in " + path + " (control.enabled: false)");
+  out.endpoint = endpoints.control.endpoint;
+  if (out.server_key.empty() && !endpoints.control.curve_secret_key.empty()) {
+    out.server_key = public_key_file_of(endpoints.control.curve_secret_key);
+    if (out.key.empty())
+      throw Error("the control interface in " + path +
+                  " uses CURVE (control.curve_secret_key): give this client's key file with --key");
+  }
+  return out;
+}
+
 namespace {
 
-daemon::ControlClient make_client(const ControlTarget& target) {
+// A unix socket that is not there, or that this user may not use, would
+// only show as a timeout: say so at once.
+void check_ipc_socket(const std::string& endpoint) {
+  const std::string path = daemon::ipc_socket_path(endpoint);
+  if (path.empty()) return;
+  if (::access(path.c_str(), W_OK) == 0) return;
+  const int error = errno;
+  if (error == ENOENT)
+    throw Error("control: no socket " + path + " (is gaitwatchd running with this config's "
+                "control.endpoint? --config FILE or --endpoint says where it listens)");
+  if (error == EACCES)
+    throw Error("control: permission denied on " + path +
+                " (the daemon's user and group may connect: ask to join group gaitwatch)");
+  throw Error("control: " + path + ": " + std::strerror(error));
+}
+
+daemon::ControlClient make_client(const ControlTarget& unresolved) {
+  const ControlTarget target = unresolved.resolved();
+  check_ipc_socket(target.endpoint);
   return daemon::ControlClient(
       target.endpoint, std::chrono::milliseconds(static_cast<long>(target.timeout_s * 1000)),
       pipeline::read_curve_client_keys(target.server_key, target.key));

@@ -159,14 +159,7 @@ void add_hits(CLI::App& app, int& exit_code) {
   cmd->add_option("--truth-label", options->truth_label,
                   "the annotation value of an event (Daphnet: 2 = freeze; default 2)")
       ->needs(truth);
-  cmd->callback([options, &exit_code] {
-    try {
-      exit_code = run(*options);
-    } catch (const std::exception& e) {
-      std::cerr << "gaitwatch hits: " << e.what() << "\n";
-      exit_code = 1;
-    }
-  });
+  on_run(*cmd, exit_code, [options] { return run(*options); });
 }
 
 }  // namespace gw::cli

@@ -13,9 +13,12 @@
 //   pattern    export a pattern's examples as template files
 //   history    fill, inspect or export a raw-stream history file (search
 //              searches one with --history)
+// Exit codes: 0 done (also --help, --version), 1 the command failed, 2 a
+// usage error (daemon/cli/usage.h).
 #include <CLI/CLI.hpp>
 
 #include "daemon/cli/cli.h"
+#include "daemon/cli/usage.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gaitwatch - tools for the gaitwatchd detector"};
@@ -33,6 +36,6 @@ int main(int argc, char** argv) {
   gw::cli::add_control_commands(app, exit_code);
   gw::cli::add_history(app, exit_code);
   gw::cli::add_pattern(app, exit_code);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = gw::cli::parse_command_line(app, argc, argv)) return *code;
   return exit_code;
 }

@@ -17,6 +17,8 @@ void on_run(CLI::App& cmd, int& exit_code, std::function<int()> body) {
   cmd.callback([&cmd, &exit_code, body = std::move(body)] {
     try {
       exit_code = body();
+    } catch (const CLI::ParseError&) {
+      throw;  // a usage error: parse_command_line reports it (exit 2)
     } catch (const std::exception& e) {
       std::cerr << "gaitwatch " << cmd.get_name() << ": " << e.what() << "\n";
       exit_code = 1;

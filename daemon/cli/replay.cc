@@ -186,14 +186,7 @@ void add_replay(CLI::App& app, int& exit_code) {
   cmd->add_option("--mac-key", options->mac_key,
                   "MAC key file (gaitwatch keygen --mac): send authenticated frames "
                   "(docs/protocol.md); the daemon's ingest.allowed_devices entry holds the same key");
-  cmd->callback([options, &exit_code] {
-    try {
-      exit_code = run(*options);
-    } catch (const std::exception& e) {
-      std::cerr << "gaitwatch replay: " << e.what() << "\n";
-      exit_code = 1;
-    }
-  });
+  on_run(*cmd, exit_code, [options] { return run(*options); });
 }
 
 }  // namespace gw::cli

@@ -1,7 +1,7 @@
 // gaitwatch search: offline search of a recording for the windows most like a
 // query, with the same backend the daemon uses. Flags are a scripting
 // interface (kept stable):
-//   --file F --format gaitpdb|daphnet|csv|values [--columns NAMES]
+//   --file F [--format gaitpdb|daphnet|csv|values] [--columns NAMES]
 //   (--pattern FILE | --example F:START:END) --band R [--znorm] [--nr N]
 //   [--top K] [--backend auto|cpu|cuda] [--json]
 // Results are the top K windows with an exclusion zone: once a window is
@@ -9,7 +9,7 @@
 //
 // With --history FILE it searches the daemon's raw-stream history instead
 // (daemon/cli/history.cc, docs/interfaces.md): --pattern then names a pattern
-// of the config. With --daemon [--endpoint E] the running daemon searches its
+// of the config. With --daemon [--config F | --endpoint E] the running daemon searches its
 // own history (control command history.search) with the same flags.
 #include <algorithm>
 #include <cmath>
@@ -201,7 +201,8 @@ void add_search(CLI::App& app, int& exit_code) {
   options->source.add_flags(*cmd, true, false);
   auto* pattern = cmd->add_option(
       "--pattern", options->pattern_file,
-      "query file, read like --file (same format and --columns); with --history: a pattern "
+      "query file, read like --file (--format or the one its name implies, --columns); with "
+      "--history: a pattern "
       "name of the config");
   auto* example = cmd->add_option("--example", options->example,
                                   "query by example: FILE:START:END sample indices, END exclusive");
@@ -221,7 +222,9 @@ void add_search(CLI::App& app, int& exit_code) {
                   "history.path) instead of --file");
   cmd->add_option("--config", h.config,
                   "with --history: config with the patterns and devices (default: the one the "
-                  "daemon recorded in the history file)");
+                  "daemon recorded in the history file); with --daemon: the daemon's config, "
+                  "for control.endpoint and its CURVE server key (default " GW_INSTALLED_CONFIG
+                  " when it exists)");
   cmd->add_option("--device", h.device,
                   "with --history --example: device profile of the example's channels (default: "
                   "the config's first device)");
@@ -235,33 +238,27 @@ void add_search(CLI::App& app, int& exit_code) {
                   "with --history: samples per backend batch (memory bound; default 262144)");
   cmd->add_flag("--daemon", h.daemon,
                 "search the running daemon's own history through its control interface "
-                "(history.search; same flags as --history, without --history and --config)");
+                "(history.search; same flags as --history, without --history)");
   // With --daemon: --endpoint, --timeout (default 60 s), --server-key, --key.
-  h.control.add_flags(*cmd);
-  cmd->callback([options, band, &exit_code] {
-    try {
-      const SearchOptions& o = *options;
-      const bool history = !o.history.history.empty() || o.history.daemon;
-      if (o.pattern_file.empty() && o.example.empty())
-        throw Error(history ? "one of --pattern NAME or --example F:START:END is required"
-                            : "one of --pattern FILE or --example F:START:END is required");
-      if (o.history.daemon && (!o.history.history.empty() || !o.history.config.empty()))
-        throw Error("--daemon searches the daemon's own history with its own config: drop "
-                    "--history and --config");
-      if (history) {
-        HistorySearchOptions history = o.history;
-        history.pattern = o.pattern_file;
-        history.example = o.example;
-        exit_code = run_history_search(history, o);
-        return;
-      }
-      if (o.source.file.empty()) throw Error("--file is required (or --history FILE)");
-      if (band->count() == 0) throw Error("--band is required when searching a recording");
-      exit_code = run(o);
-    } catch (const std::exception& e) {
-      std::cerr << "gaitwatch search: " << e.what() << "\n";
-      exit_code = 1;
+  h.control.add_flags(*cmd, "", false);
+  on_run(*cmd, exit_code, [options, band] {
+    const SearchOptions& o = *options;
+    const bool history = !o.history.history.empty() || o.history.daemon;
+    if (o.pattern_file.empty() && o.example.empty())
+      throw UsageError(history ? "one of --pattern NAME or --example F:START:END is required"
+                               : "one of --pattern FILE or --example F:START:END is required");
+    if (o.history.daemon && !o.history.history.empty())
+      throw UsageError("--daemon searches the daemon's own history: drop --history");
+    if (history) {
+      HistorySearchOptions history = o.history;
+      history.control.config = history.config;  // --daemon: the endpoint's config
+      history.pattern = o.pattern_file;
+      history.example = o.example;
+      return run_history_search(history, o);
     }
+    if (o.source.file.empty()) throw UsageError("--file is required (or --history FILE)");
+    if (band->count() == 0) throw UsageError("--band is required when searching a recording");
+    return run(o);
   });
 }
 

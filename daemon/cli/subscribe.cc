@@ -21,7 +21,8 @@ namespace gw::cli {
 namespace {
 
 struct SubscribeOptions {
-  std::string endpoint = "tcp://127.0.0.1:7710";
+  std::string endpoint;    // empty: publish.endpoint of the config
+  std::string config;      // the daemon's config file
   std::vector<std::string> topics;
   long count = 0;
   double timeout_s = 0;
@@ -49,7 +50,32 @@ std::optional<std::uint64_t> seq_of(const std::string& topic, const std::string&
   return j[pointer].get<std::uint64_t>();
 }
 
-int run(const SubscribeOptions& o) {
+// --endpoint, else publish.endpoint (and the publisher's CURVE public key,
+// unless --server-key is given) of the config, else the built-in default;
+// the control target (--catch-up) from the same config.
+SubscribeOptions resolved(SubscribeOptions o) {
+  o.control.config = o.config;
+  if (o.catch_up) o.control = o.control.resolved();
+  if (!o.endpoint.empty()) return o;
+  const std::string path = client_config_path(o.config);
+  if (path.empty()) {
+    o.endpoint = config::PublishConfig{}.endpoint;
+    return o;
+  }
+  const config::ClientEndpoints endpoints = config::load_endpoints(path);
+  o.endpoint = endpoints.publish.endpoint;
+  if (o.server_key.empty() && !endpoints.publish.curve_secret_key.empty()) {
+    o.server_key = public_key_file_of(endpoints.publish.curve_secret_key);
+    if (o.key.empty())
+      throw Error("the publisher in " + path +
+                  " uses CURVE (publish.curve_secret_key): give this subscriber's key file "
+                  "with --key");
+  }
+  return o;
+}
+
+int run(const SubscribeOptions& unresolved) {
+  const SubscribeOptions o = resolved(unresolved);
   zmq::context_t context;
   zmq::socket_t socket(context, zmq::socket_type::sub);
   if (const auto keys = pipeline::read_curve_client_keys(o.server_key, o.key))
@@ -149,7 +175,12 @@ int run(const SubscribeOptions& o) {
 void add_subscribe(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<SubscribeOptions>();
   auto* cmd = app.add_subcommand("subscribe", "print published alerts, one JSON object per line");
-  cmd->add_option("--endpoint", options->endpoint, "publisher endpoint (default tcp://127.0.0.1:7710)");
+  cmd->add_option("--endpoint", options->endpoint,
+                  "publisher endpoint, e.g. tcp://127.0.0.1:7710 (default: publish.endpoint of "
+                  "the config)");
+  cmd->add_option("--config", options->config,
+                  "the daemon's config: publish.endpoint, control.endpoint (--catch-up) and their "
+                  "CURVE server keys come from it (default " GW_INSTALLED_CONFIG " when it exists)");
   cmd->add_option("--topic", options->topics,
                   "topic prefix, repeatable (default alert.; stats. for the daemon's counters)");
   cmd->add_option("--count", options->count, "exit after this many messages (default: never)");
@@ -166,15 +197,8 @@ void add_subscribe(CLI::App& app, int& exit_code) {
   cmd->add_option("--since-seq", options->since_seq,
                   "the last seq already seen: with --catch-up, alerts after it are fetched at "
                   "the first published one");
-  options->control.add_flags(*cmd, "control-");
-  cmd->callback([options, &exit_code] {
-    try {
-      exit_code = run(*options);
-    } catch (const std::exception& e) {
-      std::cerr << "gaitwatch subscribe: " << e.what() << "\n";
-      exit_code = 1;
-    }
-  });
+  options->control.add_flags(*cmd, "control-", false);
+  on_run(*cmd, exit_code, [options] { return run(*options); });
 }
 
 void add_keygen(CLI::App& app, int& exit_code) {
@@ -187,21 +211,15 @@ void add_keygen(CLI::App& app, int& exit_code) {
   cmd->add_flag("--mac", *mac,
                 "a frame MAC key (HMAC-SHA-256, docs/protocol.md) for one device instead: "
                 "ingest.allowed_devices[].mac_key and replay --mac-key");
-  cmd->callback([prefix, mac, &exit_code] {
-    try {
-      if (*mac) {
-        sensors::write_frame_mac_key(*prefix + ".mackey", sensors::generate_frame_mac_key());
-        std::cout << *prefix << ".mackey\n";
-        exit_code = 0;
-        return;
-      }
-      pipeline::write_curve_keypair(*prefix, pipeline::generate_curve_keypair());
-      std::cout << *prefix << ".key\n" << *prefix << ".pub\n";
-      exit_code = 0;
-    } catch (const std::exception& e) {
-      std::cerr << "gaitwatch keygen: " << e.what() << "\n";
-      exit_code = 1;
+  on_run(*cmd, exit_code, [prefix, mac] {
+    if (*mac) {
+      sensors::write_frame_mac_key(*prefix + ".mackey", sensors::generate_frame_mac_key());
+      std::cout << *prefix << ".mackey\n";
+      return 0;
     }
+    pipeline::write_curve_keypair(*prefix, pipeline::generate_curve_keypair());
+    std::cout << *prefix << ".key\n" << *prefix << ".pub\n";
+    return 0;
   });
 }
 

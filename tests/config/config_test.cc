@@ -1187,7 +1187,7 @@ TEST_CASE("ingest.allowed_devices and control CURVE keys are read and checked wi
 TEST_CASE("control, hashtable, dedup, slots and zones have documented defaults", "[config]") {
   const Config config = parse_config("", "empty.yaml", "/base");
   CHECK(config.control.enabled);
-  CHECK(config.control.endpoint == "tcp://127.0.0.1:7711");
+  CHECK(config.control.endpoint == "ipc:///run/gaitwatch/control.sock");
   CHECK(config.control.max_jobs == 4);
   CHECK(config.hashtable.backend == "auto");
   CHECK(config.dedup.enabled);
@@ -1228,6 +1228,60 @@ TEST_CASE("zones map sender addresses and networks to ids in list order", "[conf
   CHECK_FALSE(config.zone_id("4").has_value());
   CHECK(config.zone_name(3) == "ward");
   CHECK(config.zone_name(4).empty());
+}
+
+TEST_CASE("a relative ipc endpoint is resolved against the config's directory", "[config]") {
+  const Config config = parse_config(yaml({"publish:", "  endpoint: ipc://run/pub.sock",
+                                           "control:", "  endpoint: ipc://control.sock"}),
+                                     "c.yaml", "/etc/gaitwatch");
+  CHECK(config.publish.endpoint == "ipc:///etc/gaitwatch/run/pub.sock");
+  CHECK(config.control.endpoint == "ipc:///etc/gaitwatch/control.sock");
+  // Absolute paths, the abstract namespace and tcp stay as written.
+  const Config kept = parse_config(yaml({"publish:", "  endpoint: ipc://@gaitwatch-pub",
+                                         "control:", "  endpoint: ipc:///run/x/../gw.sock"}),
+                                   "c.yaml", "/etc/gaitwatch");
+  CHECK(kept.publish.endpoint == "ipc://@gaitwatch-pub");
+  CHECK(kept.control.endpoint == "ipc:///run/gw.sock");
+
+  const std::string long_name(120, 's');
+  require_single_issue(issues_of("control:\n  endpoint: ipc://" + long_name + "\n"),
+                       "control.endpoint", 2, "longer than 107 bytes");
+  require_single_issue(issues_of(yaml({"control:", "  endpoint: ipc://"})), "control.endpoint",
+                       2, "needs a socket path");
+  // Two spellings of one socket are one endpoint.
+  require_single_issue(issues_of(yaml({"publish:", "  endpoint: ipc://a.sock", "control:",
+                                       "  endpoint: ipc://./a.sock"})),
+                       "control.endpoint", 4, "must differ from publish.endpoint");
+}
+
+TEST_CASE("load_endpoints reads publish and control alone, resolved like load_config",
+          "[config]") {
+  TempDir dir;
+  dir.write("keys/server.key", "public: x\n");
+  fs::create_directories(dir.path() / "keys/clients");
+  // Patterns naming files that do not exist: load_config fails, the
+  // endpoints still load.
+  dir.write("gw.yaml", yaml({"publish:", "  endpoint: tcp://127.0.0.1:9",
+                             "control:", "  endpoint: ipc://sock/control.sock",
+                             "  curve_secret_key: keys/server.key",
+                             "  curve_authorized_keys: keys/clients",
+                             "patterns:", "  - {name: p, example: {file: nowhere.txt}}"}));
+  const std::string path = (dir.path() / "gw.yaml").string();
+  CHECK_THROWS_AS(load_config(path), ConfigError);
+  const gw::config::ClientEndpoints endpoints = gw::config::load_endpoints(path);
+  CHECK(endpoints.publish.endpoint == "tcp://127.0.0.1:9");
+  CHECK(endpoints.control.endpoint == "ipc://" + normal(dir.path() / "sock/control.sock"));
+  CHECK(endpoints.control.curve_secret_key == normal(dir.path() / "keys/server.key"));
+
+  // The same validation: mistakes in these sections name their key.
+  dir.write("bad.yaml", yaml({"control:", "  endpont: ipc://x.sock"}));
+  try {
+    gw::config::load_endpoints((dir.path() / "bad.yaml").string());
+    FAIL("load_endpoints accepted a misspelt key");
+  } catch (const ConfigError& error) {
+    require_single_issue(error.issues(), "control.endpont", 2, "did you mean 'endpoint'");
+  }
+  CHECK_THROWS_AS(gw::config::load_endpoints((dir.path() / "absent.yaml").string()), ConfigError);
 }
 
 TEST_CASE("zone, control and slot mistakes name their key", "[config]") {

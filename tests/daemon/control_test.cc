@@ -6,9 +6,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -16,6 +21,7 @@
 
 #include "common/error.h"
 #include "daemon/control_client.h"
+#include "daemon/ipc_socket.h"
 
 namespace gw::daemon {
 namespace {
@@ -325,4 +331,62 @@ TEST_CASE("cancel stops a running job and unknown or finished jobs are clear err
 }
 
 }  // namespace
+TEST_CASE("an ipc endpoint: stale socket files replaced, live ones and other files refused",
+          "[control]") {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("gw_control_ipc_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "control.sock").string();
+  const std::string endpoint = "ipc://" + path;
+  CHECK(ipc_socket_path(endpoint) == path);
+  CHECK(ipc_socket_path("tcp://127.0.0.1:7711").empty());
+  CHECK(ipc_socket_path("ipc://@abstract").empty());
+
+  PipelineTasks tasks(8);
+  PipelineThread pipeline(tasks);
+  ControlOptions o = options();
+  o.endpoint = endpoint;
+  {
+    ControlServer first(o, test_registry(), tasks);
+    ControlClient client(first.bound_endpoint(), 5s);
+    CHECK(client.call("add", {{"a", 1}, {"b", 2}})["result"]["sum"] == 3);
+    // A second server must not take over the socket of one that runs.
+    CHECK_THROWS_WITH(ControlServer(o, test_registry(), tasks),
+                      Catch::Contains("in use") && Catch::Contains(path));
+    CHECK(client.call("add", {{"a", 1}, {"b", 3}})["result"]["sum"] == 4);
+
+    const SocketAccess access = restrict_ipc_socket(path, 0660, "gw-no-such-group");
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0660);
+    CHECK(access.done.find("mode 0660") != std::string::npos);
+    CHECK(access.done.find("no group 'gw-no-such-group'") != std::string::npos);
+    CHECK(access.warning.empty());
+  }
+  // Stopped: the file is gone.
+  CHECK_FALSE(fs::exists(path));
+
+  // What a crashed run leaves: a socket file nobody listens on.
+  {
+    zmq::context_t context;
+    zmq::socket_t crashed(context, zmq::socket_type::router);
+    crashed.bind(endpoint);
+    crashed.close();
+  }
+  REQUIRE(fs::is_socket(path));
+  {
+    ControlServer after_crash(o, test_registry(), tasks);
+    ControlClient client(after_crash.bound_endpoint(), 5s);
+    CHECK(client.call("add", {{"a", 2}, {"b", 2}})["result"]["sum"] == 4);
+  }
+
+  // Anything else at the path is never deleted.
+  std::ofstream(path) << "not a socket";
+  CHECK_THROWS_WITH(ControlServer(o, test_registry(), tasks),
+                    Catch::Contains("not a unix socket"));
+  CHECK(fs::is_regular_file(path));
+  fs::remove_all(dir);
+}
+
 }  // namespace gw::daemon

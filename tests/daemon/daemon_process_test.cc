@@ -148,7 +148,7 @@ TEST_CASE("replay over UDP: alerts published, stored, equal to the offline detec
   CHECK(decode_errors(final_stats) == 0);
   check_alerts_match(fx, sub.alerts);
   check_history(fx, final_stats);
-  CHECK(daemon.err().find("<6>gaitwatchd ready") != std::string::npos);
+  CHECK(daemon.err().find(" INFO gaitwatchd ready") != std::string::npos);
 }
 
 TEST_CASE("replay over TCP with malformed frames interleaved: counted, nothing else changes",

@@ -67,7 +67,8 @@ void same_top_k(const DaemonFixture& fx, const std::string& tag, std::vector<std
                 std::size_t expected) {
   std::vector<std::string> offline = {"search", "--history", fx.history_db(), "--config",
                                       fx.config_path.string(), "--json"};
-  std::vector<std::string> daemon = {"search", "--daemon", "--endpoint", fx.control_endpoint(),
+  // The daemon found through its config (control.endpoint).
+  std::vector<std::string> daemon = {"search", "--daemon", "--config", fx.config_path.string(),
                                      "--json"};
   offline.insert(offline.end(), query.begin(), query.end());
   daemon.insert(daemon.end(), query.begin(), query.end());

@@ -89,6 +89,21 @@ TEST_CASE("control CURVE: an authorized client gets answers, others get nothing,
   CHECK(half.code != 0);
   CHECK(half.err.find("--server-key") != std::string::npos);
 
+  // Through the config: the endpoint and the server's public key (the .pub
+  // next to control.curve_secret_key) come from it; only --key is the client's.
+  const auto via_config =
+      run_process({kTool, "status", "--config", fx.config_path.string(), "--key",
+                   (keys / "operator.key").string()},
+                  fx.dir, "status-config", std::chrono::seconds(30));
+  INFO(via_config.err);
+  CHECK(via_config.code == 0);
+  CHECK(json::parse(via_config.out).contains("engine"));
+  const auto config_no_key = run_process(
+      {kTool, "status", "--config", fx.config_path.string()}, fx.dir, "status-config-nokey",
+      std::chrono::seconds(30));
+  CHECK(config_no_key.code == 1);
+  CHECK(config_no_key.err.find("give this client's key file with --key") != std::string::npos);
+
   // The daemon kept serving: the authorized client still gets answers from
   // every command, and the refusals were counted.
   const auto again = status(fx, authorized, "status-again");
