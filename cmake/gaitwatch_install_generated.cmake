@@ -47,6 +47,8 @@ endfunction()
 
 gw_set_section_key(storage path "${GW_STATE_DIR}/hits.db")
 gw_set_section_key(history path "${GW_STATE_DIR}/history.db")
+# The control socket lives in the unit's RuntimeDirectory, whatever the prefix.
+gw_set_section_key(control endpoint "ipc:///run/gaitwatch/control.sock")
 
 # Pattern templates: "template: patterns/X" is relative to the source config;
 # the installed patterns lie under DATADIR.

@@ -44,6 +44,13 @@ bool someone_listens(const std::string& path) {
 }  // namespace
 
 void claim_ipc_path(const std::string& path) {
+  // The socket's own directory (a runtime directory outside systemd) is made
+  // when its parent exists, owner and group only.
+  const std::string dir = path.substr(0, path.find_last_of('/'));
+  struct stat dir_st {};
+  if (!dir.empty() && ::stat(dir.c_str(), &dir_st) != 0 && errno == ENOENT &&
+      ::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST)
+    throw Error("cannot create the socket's directory " + dir + ": " + std::strerror(errno));
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return;

@@ -16,7 +16,8 @@ namespace gw::daemon {
 // have no file.
 std::string ipc_socket_path(const std::string& endpoint);
 
-// Before binding `path`: nothing there is fine; a unix socket nobody listens
+// Before binding `path`: its directory is created (mode 0750) when only that
+// last directory is missing. Nothing at the path is fine; a unix socket nobody listens
 // on (a crashed run's) is removed. Throws gw::Error naming the path when a
 // process listens there, or when the path is something else than a socket
 // (never deleted).

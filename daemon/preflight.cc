@@ -59,6 +59,12 @@ std::string check_zmq_endpoint(const std::string& endpoint) {
     if (rest.size() >= sizeof(sockaddr_un::sun_path))
       return "the socket path is longer than " + std::to_string(sizeof(sockaddr_un::sun_path) - 1) +
              " bytes";
+    // The daemon makes the socket's directory when its parent exists.
+    const fs::path dir = fs::path(rest).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !fs::exists(dir, ec) && fs::is_directory(dir.parent_path(), ec) &&
+        ::access(dir.parent_path().c_str(), W_OK | X_OK) == 0)
+      return {};
     return check_writable_file(rest);
   }
   if (transport != "tcp")

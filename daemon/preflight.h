@@ -9,8 +9,10 @@
 // is an address of this machine (a socket is bound to it on an ephemeral
 // port and closed at once); ZeroMQ endpoints use a transport the daemon
 // serves (tcp or ipc) with a well-formed address; the directories of
-// storage.path, history.path (when enabled) and of an ipc endpoint exist and
-// are writable by this process, and a database file that exists is writable.
+// storage.path and history.path (when enabled) exist and are writable by
+// this process, and a database file that exists is writable; an ipc
+// endpoint's directory likewise, or, when it is missing, its parent (the
+// daemon then creates it: a runtime directory outside systemd).
 // Ports themselves are not tried: the running daemon may hold them while its
 // next config is checked.
 #pragma once

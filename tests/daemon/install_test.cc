@@ -81,6 +81,8 @@ TEST_CASE("the installed config validates and names only files under the prefix"
   const gw::config::Config config = gw::config::load_config(installed.config().string());
   CHECK(config.storage.path == (installed.prefix / "var/lib/gaitwatch/hits.db").string());
   CHECK(config.history.path == (installed.prefix / "var/lib/gaitwatch/history.db").string());
+  // The control socket lives in the unit's RuntimeDirectory.
+  CHECK(config.control.endpoint == "ipc:///run/gaitwatch/control.sock");
   REQUIRE_FALSE(config.patterns.empty());
   for (const auto& pattern : config.patterns) {
     for (const auto& example : pattern.examples) {
