@@ -1,57 +1,76 @@
 #!/usr/bin/env bash
-# The main job, end to end: install dependencies, build, start gaitwatchd on
-# the default config (config/gaitwatch.yaml), replay the bundled Daphnet
-# freezing-of-gait recording S02R01 into it over UDP, show the alerts live as a
-# ZeroMQ subscriber receives them, ask the time-slot index through the control
-# interface, stop the daemon cleanly (SIGTERM) and list the hits it stored in
-# SQLite.
-# ZeroMQ subscriber receives them, stop the daemon cleanly (SIGTERM), list
-# the hits it stored in SQLite, and search the raw-stream history it kept for
-# the windows most like the freeze pattern.
+# The main job, end to end, on a patient the pattern never saw: install the
+# dependencies, build the daemon and the CLI (nothing else), start gaitwatchd
+# on the default config (config/gaitwatch.yaml) with the freeze pattern's
+# examples of subject S03 left out, replay S03's Daphnet recording S03R02 into
+# it over UDP, print each alert as the subscriber receives it, stop the daemon
+# cleanly (SIGTERM), and list the stored alerts next to the freezes annotated
+# in the recording.
 #
-#   SPEED=8 START=53000 END=61500 bash scripts/demo.sh
+#   SPEED=8 START=18000 END=27500 bash scripts/demo.sh
+# Set-up output goes to build/demo/*.log; the screen shows one headline per stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SPEED=${SPEED:-8}
-START=${START:-53000}   # ~14 min into S02R01, just before the freeze episodes
-END=${END:-61500}
-bash scripts/install-deps.sh
-bash scripts/build.sh
-BIN=${BUILD_DIR:-build}/daemon
-CONFIG=config/gaitwatch.yaml
-DB=$(sed -n 's/^  path: *\([^ #]*\).*/\1/p' "$CONFIG" | head -1)
-HISTORY=$(sed -n '/^history:/,/^[a-z]/s/^  path: *\([^ #]*\).*/\1/p' "$CONFIG" | head -1)
+RECORDING=data/daphnet/S03R02.txt
+START=${START:-18000}  # S03R02 samples (64 Hz): its first freezes lie in 18000..27500
+END=${END:-27500}
+BUILD=${BUILD_DIR:-build}
+DEMO=$BUILD/demo
+mkdir -p "$DEMO"
+step() { printf '\n== %s\n' "$*"; }
+quietly() {  # quietly LOG COMMAND...: the command's output to LOG; its tail when it fails
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1 || { echo "failed: $*" >&2; tail -30 "$log" >&2; exit 1; }
+}
 
+step "installing dependencies with apt-get (log: $DEMO/setup.log)"
+quietly "$DEMO/setup.log" bash scripts/install-deps.sh
+step "building gaitwatchd and gaitwatch (log: $DEMO/build.log)"
+quietly "$DEMO/build.log" bash -c "cmake -S . -B '$BUILD' -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+  cmake --build '$BUILD' -j$(nproc) --target gaitwatchd gaitwatch"
+BIN=$BUILD/daemon
+
+# The demo's config: the shipped one, its relative example paths made
+# absolute, without the examples cut from subject S03 (whose recording is
+# replayed), and with its state files in $DEMO.
+CONFIG=$DEMO/gaitwatch.yaml
+sed -e "s#\(file: \|template: \)\([^/ ][^,}]*\)#\1$PWD/config/\2#" config/gaitwatch.yaml |
+  grep -v 'S03R0' >"$CONFIG"
+rm -f "$DEMO"/*.db "$DEMO"/*.db-wal "$DEMO"/*.db-shm
+step "checking the config ($CONFIG: config/gaitwatch.yaml without S03's examples)"
 "$BIN/gaitwatchd" --check-config "$CONFIG"
-rm -f "config/$DB" "config/$DB-wal" "config/$DB-shm"
-rm -f "config/$HISTORY" "config/$HISTORY-wal" "config/$HISTORY-shm"
-echo "== starting gaitwatchd (log: build/demo-daemon.log)"
-"$BIN/gaitwatchd" --config "$CONFIG" 2>build/demo-daemon.log &
+DB=$DEMO/$(sed -n 's/^  path: *\([^ #]*\).*/\1/p' "$CONFIG" | head -1)
+
+step "starting gaitwatchd (log: $DEMO/daemon.log)"
+"$BIN/gaitwatchd" --config "$CONFIG" 2>"$DEMO/daemon.log" &
 DAEMON=$!
 trap 'kill $DAEMON 2>/dev/null || true' EXIT
-for _ in $(seq 50); do grep -q "gaitwatchd ready" build/demo-daemon.log && break; sleep 0.2; done
+for _ in $(seq 100); do grep -q "gaitwatchd ready" "$DEMO/daemon.log" && break; sleep 0.2; done
+grep -q "gaitwatchd ready" "$DEMO/daemon.log" || { tail "$DEMO/daemon.log"; exit 1; }
 
-echo "== subscribed to the config's publish.endpoint; alerts appear below as they are published"
-"$BIN/gaitwatch" subscribe --config "$CONFIG" --topic alert. &
+step "alerts as a subscriber receives them (gaitwatch subscribe --config $CONFIG --format text)"
+"$BIN/gaitwatch" subscribe --config "$CONFIG" --topic alert. --format text &
 SUBSCRIBER=$!
 sleep 0.5
-echo "== replaying data/daphnet/S02R01.txt samples $START..$END at ${SPEED}x over UDP"
-"$BIN/gaitwatch" replay --file data/daphnet/S02R01.txt --format daphnet \
+secs=$(( (END - START) / 64 ))
+step "replaying $RECORDING samples $START..$END (${secs} s of recording) at ${SPEED}x over UDP"
+"$BIN/gaitwatch" replay --file "$RECORDING" --format daphnet \
   --start "$START" --end "$END" --speed "$SPEED" --to udp://127.0.0.1:7700 >/dev/null
 sleep 1
-echo "== time-slot index: wearer 1's seconds (activity, posture, loading, receiving zone)"
-"$BIN/gaitwatch" slots --config "$CONFIG" --wearer 1 --since -10m || true
-echo "== stopping gaitwatchd (SIGTERM: drain, commit, exit 0)"
+"$BIN/gaitwatch" status --config "$CONFIG" >"$DEMO/status.json"
+echo "   (the daemon's counters, from its control socket: $DEMO/status.json)"
+
+step "stopping gaitwatchd (SIGTERM: drain, commit, exit 0)"
 kill -TERM $DAEMON
 wait $DAEMON
 trap - EXIT
 sleep 0.3
 kill $SUBSCRIBER 2>/dev/null || true
 wait $SUBSCRIBER 2>/dev/null || true
-grep -E "final counters|stopped" build/demo-daemon.log | sed 's/^[^ ]* [A-Z]* /   /'
-echo "== hits stored in config/$DB"
-"$BIN/gaitwatch" hits --db "config/$DB"
-echo "== annotated freezes in this range (data/daphnet/FOG_EPISODES.tsv, 1-based rows):"
-awk -v s="$START" -v e="$END" 'NR>1 && $6>=s && $6<=e {printf "   episode %s: %.2f s .. %.2f s\n", $2, $3/1000, $4/1000}' data/daphnet/FOG_EPISODES.tsv
-echo "== the 3 windows of the recorded history most like the pattern fog_freeze_index (config/$HISTORY)"
-"$BIN/gaitwatch" search --history "config/$HISTORY" --pattern fog_freeze_index -k 3 2>/dev/null
+grep -E "stopped:" "$DEMO/daemon.log" | sed 's/^.*stopped: /   /'
+
+step "stored alerts ($DB) next to the freezes annotated in $RECORDING"
+"$BIN/gaitwatch" hits --db "$DB" --truth "$RECORDING" --truth-format daphnet \
+  --truth-start "$START" --truth-end "$END"

@@ -75,8 +75,11 @@ void print_hits_with_truth(const std::vector<pipeline::Alert>& hits, const HitsO
       if (h.t_end < events[i].from - kToleranceS || h.t_start > events[i].to + kToleranceS)
         continue;
       truth = event_text(i);
-      if (!alerted[i])
-        truth += fmt::format(", alert {:.1f} s after its onset", h.t_end - events[i].from);
+      if (!alerted[i]) {
+        const double after = h.t_end - events[i].from;
+        truth += fmt::format(", alert {:.1f} s {} its onset", std::abs(after),
+                             after < 0 ? "before" : "after");
+      }
       alerted[i] = true;
       ++on_event;
       break;

@@ -1,15 +1,18 @@
 // gaitwatch subscribe: prints every alert published by gaitwatchd, one JSON
-// object per line, as it arrives. Alerts carry gapless sequence numbers, so a
+// object (or, with --format text, one readable line) per alert, as it arrives. Alerts carry gapless sequence numbers, so a
 // gap means ZeroMQ dropped messages for this subscriber (its high-water mark):
 // counted on stderr, and with --catch-up fetched from the daemon's store
 // through the control interface and printed in order.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
+#include <ctime>
 #include <iostream>
 #include <optional>
 
+#include <fmt/format.h>
 #include <zmq.hpp>
 
 #include "common/error.h"
@@ -20,6 +23,29 @@
 namespace gw::cli {
 namespace {
 
+// One alert as a person reads it: the local time it arrived, who, what, and
+// when on the device's clock (m:ss), e.g.
+//   16:02:11  seq 3  wearer 1 device 1  fog_freeze_index  freezing_of_gait  warning
+//             device time 5:19.7-5:24.7  distance 8.46  dims 3/3
+std::string alert_text_line(const nlohmann::json& alert) {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  ::localtime_r(&now, &local);
+  const auto clock = [](double seconds) {
+    const double minutes = std::floor(seconds / 60);
+    return fmt::format("{:.0f}:{:04.1f}", minutes, seconds - 60 * minutes);
+  };
+  const auto text = [&](const char* key) { return alert.value(key, std::string("?")); };
+  const auto number = [&](const char* key) { return alert.value(key, 0.0); };
+  return fmt::format("{:02}:{:02}:{:02}  seq {}  wearer {} device {}  {}  {}  {}  device time "
+                     "{}-{}  distance {:.2f}  dims {}/{}",
+                     local.tm_hour, local.tm_min, local.tm_sec, alert.value("seq", 0ull),
+                     alert.value("wearer", 0u), alert.value("device", 0u), text("pattern"),
+                     text("kind"), text("severity"), clock(number("t_start")),
+                     clock(number("t_end")), number("distance"), alert.value("matched_dims", 0),
+                     alert.value("pattern_dims", 0));
+}
+
 struct SubscribeOptions {
   std::string endpoint;    // empty: publish.endpoint of the config
   std::string config;      // the daemon's config file
@@ -27,6 +53,7 @@ struct SubscribeOptions {
   long count = 0;
   double timeout_s = 0;
   bool with_topic = false;
+  bool text = false;       // --format text: alert_text_line instead of JSON
   std::string server_key;  // the daemon's .pub file: CURVE on
   std::string key;         // this client's .key file (authorized on the daemon)
   bool catch_up = false;
@@ -110,7 +137,10 @@ int run(const SubscribeOptions& unresolved) {
       if (alert.seq >= before) break;
       const auto j = pipeline::alert_to_json(alert);
       if (o.with_topic) std::cout << pipeline::alert_topic(alert) << ' ';
-      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+      if (o.text)
+        std::cout << alert_text_line(j) << std::endl;
+      else
+        std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
       ++fetched;
       ++received;
     }
@@ -158,7 +188,12 @@ int run(const SubscribeOptions& unresolved) {
     }
     if (stats && !print_stats) continue;
     if (o.with_topic) std::cout << topic_text << ' ';
-    std::cout << body_text << std::endl;
+    const auto parsed = o.text && !stats ? nlohmann::json::parse(body_text, nullptr, false)
+                                         : nlohmann::json();
+    if (parsed.is_object())
+      std::cout << alert_text_line(parsed) << std::endl;
+    else
+      std::cout << body_text << std::endl;
     ++received;
   }
   if (missed > 0)
@@ -186,6 +221,12 @@ void add_subscribe(CLI::App& app, int& exit_code) {
   cmd->add_option("--count", options->count, "exit after this many messages (default: never)");
   cmd->add_option("--timeout", options->timeout_s, "exit after this many seconds (default: never)");
   cmd->add_flag("--with-topic", options->with_topic, "print the topic before each JSON object");
+  auto format = std::make_shared<std::string>("json");
+  cmd->add_option("--format", *format,
+                  "json: each message as published (default); text: one readable line per alert "
+                  "(local arrival time, wearer, pattern, severity, device time m:ss)")
+      ->check(CLI::IsMember({"json", "text"}))
+      ->each([options](const std::string& value) { options->text = value == "text"; });
   cmd->add_option("--server-key", options->server_key,
                   "the daemon's CURVE public key file (NAME.pub): encrypt and authenticate");
   cmd->add_option("--key", options->key,
