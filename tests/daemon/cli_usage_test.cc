@@ -209,9 +209,11 @@ TEST_CASE("the default unix control socket is 0660, replaces a stale file, and c
 TEST_CASE("with stderr on the journal ($JOURNAL_STREAM) the log keeps journald priorities",
           "[integration]") {
   DaemonFixture fx;
-  // A start-up error after some info lines: the control socket's directory is missing.
-  fx.config["control"]["endpoint"] = "ipc://missing/control.sock";
-  fx.write_config(fx.config);
+  // A start-up error after some info lines: the TCP ingest port is taken.
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor taken(
+      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"),
+                                         static_cast<unsigned short>(fx.tcp_port)));
   const fs::path err = fx.dir / "journal.err";
   std::ofstream(err).close();
   struct stat st {};
@@ -226,6 +228,6 @@ TEST_CASE("with stderr on the journal ($JOURNAL_STREAM) the log keeps journald p
   const std::string log = daemon.err();
   INFO(log);
   CHECK(has_line(log, std::regex(R"(<6>search backend: .*)")));
-  CHECK(has_line(log, std::regex(R"(<2>gaitwatchd: control: cannot bind .*RuntimeDirectory.*)")));
+  CHECK(has_line(log, std::regex(R"(<2>gaitwatchd: ingest.tcp: cannot bind .*)")));
   CHECK_FALSE(has_line(log, std::regex(R"(.*\d\d:\d\d:\d\d\.\d{3}.*)")));
 }

@@ -149,6 +149,9 @@ TEST_CASE("SIGTERM under overload: the drain ends at daemon.stop_timeout_s, what
   // One search thread against several wearers replayed as fast as they can
   // be sent; short ticks and deadlines, so that the engine defers streams
   // and a backlog of windows waits at the stop.
+  // The CPU backend on one thread: a GPU would keep up, and nothing would be
+  // left for the deadline to cut.
+  fx.config["search"]["backend"] = "cpu";
   fx.config["search"]["threads"] = 1;
   fx.config["search"]["tick_ms"] = 10;
   fx.config["search"]["deadline_ms"] = 20;

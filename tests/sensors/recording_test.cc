@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -69,29 +72,39 @@ TEST_CASE("Daphnet S02R01 reads every line with times, channels and labels", "[r
 }
 
 TEST_CASE("Daphnet freeze labels match the episodes listed in FOG_EPISODES.tsv", "[recording]") {
-  const Recording r = read_daphnet(kData + "/daphnet/S02R01.txt");
-  // The TSV's first column is a file name; keep only start_row and end_row.
-  DelimitedOptions o;
-  o.delimiter = '\t';
-  o.header_lines = 1;
-  o.columns = {5, 6};
-  const Recording episodes = read_delimited(kData + "/daphnet/FOG_EPISODES.tsv", o);
-  CHECK(episodes.channel_names == std::vector<std::string>{"start_row", "end_row"});
-  REQUIRE(episodes.samples() == 9);
-
-  std::size_t freeze_samples = 0;
-  for (std::size_t e = 0; e < episodes.samples(); ++e) {
-    const auto first = static_cast<std::size_t>(episodes.at(e, 0)) - 1;  // rows are 1-based
-    const auto last = static_cast<std::size_t>(episodes.at(e, 1)) - 1;
-    INFO("episode " << e + 1);
-    CHECK(r.labels[first - 1] != 2);
-    for (std::size_t s = first; s <= last; ++s) REQUIRE(r.labels[s] == 2);
-    CHECK(r.labels[last + 1] != 2);
-    freeze_samples += last - first + 1;
+  // file, episode, start_ms, end_ms, duration_s, start_row, end_row (rows 1-based); the
+  // list covers recordings not bundled here, checked for those that are.
+  std::ifstream tsv(kData + "/daphnet/FOG_EPISODES.tsv");
+  REQUIRE(tsv);
+  std::string line;
+  std::getline(tsv, line);
+  CHECK(line == "file\tepisode\tstart_ms\tend_ms\tduration_s\tstart_row\tend_row");
+  std::map<std::string, std::vector<std::pair<std::size_t, std::size_t>>> rows;
+  while (std::getline(tsv, line)) {
+    std::istringstream fields(line);
+    std::string file, episode, start_ms, end_ms, duration;
+    std::size_t start_row = 0, end_row = 0;
+    REQUIRE(fields >> file >> episode >> start_ms >> end_ms >> duration >> start_row >> end_row);
+    rows[file].emplace_back(start_row, end_row);
   }
-  std::size_t labelled = 0;
-  for (int label : r.labels) labelled += label == 2;
-  CHECK(labelled == freeze_samples);
+  CHECK(rows["S02R01.txt"].size() == 9);
+  CHECK(rows["S03R02.txt"].size() == 6);
+  for (const char* file : {"S02R01.txt", "S03R02.txt"}) {
+    const Recording r = read_daphnet(kData + "/daphnet/" + file);
+    std::size_t freeze_samples = 0;
+    for (std::size_t e = 0; e < rows[file].size(); ++e) {
+      const std::size_t first = rows[file][e].first - 1;  // rows are 1-based
+      const std::size_t last = rows[file][e].second - 1;
+      INFO(file << " episode " << e + 1);
+      CHECK(r.labels[first - 1] != 2);
+      for (std::size_t s = first; s <= last; ++s) REQUIRE(r.labels[s] == 2);
+      CHECK(r.labels[last + 1] != 2);
+      freeze_samples += last - first + 1;
+    }
+    std::size_t labelled = 0;
+    for (int label : r.labels) labelled += label == 2;
+    CHECK(labelled == freeze_samples);
+  }
 }
 
 TEST_CASE("Daphnet S03R03 reads every line and has no freeze", "[recording]") {
