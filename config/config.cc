@@ -775,7 +775,11 @@ void read_groups(const MapReader& map, DeviceProfile& device) {
       return;
     }
     ChannelGroup group;
-    bool ok = group_map.require("name") & group_map.require("first") & group_map.require("last");
+    // Every missing key is reported, so no short-circuit.
+    const bool has_name = group_map.require("name");
+    const bool has_first = group_map.require("first");
+    const bool has_last = group_map.require("last");
+    bool ok = has_name && has_first && has_last;
     ok &= !group_map.has("name") || read_string(group_map, "name", group.name);
     ok &= !group_map.has("first") || read_int(group_map, "first", 0, 65535, group.first);
     ok &= !group_map.has("last") || read_int(group_map, "last", 0, 65535, group.last);
@@ -1311,7 +1315,11 @@ struct ExampleContext {
 void read_window_example(const MapReader& map, ExampleContext& ctx, PatternConfig& pattern,
                          PatternExample& out) {
   ExampleSource example;
-  bool ok = map.require("file") & map.require("format") & map.require("start");
+  // Every missing key is reported, so no short-circuit.
+  const bool has_file = map.require("file");
+  const bool has_format = map.require("format");
+  const bool has_start = map.require("start");
+  bool ok = has_file && has_format && has_start;
   ok &= !map.has("file") || read_string(map, "file", example.file);
   ok &= !map.has("format") ||
         read_choice(map, "format", {"gaitpdb", "daphnet", "csv", "values"}, example.format);
@@ -1858,7 +1866,11 @@ void require_patterns_key(const YAML::Node& document, IssueList& issues) {
                "missing (is the file cut short?); list the patterns, or write `patterns: []` to "
                "run without detection on purpose");
   } else if (patterns.IsNull()) {
-    issues.add("patterns", line_of(patterns),
+    // The line of the key: an empty value's own mark is where the next token starts.
+    int key_line = 0;
+    for (auto it = document.begin(); it != document.end(); ++it)
+      if (it->first.IsScalar() && it->first.Scalar() == "patterns") key_line = line_of(it->first);
+    issues.add("patterns", key_line,
                "empty; list the patterns, or write `patterns: []` to run without detection on "
                "purpose");
   }

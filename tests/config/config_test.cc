@@ -913,7 +913,7 @@ TEST_CASE("load_config of a missing file throws ConfigError naming it", "[config
   }
 }
 
-TEST_CASE("load_config requires a file to name its patterns; parse_config fragments do not",
+TEST_CASE("load_config requires a file to name its patterns, parse_config fragments do not",
           "[config]") {
   TempDir dir;
   const auto issues_of_file = [&](const std::string& text) -> std::vector<ConfigIssue> {

@@ -273,7 +273,7 @@ TEST_CASE("check-config accepts the shipped config and rejects errors with the k
 }
 
 TEST_CASE("check-config rejects empty and pattern-less files and what this machine cannot run, "
-          "naming the key; the daemon refuses the same",
+          "naming the key, and the daemon refuses the same",
           "[integration]") {
   DaemonFixture fx;
   const auto check = [&](const std::string& text, const char* label) {

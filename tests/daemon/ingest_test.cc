@@ -163,7 +163,7 @@ TEST_CASE("TCP frames arrive whole and in order per connection however the bytes
   CHECK(c.tcp_bad_length == 0);
 }
 
-TEST_CASE("a bad length closes only its connection; a corrupt frame is counted and skipped",
+TEST_CASE("a bad length closes only its connection, a corrupt frame is counted and skipped",
           "[daemon][ingest]") {
   const int threads = GENERATE(1, 2);
   INFO("ingest threads " << threads);

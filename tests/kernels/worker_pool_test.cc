@@ -48,7 +48,7 @@ TEST_CASE("WorkerPool: no helper calls a task after its run returned", "[pool]")
   CHECK(late_calls.load() == 0);
 }
 
-TEST_CASE("WorkerPool: an exception in the task reaches the caller; the pool goes on",
+TEST_CASE("WorkerPool: an exception in the task reaches the caller and the pool goes on",
           "[pool]") {
   WorkerPool pool(3, "gw-test");
   std::atomic<int> next{0};

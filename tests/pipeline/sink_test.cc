@@ -717,7 +717,7 @@ void check_accounting(const AlertSink& sink, const std::string& db_path) {
   CHECK(HitStore(db_path, /*read_only=*/true).count() == c.committed);
 }
 
-TEST_CASE("AlertSink: while commits fail, submits never block; beyond max_pending_alerts alerts "
+TEST_CASE("AlertSink: while commits fail, submits never block, and beyond max_pending_alerts alerts "
           "are dropped and counted", "[sink]") {
   TempDir dir;
   SinkOptions options = options_for(dir);
