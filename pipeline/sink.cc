@@ -337,8 +337,12 @@ struct AlertSink::Impl {
         flush(batch);
         return;
       }
-      if (!batch.empty() &&
-          (group_complete || draining.load() || Clock::now() >= batch_deadline)) {
+      // A drain commits at once, but first takes in what is still queued
+      // (the loop comes back to pop it without waiting), so that what was
+      // submitted before the drain goes out in as few transactions as
+      // max_batch allows.
+      if (!batch.empty() && (group_complete || (draining.load() && queue.size() == 0) ||
+                             Clock::now() >= batch_deadline)) {
         flush(batch);
         batch_alerts = 0;
       }
