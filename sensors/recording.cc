@@ -6,9 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string_view>
 #include <type_traits>
+
+#include <zlib.h>
 
 #include "common/error.h"
 
@@ -19,16 +22,59 @@ namespace {
   throw Error(path + ":" + std::to_string(line) + ": " + what);
 }
 
-std::string read_whole_file(const std::string& path) {
+constexpr unsigned char kGzipMagic[2] = {0x1f, 0x8b};
+
+bool starts_with_gzip_magic(const std::string& bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == kGzipMagic[0] &&
+         static_cast<unsigned char>(bytes[1]) == kGzipMagic[1];
+}
+
+// The uncompressed bytes of a gzip file (every member, as gzip -d writes them).
+std::string gunzip(const std::string& path, const std::string& compressed) {
+  z_stream stream{};
+  // 15 + 16: the largest window, gzip header and trailer expected.
+  if (inflateInit2(&stream, 15 + 16) != Z_OK)
+    throw Error("cannot read recording " + path + ": zlib would not start");
+  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&stream, &inflateEnd);
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  std::string text;
+  char buffer[1 << 16];
+  while (true) {
+    stream.next_out = reinterpret_cast<Bytef*>(buffer);
+    stream.avail_out = sizeof buffer;
+    const int status = inflate(&stream, Z_NO_FLUSH);
+    text.append(buffer, sizeof buffer - stream.avail_out);
+    if (status == Z_STREAM_END) {
+      if (stream.avail_in == 0) return text;
+      if (inflateReset(&stream) != Z_OK)
+        throw Error("cannot read recording " + path + ": zlib would not restart");
+      continue;  // the next gzip member
+    }
+    if (status == Z_OK) continue;
+    if (status == Z_BUF_ERROR && stream.avail_in == 0)
+      throw Error("cannot read recording " + path + ": the gzip data ends early");
+    throw Error("cannot read recording " + path + ": corrupt gzip data" +
+                (stream.msg ? std::string(" (") + stream.msg + ")" : std::string()));
+  }
+}
+
+// The text of a recording: the file's bytes, decompressed when they start
+// with the gzip magic bytes (whatever the file is called). Every reader
+// reads through here.
+std::string read_recording_text(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                        &std::fclose);
   if (!file) throw Error("cannot open recording " + path + ": " + std::strerror(errno));
-  std::string text;
+  std::string bytes;
   char buffer[1 << 16];
   std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
+  while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) bytes.append(buffer, n);
   if (std::ferror(file.get())) throw Error("cannot read recording " + path + ": read error");
-  return text;
+  if (!starts_with_gzip_magic(bytes)) return bytes;
+  if (bytes.size() > std::numeric_limits<uInt>::max())
+    throw Error("cannot read recording " + path + ": the gzip file is too large");
+  return gunzip(path, bytes);
 }
 
 // Blanks separate fields; '\r', '\v' and '\f' count too so that stray
@@ -94,17 +140,23 @@ void split_fields(std::string_view line, char delimiter, std::vector<std::string
   }
 }
 
-// Parses a whole field as a finite decimal number (locale independent).
-bool parse_number(std::string_view field, double& value) {
+// std::from_chars over a whole field, which may also start with '+' (from_chars
+// accepts '-' but not '+'); locale independent.
+template <typename Number>
+bool parse_whole_field(std::string_view field, Number& value) {
   const char* begin = field.data();
   const char* end = begin + field.size();
-  // std::from_chars accepts '-' but not '+'.
   if (begin != end && *begin == '+') {
     ++begin;
     if (begin != end && *begin == '-') return false;
   }
   const auto [stop, error] = std::from_chars(begin, end, value);
-  return error == std::errc() && stop == end && begin != end && std::isfinite(value);
+  return error == std::errc() && stop == end && begin != end;
+}
+
+// Parses a whole field as a finite decimal number.
+bool parse_number(std::string_view field, double& value) {
+  return parse_whole_field(field, value) && std::isfinite(value);
 }
 
 bool parse_int(std::string_view field, int& value) {
@@ -118,9 +170,29 @@ std::string quoted(std::string_view field) { return "'" + std::string(field) + "
 // read_delimited plus what the fixed formats need on top of it.
 struct TableSpec {
   DelimitedOptions options;
-  int label_column = -1;    // 0-based column parsed into Recording::labels
-  int expected_fields = 0;  // 0 = as many as the header (or the first data line) has
+  int label_column = -1;             // 0-based column parsed into Recording::labels
+  int expected_fields = 0;           // 0 = as many as the header (or the first data line) has
+  char line_terminator = '\0';       // when set, one at the end of a line (before blanks) is dropped
+  bool integer_values = false;       // value columns must hold integers
+  std::vector<double> column_scales; // per kept column, replacing options.scale; empty = none
 };
+
+// `line` without blanks at its end and without one `terminator` there.
+std::string_view without_terminator(std::string_view line, char terminator) {
+  while (!line.empty() && is_blank(line.back())) line.remove_suffix(1);
+  if (!line.empty() && line.back() == terminator) line.remove_suffix(1);
+  return line;
+}
+
+// Parses a whole field as a decimal integer that a double holds exactly.
+bool parse_integer_number(std::string_view field, double& value) {
+  long long integer = 0;
+  if (!parse_whole_field(field, integer)) return false;
+  constexpr long long kExactInDouble = 1LL << 53;
+  if (integer > kExactInDouble || integer < -kExactInDouble) return false;
+  value = static_cast<double>(integer);
+  return true;
+}
 
 void check_options(const std::string& path, const DelimitedOptions& o) {
   auto fail = [&path](const std::string& what) {
@@ -189,7 +261,7 @@ void resolve_columns(const std::string& path, std::size_t line, const TableSpec&
 Recording read_table(const std::string& path, const TableSpec& spec) {
   const DelimitedOptions& o = spec.options;
   check_options(path, o);
-  const std::string text = read_whole_file(path);
+  const std::string text = read_recording_text(path);
 
   Recording rec;
   rec.source = path;
@@ -212,6 +284,7 @@ Recording read_table(const std::string& path, const TableSpec& spec) {
       }
       continue;
     }
+    if (spec.line_terminator != '\0') line = without_terminator(line, spec.line_terminator);
     split_fields(line, o.delimiter, fields);
     if (fields.empty()) continue;
     if (!seen_data) {
@@ -229,14 +302,16 @@ Recording read_table(const std::string& path, const TableSpec& spec) {
               std::to_string(fields.size()) + " fields, expected " + std::to_string(field_count));
     }
     double value;
-    for (int c : columns) {
+    for (std::size_t k = 0; k < columns.size(); ++k) {
+      const int c = columns[k];
       const std::string_view field = fields[static_cast<std::size_t>(c)];
-      if (!parse_number(field, value)) {
-        fail_at(
-            path, number,
-            "column " + std::to_string(c + 1) + ": " + quoted(field) + " is not a finite number");
+      if (spec.integer_values ? !parse_integer_number(field, value) : !parse_number(field, value)) {
+        fail_at(path, number,
+                "column " + std::to_string(c + 1) + ": " + quoted(field) +
+                    (spec.integer_values ? " is not an integer" : " is not a finite number"));
       }
-      const auto scaled = static_cast<float>(value * o.scale);
+      const double scale = spec.column_scales.empty() ? o.scale : spec.column_scales[k];
+      const auto scaled = static_cast<float>(value * scale);
       if (!std::isfinite(scaled)) {
         fail_at(path, number,
                 "column " + std::to_string(c + 1) + ": " + quoted(field) +
@@ -380,6 +455,23 @@ Recording read_daphnet(const std::string& path) {
   return read_table(path, spec);
 }
 
+Recording read_sisfall(const std::string& path) {
+  TableSpec spec;
+  spec.options.delimiter = ',';
+  spec.options.sample_rate_hz = 200.0;
+  spec.options.columns = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  spec.options.names = {"adxl_x", "adxl_y", "adxl_z", "gyro_x", "gyro_y",
+                        "gyro_z", "mma_x",  "mma_y",  "mma_z"};
+  spec.expected_fields = 9;
+  spec.line_terminator = ';';
+  spec.integer_values = true;
+  for (double scale : {kSisfallAdxlGPerCount, kSisfallGyroDegPerSecondPerCount,
+                       kSisfallMmaGPerCount}) {
+    spec.column_scales.insert(spec.column_scales.end(), 3, scale);
+  }
+  return read_table(path, spec);
+}
+
 Recording read_delimited(const std::string& path, const DelimitedOptions& options) {
   TableSpec spec;
   spec.options = options;
@@ -390,7 +482,7 @@ Recording read_values(const std::string& path, double sample_rate_hz) {
   if (!std::isfinite(sample_rate_hz) || sample_rate_hz <= 0) {
     throw Error("cannot read " + path + ": sample rate must be a positive number of Hz");
   }
-  const std::string text = read_whole_file(path);
+  const std::string text = read_recording_text(path);
   Recording rec;
   rec.source = path;
   rec.sample_rate_hz = sample_rate_hz;
@@ -416,6 +508,7 @@ Recording read_values(const std::string& path, double sample_rate_hz) {
 Recording read_recording(const std::string& path, const std::string& format) {
   if (format == "gaitpdb") return read_gaitpdb(path);
   if (format == "daphnet") return read_daphnet(path);
+  if (format == "sisfall") return read_sisfall(path);
   if (format == "values") return read_values(path);
   if (format == "csv") {
     DelimitedOptions options;
@@ -424,7 +517,7 @@ Recording read_recording(const std::string& path, const std::string& format) {
     return read_delimited(path, options);
   }
   throw Error("unknown recording format '" + format + "' for " + path +
-              " (gaitpdb, daphnet, csv or values)");
+              " (gaitpdb, daphnet, sisfall, csv or values)");
 }
 
 }  // namespace gw::sensors

@@ -1,8 +1,12 @@
 // Readers for real recordings on disk. All readers return the same in-memory
 // form so the replay tool, the offline search and the tests share one path.
 //
-// Errors: a file that cannot be opened, or a line that cannot be parsed, throws
-// gw::Error naming the file and the 1-based line.
+// Every reader takes gzip-compressed files as well: a file whose first two
+// bytes are the gzip magic bytes (1f 8b) is decompressed, whatever its name.
+//
+// Errors: a file that cannot be opened or decompressed, or a line that cannot
+// be parsed, throws gw::Error naming the file (and the 1-based line of the
+// uncompressed text).
 #pragma once
 
 #include <cstddef>
@@ -40,6 +44,19 @@ Recording read_gaitpdb(const std::string& path);
 // trunk_vert, trunk_lat [mg]; column 11 goes to labels (0, 1, 2 = freeze).
 Recording read_daphnet(const std::string& path);
 
+// SisFall (Sucerquia, López, Vargas-Bonilla, Sensors 17(1):198, 2017): 9
+// comma-separated integers per line, each line ending in ';' (optional here),
+// blank lines and blanks around fields tolerated, 200 Hz, no time column
+// (time = index / rate). Channels, scaled from the raw counts:
+//   adxl_x, adxl_y, adxl_z  ADXL345 acceleration [g]  = raw * 32 / 8192
+//   gyro_x, gyro_y, gyro_z  ITG3200 rotation [deg/s]  = raw * 4000 / 65536
+//   mma_x,  mma_y,  mma_z   MMA8451Q acceleration [g] = raw * 16 / 16384
+// A field that is not an integer, or a line without 9 fields, throws.
+constexpr double kSisfallAdxlGPerCount = 32.0 / 8192.0;
+constexpr double kSisfallGyroDegPerSecondPerCount = 4000.0 / 65536.0;
+constexpr double kSisfallMmaGPerCount = 16.0 / 16384.0;
+Recording read_sisfall(const std::string& path);
+
 struct DelimitedOptions {
   char delimiter = ',';             // ' ' also means "any run of blanks or tabs"
   int header_lines = 0;             // lines skipped at the top; if >= 1 the last one names the columns
@@ -56,8 +73,8 @@ Recording read_delimited(const std::string& path, const DelimitedOptions& option
 // Whitespace-separated numbers of one channel (any layout of lines).
 Recording read_values(const std::string& path, double sample_rate_hz = 100.0);
 
-// Reads by format name: "gaitpdb", "daphnet", "csv" (comma, one header line
-// with names) or "values". Throws gw::Error for an unknown format.
+// Reads by format name: "gaitpdb", "daphnet", "sisfall", "csv" (comma, one
+// header line with names) or "values". Throws gw::Error for an unknown format.
 Recording read_recording(const std::string& path, const std::string& format);
 
 }  // namespace gw::sensors

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +21,7 @@ using gw::sensors::read_daphnet;
 using gw::sensors::read_delimited;
 using gw::sensors::read_gaitpdb;
 using gw::sensors::read_recording;
+using gw::sensors::read_sisfall;
 using gw::sensors::read_values;
 using gw::sensors::Recording;
 
@@ -46,7 +48,178 @@ class TempFile {
   std::string path_;
 };
 
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// `text` as one gzip member, as gzip(1) writes it.
+std::string gzip_bytes(const std::string& text) {
+  z_stream stream{};
+  REQUIRE(deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+                       Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&stream, static_cast<uLong>(text.size())), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  stream.avail_in = static_cast<uInt>(text.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&stream, Z_FINISH) == Z_STREAM_END);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  return out;
+}
+
+// The text of a gzip file, decompressed here (independently of the readers).
+std::string gunzip_file(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  REQUIRE(file != nullptr);
+  std::string text;
+  char buffer[1 << 15];
+  int n;
+  while ((n = gzread(file, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  REQUIRE(n == 0);
+  gzclose(file);
+  return text;
+}
+
+// The first `lines` lines of a text, each with its "\n".
+std::string first_lines(const std::string& text, std::size_t lines) {
+  std::size_t end = 0;
+  for (std::size_t i = 0; i < lines && end != std::string::npos; ++i) {
+    end = text.find('\n', end);
+    if (end != std::string::npos) ++end;
+  }
+  return text.substr(0, end);
+}
+
+void check_same_recording(const Recording& a, const Recording& b) {
+  CHECK(a.sample_rate_hz == b.sample_rate_hz);
+  CHECK(a.channel_names == b.channel_names);
+  CHECK(a.samples() == b.samples());
+  CHECK(a.values == b.values);
+  CHECK(a.time_s == b.time_s);
+  CHECK(a.labels == b.labels);
+}
+
 }  // namespace
+
+TEST_CASE("SisFall reads as 9 scaled channels at 200 Hz, gzipped or plain alike", "[recording]") {
+  const std::string gz_path = kData + "/sisfall/F01_SA01_R01.txt.gz";
+  const Recording gz = read_sisfall(gz_path);
+  CHECK(gz.source == gz_path);
+  CHECK(gz.sample_rate_hz == 200.0);
+  CHECK(gz.channel_names == std::vector<std::string>{"adxl_x", "adxl_y", "adxl_z", "gyro_x",
+                                                     "gyro_y", "gyro_z", "mma_x", "mma_y",
+                                                     "mma_z"});
+  REQUIRE(gz.samples() == 3000);
+  CHECK(gz.labels.empty());
+  CHECK(gz.time_s[0] == 0.0);
+  CHECK(gz.time_s[1] == Approx(0.005));
+  CHECK(gz.time_s.back() == Approx(2999 / 200.0));
+
+  // The readme's scales: ADXL345 g = raw * 32 / 8192, ITG3200 deg/s = raw *
+  // 4000 / 65536, MMA8451Q g = raw * 16 / 16384. Lines 1 and 2 of the file:
+  //   "  -9,-257, -25,  84, 247,  27,-120,-987,  63;"
+  //   "  -3,-263, -23,  99, 258,  35,-110,-1016,  68;"
+  const int raw[2][9] = {{-9, -257, -25, 84, 247, 27, -120, -987, 63},
+                         {-3, -263, -23, 99, 258, 35, -110, -1016, 68}};
+  for (int s = 0; s < 2; ++s) {
+    for (int c = 0; c < 3; ++c) {
+      CHECK(gz.at(s, c) == static_cast<float>(raw[s][c] * 32.0 / 8192.0));
+      CHECK(gz.at(s, 3 + c) == static_cast<float>(raw[s][3 + c] * 4000.0 / 65536.0));
+      CHECK(gz.at(s, 6 + c) == static_cast<float>(raw[s][6 + c] * 16.0 / 16384.0));
+    }
+  }
+  // Standing at the start: the ADXL345 and the MMA8451Q both see about 1 g.
+  CHECK(std::abs(gz.at(0, 1)) == Approx(1.0).margin(0.05));
+  CHECK(std::abs(gz.at(0, 7)) == Approx(1.0).margin(0.05));
+
+  const TempFile plain("F01_SA01_R01.txt", gunzip_file(gz_path));
+  const Recording from_plain = read_sisfall(plain.path());
+  check_same_recording(from_plain, gz);
+  check_same_recording(read_recording(gz_path, "sisfall"), gz);
+}
+
+TEST_CASE("SisFall: blank lines and blanks tolerated, malformed lines named", "[recording]") {
+  const TempFile loose("loose.txt", "\n  1, 2,3,4,5,6,7,8,9 ;\r\n\n10,20,30,40,50,60,70,80,90\n\n");
+  const Recording r = read_sisfall(loose.path());
+  REQUIRE(r.samples() == 2);
+  CHECK(r.at(1, 0) == static_cast<float>(10 * 32.0 / 8192.0));
+  CHECK(r.time_s[1] == Approx(0.005));
+
+  SECTION("a word") {
+    const TempFile file("word.txt", "1,2,3,4,5,6,7,8,9;\n\n1,2,3,4,5,x,7,8,9;\n");
+    CHECK_THROWS_WITH(read_sisfall(file.path()),
+                      Contains(file.path() + ":3:") && Contains("column 6") && Contains("'x'"));
+  }
+  SECTION("a fraction") {
+    const TempFile file("fraction.txt", "1,2,3,4,5,6,7,8,9;\n1,2,3,4,5,6,7,8,9.5;\n");
+    CHECK_THROWS_WITH(read_sisfall(file.path()),
+                      Contains(file.path() + ":2:") && Contains("not an integer"));
+  }
+  SECTION("eight fields") {
+    const TempFile file("eight.txt", "1,2,3,4,5,6,7,8,9;\n1,2,3,4,5,6,7,8;\n");
+    CHECK_THROWS_WITH(read_sisfall(file.path()),
+                      Contains(file.path() + ":2:") && Contains("8 fields, expected 9"));
+  }
+  SECTION("two terminators") {
+    const TempFile file("twice.txt", "1,2,3,4,5,6,7,8,9;;\n");
+    CHECK_THROWS_WITH(read_sisfall(file.path()), Contains(file.path() + ":1:"));
+  }
+  SECTION("a malformed line inside a gzip file is named by its line in the text") {
+    const TempFile file("bad.txt.gz", gzip_bytes("1,2,3,4,5,6,7,8,9;\n1,2,3,4,5,6,7,8,9;\n1,2;\n"));
+    CHECK_THROWS_WITH(read_sisfall(file.path()), Contains(file.path() + ":3:"));
+  }
+}
+
+TEST_CASE("every reader takes gzip files, recognised by their bytes, not their name",
+          "[recording]") {
+  SECTION("daphnet") {
+    const std::string slice = first_lines(file_bytes(kData + "/daphnet/S02R01.txt"), 2000);
+    const TempFile plain("S02R01_slice.txt", slice);
+    const TempFile gz("S02R01_slice.txt.gz", gzip_bytes(slice));
+    const TempFile unnamed("S02R01_slice_no_suffix.txt", gzip_bytes(slice));
+    const Recording expected = read_daphnet(plain.path());
+    REQUIRE(expected.samples() == 2000);
+    check_same_recording(read_daphnet(gz.path()), expected);
+    check_same_recording(read_daphnet(unnamed.path()), expected);
+  }
+  SECTION("gaitpdb") {
+    const std::string slice = first_lines(file_bytes(kData + "/gaitpdb/GaCo01_01.txt"), 1500);
+    const TempFile plain("GaCo01_slice.txt", slice);
+    const TempFile gz("GaCo01_slice.txt.gz", gzip_bytes(slice));
+    const Recording expected = read_gaitpdb(plain.path());
+    REQUIRE(expected.samples() == 1500);
+    check_same_recording(read_recording(gz.path(), "gaitpdb"), expected);
+  }
+  SECTION("csv and values") {
+    const std::string csv = "a,b\n1,2\n3,4\n";
+    const TempFile gz_csv("gz.csv.gz", gzip_bytes(csv));
+    const Recording r = read_recording(gz_csv.path(), "csv");
+    CHECK(r.channel_names == std::vector<std::string>{"a", "b"});
+    CHECK(r.values == std::vector<float>{1, 2, 3, 4});
+    const TempFile gz_values("values.gz", gzip_bytes("1 2\n3\n"));
+    CHECK(read_values(gz_values.path()).values == std::vector<float>{1, 2, 3});
+  }
+  SECTION("several gzip members in a row read as their concatenation") {
+    const TempFile members("members.csv.gz", gzip_bytes("a\n1\n") + gzip_bytes("2\n3\n"));
+    CHECK(read_recording(members.path(), "csv").values == std::vector<float>{1, 2, 3});
+  }
+  SECTION("corrupt or cut gzip data throws naming the file") {
+    const std::string whole = gzip_bytes("a\n1\n2\n3\n");
+    const TempFile cut("cut.csv.gz", whole.substr(0, whole.size() / 2));
+    CHECK_THROWS_WITH(read_recording(cut.path(), "csv"), Contains(cut.path()) && Contains("gzip"));
+    std::string flipped = whole;
+    flipped[12] = static_cast<char>(flipped[12] ^ 0x55);
+    flipped[13] = static_cast<char>(flipped[13] ^ 0x55);
+    const TempFile corrupt("corrupt.csv.gz", flipped);
+    CHECK_THROWS_WITH(read_recording(corrupt.path(), "csv"),
+                      Contains(corrupt.path()) && Contains("gzip"));
+  }
+}
 
 TEST_CASE("Daphnet S02R01 reads every line with times, channels and labels", "[recording]") {
   const Recording r = read_daphnet(kData + "/daphnet/S02R01.txt");
