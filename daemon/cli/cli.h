@@ -145,7 +145,11 @@ double unix_time_now();
 // gw::Error naming the accepted forms.
 double parse_time_arg(const std::string& text, double now);
 
-// The table `gaitwatch hits` and `gaitwatch alerts` print.
+// The table `gaitwatch hits`, `gaitwatch alerts` and `gaitwatch detect` print:
+// the header line (on stdout, flushed), one row per alert (no newline), and
+// both together.
+void print_hits_header();
+std::string hit_row(const pipeline::Alert& hit);
 void print_hits_table(const std::vector<pipeline::Alert>& hits);
 
 void add_replay(CLI::App& app, int& exit_code);

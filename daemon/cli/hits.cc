@@ -126,14 +126,24 @@ int run(const HitsOptions& o) {
 
 }  // namespace
 
-void print_hits_table(const std::vector<pipeline::Alert>& hits) {
+void print_hits_header() {
   std::printf("%6s %7s %-20s %-17s %-8s %10s %10s %9s %5s\n", "seq", "wearer", "pattern", "kind",
               "severity", "t_start", "t_end", "distance", "dims");
-  for (const auto& h : hits)
-    std::printf("%6llu %7u %-20s %-17s %-8s %10.2f %10.2f %9.3f %2d/%-2d\n",
+  std::fflush(stdout);
+}
+
+std::string hit_row(const pipeline::Alert& h) {
+  char row[512];
+  std::snprintf(row, sizeof row, "%6llu %7u %-20s %-17s %-8s %10.2f %10.2f %9.3f %2d/%-2d",
                 static_cast<unsigned long long>(h.seq), h.wearer, h.pattern.c_str(),
                 h.kind.c_str(), h.severity.c_str(), h.t_start, h.t_end, h.distance,
                 h.matched_dims, h.pattern_dims);
+  return row;
+}
+
+void print_hits_table(const std::vector<pipeline::Alert>& hits) {
+  print_hits_header();
+  for (const auto& h : hits) std::printf("%s\n", hit_row(h).c_str());
 }
 
 void add_hits(CLI::App& app, int& exit_code) {

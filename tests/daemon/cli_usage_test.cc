@@ -145,6 +145,28 @@ TEST_CASE("the recording format is required unless the file name implies it", "[
   CHECK(by_extension.code == 0);
 }
 
+TEST_CASE("detect prints a table, or with --json one alert object per line", "[integration]") {
+  DaemonFixture fx;
+  const std::vector<json> alerts = gw::test::detect_offline(fx);
+  REQUIRE_FALSE(alerts.empty());
+  for (const json& a : alerts) {
+    CHECK(a.contains("pattern"));
+    CHECK(a.contains("t_start"));
+  }
+  const auto table = run(fx, {kTool, "detect", "--config", fx.config_path.string(), "--file",
+                              gw::test::kRecording, "--start", std::to_string(gw::test::kStart),
+                              "--end", std::to_string(gw::test::kEnd)},
+                         "table");
+  INFO(table.err);
+  REQUIRE(table.code == 0);
+  std::vector<std::string> lines;
+  std::stringstream out(table.out);
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  REQUIRE(lines.size() == alerts.size() + 1);
+  CHECK(lines[0].find("pattern") != std::string::npos);
+  CHECK(lines[1].find(alerts[0]["pattern"].get<std::string>()) != std::string::npos);
+}
+
 TEST_CASE("the default unix control socket is 0660, replaces a stale file, and clients find it "
           "through the config, and log lines carry time stamps",
           "[integration]") {

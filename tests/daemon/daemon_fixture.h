@@ -183,7 +183,8 @@ inline std::vector<json> detect_offline(const DaemonFixture& fx,
                                         std::vector<std::string> extra = {}) {
   std::vector<std::string> argv = {kTool, "detect", "--config", fx.config_path.string(),
                                    "--file", kRecording, "--format", "daphnet", "--start",
-                                   std::to_string(kStart), "--end", std::to_string(kEnd)};
+                                   std::to_string(kStart), "--end", std::to_string(kEnd),
+                                   "--json"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto r = run_process(argv, fx.dir, "detect", std::chrono::seconds(120));
   INFO(r.err);

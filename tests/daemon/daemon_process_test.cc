@@ -174,7 +174,8 @@ TEST_CASE("replay over TCP with malformed frames interleaved: counted, nothing e
   // detector on the same quantised samples.
   auto expected = gw::test::run_process(
       {kTool, "detect", "--config", fx.config_path.string(), "--file", kRecording, "--format",
-       "daphnet", "--start", std::to_string(kStart), "--end", std::to_string(kEnd), "--int16"},
+       "daphnet", "--start", std::to_string(kStart), "--end", std::to_string(kEnd), "--int16",
+       "--json"},
       fx.dir, "detect16", std::chrono::seconds(120));
   REQUIRE(expected.code == 0);
   std::vector<json> offline;
