@@ -34,11 +34,36 @@ class InterruptScope {
   void (*previous_)(int);
 };
 
-// The format a recording's file name implies: csv for *.csv; daphnet for the
-// Daphnet dataset's S<NN>R<NN>.txt; gaitpdb for PhysioNet gaitpdb's
-// {Ga,Ju,Si}{Co,Pt}<NN>_<NN>.txt. Empty for any other name (--format is
-// then required).
+// The format a recording's file name implies, a trailing ".gz" (any case)
+// set aside: csv for *.csv; daphnet for the Daphnet dataset's S<NN>R<NN>.txt;
+// gaitpdb for PhysioNet gaitpdb's {Ga,Ju,Si}{Co,Pt}<NN>_<NN>.txt; sisfall for
+// SisFall's <D|F><NN>_<SA|SE><NN>_R<NN>.txt. Empty for any other name
+// (--format is then required). Whether the file is compressed is decided by
+// its bytes when it is read (sensors/recording.h), not by its name.
 std::string format_from_file_name(const std::string& file);
+
+// The channels a device of `kind` takes by default from a recording of
+// `format` that has more channels than the device and lacks the device's
+// channel names. The table: sisfall on accelerometer_3 -> adxl_x, adxl_y,
+// adxl_z. Empty when the table has no entry.
+std::vector<std::string> default_device_channels(const std::string& format,
+                                                 sensors::DeviceKind kind);
+
+// `rec` (read with `format`) as `device` takes it:
+//   1. channels, unless `channels_chosen` (--columns was given, which always
+//      wins): when the recording has a channel named like each of the
+//      device's channels, those, in the device's order; else, when it has
+//      more channels than the device, default_device_channels(format, kind)
+//      if there are any, renamed to the device's channel names; else the
+//      recording's channels unchanged (a count that does not fit is
+//      reported where it is used);
+//   2. rate: when the recording's rate differs from device.sample_rate_hz,
+//      sensors::resample to it, saying so in one line on stderr
+//      ("resampled 200 Hz -> 100 Hz for device 'accelerometer'").
+// Sample indices of the result (--start, --end, example ranges) count at the
+// device's rate. Throws gw::Error.
+sensors::Recording fit_to_device(sensors::Recording rec, const std::string& format,
+                                 const config::DeviceProfile& device, bool channels_chosen);
 
 // How a recording is read: --file, --format and the csv options.
 struct RecordingSource {
@@ -57,7 +82,11 @@ struct RecordingSource {
   // The format `file` is read with: --format, else the one its name implies;
   // throws UsageError when neither says.
   std::string format_for(const std::string& file) const;
-  sensors::Recording read() const;  // throws gw::Error
+  // The recording as the file holds it (--columns applied); throws gw::Error.
+  sensors::Recording read() const;
+  // The recording as `device` takes it: fit_to_device(read(), ...), with
+  // --columns counting as channels chosen. Throws gw::Error.
+  sensors::Recording read_for(const config::DeviceProfile& device) const;
 };
 
 std::vector<std::string> split_list(const std::string& comma_separated);

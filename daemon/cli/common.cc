@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <iostream>
 #include <regex>
 #include <sstream>
 
 #include "common/error.h"
 #include "daemon/cli/cli.h"
+#include "sensors/resample.h"
 
 namespace gw::cli {
 
@@ -38,9 +40,11 @@ std::vector<std::string> split_list(const std::string& comma_separated) {
 void RecordingSource::add_flags(CLI::App& cmd, bool with_columns, bool file_required) {
   cmd.add_option("--file", file, "recording to read")->required(file_required);
   cmd.add_option("--format", format,
-                 "gaitpdb | daphnet | csv | values; required unless the file name implies it: "
-                 "*.csv is csv, S<NN>R<NN>.txt daphnet, {Ga,Ju,Si}{Co,Pt}<NN>_<NN>.txt gaitpdb")
-      ->check(CLI::IsMember({"gaitpdb", "daphnet", "csv", "values"}));
+                 "gaitpdb | daphnet | sisfall | csv | values (any of them may be gzipped); "
+                 "required unless the file name implies it (a trailing .gz aside): *.csv is "
+                 "csv, S<NN>R<NN>.txt daphnet, {Ga,Ju,Si}{Co,Pt}<NN>_<NN>.txt gaitpdb, "
+                 "<D|F><NN>_<SA|SE><NN>_R<NN>.txt sisfall")
+      ->check(CLI::IsMember({"gaitpdb", "daphnet", "sisfall", "csv", "values"}));
   if (with_columns)
     cmd.add_option("--columns", columns, "comma-separated channel names or indices (default all)");
   cmd.add_option("--delimiter", delimiter, "csv: field delimiter (' ' = any blanks)");
@@ -52,13 +56,17 @@ void RecordingSource::add_flags(CLI::App& cmd, bool with_columns, bool file_requ
 }
 
 std::string format_from_file_name(const std::string& file) {
-  const std::string name = std::filesystem::path(file).filename().string();
+  std::string name = std::filesystem::path(file).filename().string();
+  static const std::regex gz(R"(.+\.gz)", std::regex::icase);
+  if (std::regex_match(name, gz)) name.resize(name.size() - 3);
   static const std::regex csv(R"(.*\.csv)", std::regex::icase);
   static const std::regex daphnet(R"(S\d\dR\d\d\.txt)");
   static const std::regex gaitpdb(R"((Ga|Ju|Si)(Co|Pt)\d\d_\d\d\.txt)");
+  static const std::regex sisfall(R"([DF]\d\d_S[AE]\d\d_R\d\d\.txt)");
   if (std::regex_match(name, csv)) return "csv";
   if (std::regex_match(name, daphnet)) return "daphnet";
   if (std::regex_match(name, gaitpdb)) return "gaitpdb";
+  if (std::regex_match(name, sisfall)) return "sisfall";
   return {};
 }
 
@@ -67,7 +75,7 @@ std::string RecordingSource::format_for(const std::string& path) const {
   const std::string implied = format_from_file_name(path);
   if (implied.empty())
     throw UsageError("--format is required for " + path +
-                     " (gaitpdb | daphnet | csv | values): its name implies none");
+                     " (gaitpdb | daphnet | sisfall | csv | values): its name implies none");
   return implied;
 }
 
@@ -90,6 +98,53 @@ sensors::Recording RecordingSource::read() const {
   }
   if (!columns.empty()) rec = rec.select(split_list(columns));
   return rec;
+}
+
+std::vector<std::string> default_device_channels(const std::string& format,
+                                                 sensors::DeviceKind kind) {
+  struct DefaultMapping {
+    const char* format;
+    sensors::DeviceKind kind;
+    std::vector<std::string> channels;
+  };
+  static const std::vector<DefaultMapping> kDefaults = {
+      // SisFall's waist sensor: the ADXL345 (the dataset's main accelerometer).
+      {"sisfall", sensors::DeviceKind::kAccelerometer3, {"adxl_x", "adxl_y", "adxl_z"}},
+  };
+  for (const DefaultMapping& mapping : kDefaults)
+    if (format == mapping.format && kind == mapping.kind) return mapping.channels;
+  return {};
+}
+
+sensors::Recording fit_to_device(sensors::Recording rec, const std::string& format,
+                                 const config::DeviceProfile& device, bool channels_chosen) {
+  if (!channels_chosen) {
+    const auto has_channel = [&rec](const std::string& name) {
+      return std::find(rec.channel_names.begin(), rec.channel_names.end(), name) !=
+             rec.channel_names.end();
+    };
+    if (!device.channels.empty() &&
+        std::all_of(device.channels.begin(), device.channels.end(), has_channel)) {
+      if (rec.channel_names != device.channels) rec = rec.select(device.channels);
+    } else if (rec.channels() > device.channels.size()) {
+      const std::vector<std::string> defaults = default_device_channels(format, device.kind);
+      if (!defaults.empty()) {
+        rec = rec.select(defaults);
+        if (rec.channels() == device.channels.size()) rec.channel_names = device.channels;
+      }
+    }
+  }
+  if (rec.sample_rate_hz != device.sample_rate_hz) {
+    const double from_hz = rec.sample_rate_hz;
+    rec = sensors::resample(rec, device.sample_rate_hz);
+    std::cerr << "resampled " << from_hz << " Hz -> " << device.sample_rate_hz
+              << " Hz for device '" << device.name << "'\n";
+  }
+  return rec;
+}
+
+sensors::Recording RecordingSource::read_for(const config::DeviceProfile& device) const {
+  return fit_to_device(read(), format_for(file), device, !columns.empty());
 }
 
 std::string client_config_path(const std::string& explicit_path) {

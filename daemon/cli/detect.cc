@@ -1,7 +1,8 @@
 // gaitwatch detect: runs the daemon's detection engine over a recording,
 // offline, and prints the alerts it would raise: a table (as `gaitwatch hits`
 // prints one), or with --json one JSON object per alert per line
-// (pipeline::alert_to_json).
+// (pipeline::alert_to_json). The recording is read as the device takes it
+// (RecordingSource::read_for: its channels, resampled to its rate).
 #include <iostream>
 
 #include "common/error.h"
@@ -19,7 +20,7 @@ struct DetectOptions {
 
 int run(const DetectOptions& o) {
   const config::Config cfg = config::load_config(o.config_path);
-  const sensors::Recording rec = o.source.read();
+  const sensors::Recording rec = o.source.read_for(o.run.device_of(cfg));
   // The table's header comes with the first row, or at the end when there is
   // none, so that a run that fails prints no table.
   bool header_printed = o.json;

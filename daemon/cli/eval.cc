@@ -30,7 +30,7 @@ struct EvalOptions {
 
 int run(const EvalOptions& o) {
   const config::Config cfg = config::load_config(o.config_path);
-  const sensors::Recording rec = o.source.read();
+  const sensors::Recording rec = o.source.read_for(o.run.device_of(cfg));
   const config::DeviceProfile& device = o.run.device_of(cfg);
   const std::int64_t first = o.run.start;
   const std::int64_t stop = o.run.end < 0 ? static_cast<std::int64_t>(rec.samples()) : o.run.end;

@@ -122,7 +122,7 @@ int run_fill(const FillOptions& o) {
       o.device.empty() ? (cfg.devices.empty() ? nullptr : &cfg.devices.front())
                        : cfg.device_by_name(o.device);
   if (!profile) throw Error("no device '" + o.device + "' in " + cfg.source_file);
-  const sensors::Recording rec = o.source.read();
+  const sensors::Recording rec = o.source.read_for(*profile);
   if (rec.channels() != profile->channels.size())
     throw Error("the recording has " + std::to_string(rec.channels()) + " channels, device '" +
                 profile->name + "' has " + std::to_string(profile->channels.size()) +
@@ -263,12 +263,14 @@ int run_export(const ExportOptions& o) {
   return 0;
 }
 
-// --example F:START:END read with the recording flags.
-sensors::Recording read_example(const HistorySearchOptions& h, const SearchFlags& f) {
+// --example F:START:END read with the recording flags; as `device` takes it
+// when one is given (START and END then count at the device's rate).
+sensors::Recording read_example(const HistorySearchOptions& h, const SearchFlags& f,
+                                const config::DeviceProfile* device) {
   RecordingSource source = f.source;
   std::size_t start = 0, end = 0;
   parse_example_spec(h.example, source.file, start, end);
-  sensors::Recording rec = source.read();
+  sensors::Recording rec = device ? source.read_for(*device) : source.read();
   if (start >= end || end > rec.samples())
     throw Error("--example range " + std::to_string(start) + ":" + std::to_string(end) +
                 " is outside " + source.file + " (" + std::to_string(rec.samples()) + " samples)");
@@ -318,7 +320,8 @@ int run_daemon_history_search(const HistorySearchOptions& h, const SearchFlags& 
   if (!h.pattern.empty()) {
     args["pattern"] = h.pattern;
   } else {
-    const sensors::Recording rec = read_example(h, f);
+    // The daemon holds the device profiles: the example goes as the file has it.
+    const sensors::Recording rec = read_example(h, f, nullptr);
     nlohmann::json values = nlohmann::json::array();
     for (std::size_t s = 0; s < rec.samples(); ++s) {
       nlohmann::json row = nlohmann::json::array();
@@ -369,9 +372,11 @@ int run_history_search(const HistorySearchOptions& h, const SearchFlags& f) {
   if (!h.pattern.empty()) {
     pattern = pipeline::history_pattern_from_config(cfg, h.pattern);
   } else {
-    const sensors::Recording rec = read_example(h, f);
     if (cfg.devices.empty()) throw Error(cfg.source_file + " has no devices");
     const std::string device = h.device.empty() ? cfg.devices.front().name : h.device;
+    const config::DeviceProfile* profile = cfg.device_by_name(device);
+    if (!profile) throw Error("no device '" + device + "' in " + cfg.source_file);
+    const sensors::Recording rec = read_example(h, f, profile);
     pattern =
         pipeline::history_pattern_from_example(cfg, device, rec, {f.band, f.znorm, f.nr, f.alpha});
   }

@@ -314,8 +314,8 @@ int detection(const PlotOptions& o, const sensors::Recording& rec,
 
 int run(const PlotOptions& o) {
   const config::Config cfg = config::load_config(o.config_path);
-  const sensors::Recording rec = o.source.read();
   const config::DeviceProfile& device = o.run.device_of(cfg);
+  const sensors::Recording rec = o.source.read_for(device);
   const pipeline::CompiledLibrary library = pipeline::compile_library(cfg);
   const pipeline::CompiledPattern* pattern = nullptr;
   for (const auto& p : library.patterns)

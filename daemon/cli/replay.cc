@@ -1,5 +1,8 @@
 // gaitwatch replay: sends a recording to a daemon as wire frames, paced in
-// real time (or --speed times faster; 0 = as fast as possible).
+// real time (or --speed times faster; 0 = as fast as possible). With
+// --config and --device the frames carry that profile's id and kind, and the
+// recording is read as the device takes it (RecordingSource::read_for: its
+// channels, resampled to its rate).
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -31,6 +34,8 @@ struct ReplayOptions {
   int garbage_every = 0;
   std::uint64_t seed = 1;
   std::string mac_key;  // key file: send authenticated (version 2) frames
+  std::string config_path;     // with device_profile: the config holding it
+  std::string device_profile;  // a device profile's name: its id, kind, channels and rate
 };
 
 // Sends frames over UDP (one per datagram) or TCP (u32 LE length prefix).
@@ -125,14 +130,25 @@ std::vector<std::uint8_t> make_garbage(const std::vector<std::uint8_t>& valid, i
 }
 
 int run(const ReplayOptions& o) {
-  const sensors::Recording rec = o.source.read();
+  sensors::Recording rec;
+  std::uint16_t device_id = o.device;
+  sensors::DeviceKind kind = parse_device_kind(o.kind);
+  if (!o.device_profile.empty()) {
+    const config::Config cfg = config::load_config(o.config_path);
+    const config::DeviceProfile* profile = cfg.device_by_name(o.device_profile);
+    if (!profile) throw Error("no device '" + o.device_profile + "' in " + cfg.source_file);
+    rec = o.source.read_for(*profile);
+    device_id = profile->id;
+    kind = profile->kind;
+  } else {
+    rec = o.source.read();
+  }
   const std::size_t end = o.end < 0 ? rec.samples() : static_cast<std::size_t>(o.end);
   if (o.start < 0 || static_cast<std::size_t>(o.start) >= std::min(end, rec.samples()))
     throw Error("--start/--end select no samples of " + o.source.file);
   const int frame_samples =
       o.frame_samples > 0 ? o.frame_samples : default_frame_samples(rec.sample_rate_hz);
-  const auto frames = frames_from_recording(rec, o.wearer, o.device, parse_device_kind(o.kind),
-                                            frame_samples, static_cast<std::size_t>(o.start), end,
+  const auto frames = frames_from_recording(rec, o.wearer, device_id, kind, frame_samples, static_cast<std::size_t>(o.start), end,
                                             o.int16);
   std::optional<sensors::FrameMacKey> mac_key;
   if (!o.mac_key.empty()) mac_key = sensors::read_frame_mac_key(o.mac_key);
@@ -173,8 +189,16 @@ void add_replay(CLI::App& app, int& exit_code) {
   cmd->add_option("--from", options->from,
                   "local address to send from, e.g. 127.0.0.2 (the daemon's zones go by it)");
   cmd->add_option("--wearer", options->wearer, "wearer id (default 1)");
-  cmd->add_option("--device-id", options->device, "device id, as in the daemon's devices (default 1)");
-  cmd->add_option("--kind", options->kind, "device kind (default generic)");
+  auto* device_id = cmd->add_option("--device-id", options->device,
+                                    "device id, as in the daemon's devices (default 1)");
+  auto* kind = cmd->add_option("--kind", options->kind, "device kind (default generic)");
+  auto* config = cmd->add_option("--config", options->config_path,
+                                 "daemon config file holding --device");
+  auto* profile = cmd->add_option("--device", options->device_profile,
+                                  "device profile name of --config: its id and kind, the "
+                                  "recording mapped to its channels and resampled to its rate");
+  profile->needs(config)->excludes(device_id)->excludes(kind);
+  config->needs(profile);
   cmd->add_option("--speed", options->speed, "replay speed; 0 = as fast as possible (default 1)");
   cmd->add_option("--frame-samples", options->frame_samples, "samples per frame (default rate/10)");
   cmd->add_option("--start", options->start, "first sample index (default 0)");

@@ -1,7 +1,7 @@
 // gaitwatch search: offline search of a recording for the windows most like a
 // query, with the same backend the daemon uses. Flags are a scripting
 // interface (kept stable):
-//   --file F [--format gaitpdb|daphnet|csv|values] [--columns NAMES]
+//   --file F [--format gaitpdb|daphnet|sisfall|csv|values] [--columns NAMES]
 //   (--pattern FILE | --example F:START:END) --band R [--znorm] [--nr N]
 //   [--top K] [--backend auto|cpu|cuda] [--json]
 // Results are the top K windows with an exclusion zone: once a window is

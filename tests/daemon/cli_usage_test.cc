@@ -1,7 +1,9 @@
 // Integration: the command-line conventions of gaitwatch and gaitwatchd as
 // processes (daemon/cli/usage.h): usage errors exit 2 with one message,
 // --help and --version exit 0, runtime errors exit 1; --format required
-// unless the file name implies it; client commands that find the daemon
+// unless the file name implies it (a trailing .gz aside); a recording fitted
+// to a device profile's channels and rate; detect's table and --json; client
+// commands that find the daemon
 // through --config, on the default unix control socket (mode 0660, a stale
 // file from a crashed run replaced); the log line format outside and inside
 // the journal.
@@ -17,6 +19,7 @@
 #include <regex>
 
 #include <boost/asio.hpp>
+#include <zlib.h>
 
 #include "tests/daemon/daemon_fixture.h"
 
@@ -48,6 +51,16 @@ void make_stale_socket(const fs::path& path) {
   ::close(fd);
   REQUIRE(fs::is_socket(path));
 }
+
+// A UDP socket on loopback that replay can send to (and nobody reads).
+struct UdpSink {
+  boost::asio::io_context io;
+  boost::asio::ip::udp::socket socket{
+      io, boost::asio::ip::udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)};
+  std::string url() const {
+    return "udp://127.0.0.1:" + std::to_string(socket.local_endpoint().port());
+  }
+};
 
 bool has_line(const std::string& text, const std::regex& pattern) {
   std::stringstream lines(text);
@@ -110,10 +123,8 @@ TEST_CASE("usage errors exit 2 with one message, help and version exit 0", "[int
 
 TEST_CASE("the recording format is required unless the file name implies it", "[integration]") {
   DaemonFixture fx;
-  boost::asio::io_context io;
-  boost::asio::ip::udp::socket receiver(
-      io, boost::asio::ip::udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
-  const std::string to = "udp://127.0.0.1:" + std::to_string(receiver.local_endpoint().port());
+  const UdpSink sink;
+  const std::string to = sink.url();
   auto replay = [&](const std::string& file, std::vector<std::string> extra, const std::string& tag) {
     std::vector<std::string> argv = {kTool, "replay", "--file", file, "--end", "50",
                                      "--speed", "0", "--to", to};
@@ -143,6 +154,99 @@ TEST_CASE("the recording format is required unless the file name implies it", "[
   const auto by_extension = replay(csv.string(), {}, "csv");
   INFO(by_extension.err);
   CHECK(by_extension.code == 0);
+}
+
+TEST_CASE("a trailing .gz is set aside when the file name implies the format", "[integration]") {
+  DaemonFixture fx;
+  const UdpSink sink;
+  const std::string to = sink.url();
+  auto replay = [&](const std::string& file, const std::string& tag) {
+    return run(fx, {kTool, "replay", "--file", file, "--end", "50", "--speed", "0", "--to", to},
+               tag);
+  };
+  auto write_gzip = [](const fs::path& path, const std::string& text) {
+    gzFile out = gzopen(path.c_str(), "wb");
+    REQUIRE(out != nullptr);
+    REQUIRE(gzwrite(out, text.data(), static_cast<unsigned>(text.size())) ==
+            static_cast<int>(text.size()));
+    REQUIRE(gzclose(out) == Z_OK);
+  };
+
+  // SisFall's own names: <D|F><NN>_<SA|SE><NN>_R<NN>.txt.gz.
+  const auto sisfall = replay(std::string(GW_DATA_DIR) + "/sisfall/F01_SA01_R01.txt.gz", "sisfall");
+  INFO(sisfall.err);
+  CHECK(sisfall.code == 0);
+  CHECK(sisfall.err.find("(50 samples x 9 channels)") != std::string::npos);
+
+  std::string daphnet_lines;
+  {
+    std::ifstream in(gw::test::kRecording);
+    std::string line;
+    for (int i = 0; i < 100 && std::getline(in, line); ++i) daphnet_lines += line + "\n";
+  }
+  write_gzip(fx.dir / "S02R01.txt.gz", daphnet_lines);
+  const auto daphnet = replay((fx.dir / "S02R01.txt.gz").string(), "daphnet_gz");
+  INFO(daphnet.err);
+  CHECK(daphnet.code == 0);
+  CHECK(daphnet.err.find("(50 samples x 9 channels)") != std::string::npos);
+
+  write_gzip(fx.dir / "walk.csv.GZ", "v\n1\n2\n3\n");
+  const auto csv = run(fx, {kTool, "replay", "--file", (fx.dir / "walk.csv.GZ").string(),
+                            "--speed", "0", "--to", to}, "csv_gz");
+  INFO(csv.err);
+  CHECK(csv.code == 0);
+  CHECK(csv.err.find("(3 samples x 1 channels)") != std::string::npos);
+
+  // A name that implies nothing once .gz is set aside still needs --format.
+  write_gzip(fx.dir / "walk.txt.gz", "1\n2\n");
+  const auto unnamed = replay((fx.dir / "walk.txt.gz").string(), "unnamed_gz");
+  CHECK(unnamed.code == kUsage);
+  CHECK(unnamed.err.find("--format is required for") != std::string::npos);
+}
+
+TEST_CASE("a SisFall trial fits the 100 Hz accelerometer profile: 3 channels, resampled",
+          "[integration]") {
+  DaemonFixture fx;
+  const std::string trial = std::string(GW_DATA_DIR) + "/sisfall/F01_SA01_R01.txt.gz";
+  const std::string config = std::string(GW_CONFIG_DIR) + "/gaitwatch.yaml";
+  const std::string resampled = "resampled 200 Hz -> 100 Hz for device 'accelerometer'";
+  auto detect_stats = [](const RunResult& r) {
+    const std::string prefix = "detect: ";
+    const auto at = r.err.find(prefix);
+    REQUIRE(at != std::string::npos);
+    return json::parse(r.err.substr(at + prefix.size(), r.err.find('\n', at) - at - prefix.size()));
+  };
+
+  const auto detect = run(fx, {kTool, "detect", "--config", config, "--device", "accelerometer",
+                               "--file", trial, "--json", "--backend", "cpu"}, "detect");
+  INFO(detect.err);
+  REQUIRE(detect.code == 0);
+  CHECK(detect.err.find(resampled) != std::string::npos);
+  // 3000 samples at 200 Hz are 1500 at 100 Hz: 150 frames of 10, every one
+  // matching the 3-channel profile.
+  const json stats = detect_stats(detect);
+  CHECK(stats["samples"] == 1500);
+  CHECK(stats["frames_accepted"] == 150);
+  CHECK(stats["frames_profile_mismatch"] == 0);
+  for (const json& alert : gw::test::json_lines(detect.out)) CHECK(alert.is_object());
+
+  // --columns wins over the default mapping (and two columns do not fit).
+  const auto two = run(fx, {kTool, "detect", "--config", config, "--device", "accelerometer",
+                            "--file", trial, "--columns", "mma_x,mma_y", "--backend", "cpu"},
+                       "two_columns");
+  CHECK(two.code == 1);
+  CHECK(two.err.find("the recording has 2 channels, device 'accelerometer' has 3") !=
+        std::string::npos);
+
+  // replay with a profile sends its id and kind, at its rate.
+  const UdpSink sink;
+  const auto replay = run(fx, {kTool, "replay", "--config", config, "--device", "accelerometer",
+                               "--file", trial, "--speed", "0", "--to", sink.url()},
+                          "replay");
+  INFO(replay.err);
+  CHECK(replay.code == 0);
+  CHECK(replay.err.find(resampled) != std::string::npos);
+  CHECK(replay.err.find("replayed 150 frames (1500 samples x 3 channels)") != std::string::npos);
 }
 
 TEST_CASE("detect prints a table, or with --json one alert object per line", "[integration]") {
