@@ -1462,11 +1462,13 @@ void read_example_list(const std::string& key, bool negative, ExampleContext& ct
                        PatternConfig& pattern) {
   for_each_item(ctx.pattern_map, key,
                 [&](const YAML::Node& node, const std::string& path, std::size_t) {
-                  const MapReader map(node, path, {"file", "format", "start", "end", "template"},
+                  const MapReader map(node, path,
+                                      {"file", "format", "start", "end", "template", "subject"},
                                       ctx.pattern_map.issues());
                   if (!map.valid()) return;
                   PatternExample example;
                   example.negative = negative;
+                  read_string(map, "subject", example.subject);
                   if (map.has("template")) {
                     for (const char* other : {"file", "format", "start", "end"}) {
                       if (map.has(other)) {
@@ -1612,7 +1614,7 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
                    "length",     "measure",  "band",     "znorm",    "mode",       "nr",
                    "threshold",  "min_dims", "alpha",    "margin",   "hysteresis", "min_duration_s",
                    "cooldown_s", "example",  "template", "examples", "negatives",
-                   "segments",   "exhaust_factor", "exhaust_band"},
+                   "segments",   "exhaust_factor", "exhaust_band", "neighbours"},
       issues);
   if (!map.valid()) return;
   pattern.kind = "other";
@@ -1738,6 +1740,7 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
   read_number(map, "alpha", at_least(1), pattern.alpha);
   read_number(map, "margin", at_least(0), pattern.margin);
   read_number(map, "hysteresis", at_least(0), pattern.hysteresis);
+  read_int(map, "neighbours", 0, 1024, pattern.neighbours);
   read_number(map, "min_duration_s", at_least(0), pattern.min_duration_s);
   read_number(map, "cooldown_s", at_least(0), pattern.cooldown_s);
 
@@ -1759,12 +1762,13 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
                                   std::to_string(map.line("example")) + ")");
   } else if (has_example) {
     const MapReader example_map(map.value("example"), map.key_path("example"),
-                                {"file", "format", "start", "end"}, issues);
+                                {"file", "format", "start", "end", "subject"}, issues);
     if (example_map.valid()) {
       if (map.value("example").IsNull()) {
         map.add_issue("example", "expected a map with file, format, start and end, got nothing");
       } else {
         PatternExample example;
+        read_string(example_map, "subject", example.subject);
         read_window_example(example_map, ctx, pattern, example);
         pattern.examples.push_back(std::move(example));
       }

@@ -182,6 +182,10 @@ struct PatternExample {
   // the transforms need them (lead_in = transform_history()).
   int lead_in = 0;
   std::vector<float> raw;
+  // Whose movement it is (`subject:`), for leave-one-subject-out evaluation;
+  // empty: taken from the source's or template's file name
+  // (pipeline/evaluation.h, recording_name).
+  std::string subject;
   std::string describe() const;  // "FILE:START:END" or the template path, for messages
 };
 
@@ -205,6 +209,10 @@ struct PatternConfig {
   double alpha = 1.0;            // weight of a switched dim in the ranking distance (>= 1)
   double margin = 0;             // decision margin (distance units), see docs/detection.md
   double hysteresis = 0;         // extra margin needed to start a detection episode
+  // The decision's rule (docs/detection.md): 0 = nearest positive against
+  // nearest negative (evidence in distance units); k >= 1 = a vote of the k
+  // nearest matched examples (evidence = positive minus negative votes).
+  int neighbours = 0;
   double min_duration_s = 0;     // the decision must hold this long before an alert
   double cooldown_s = 5;         // no second alert of this pattern for this stream within this time
   // Query segmentation (seed 000 §7.4.4): 0 = off; N >= 2 also searches each

@@ -480,6 +480,24 @@ DecisionSummary summarize_decision(const CompiledPattern& pattern,
     return nearest < 0 ? dims * unmatched : per_example[static_cast<std::size_t>(nearest)].completed;
   };
   summary.evidence = completed(summary.negative) - completed(summary.positive);
+  if (pc.neighbours > 0) {
+    // The k nearest matched examples vote; an example nothing matched does
+    // not vote (it lies beyond the threshold on every dim).
+    thread_local std::vector<std::pair<double, int>> nearest_first;
+    nearest_first.clear();
+    for (std::size_t i = 0; i < per_example.size(); ++i)
+      if (per_example[i].example >= 0)
+        nearest_first.emplace_back(per_example[i].completed, static_cast<int>(i));
+    const std::size_t k = std::min(nearest_first.size(), static_cast<std::size_t>(pc.neighbours));
+    std::partial_sort(nearest_first.begin(), nearest_first.begin() + static_cast<std::ptrdiff_t>(k),
+                      nearest_first.end());
+    int votes = 0;
+    for (std::size_t n = 0; n < k; ++n) {
+      const ExampleMatch& match = per_example[static_cast<std::size_t>(nearest_first[n].second)];
+      votes += pattern.examples[static_cast<std::size_t>(match.example)].negative ? -1 : 1;
+    }
+    summary.evidence = votes;
+  }
   const int needed = euclidean ? dims : pc.min_dims;
   summary.hold =
       summary.positive >= 0 &&

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <sstream>
 
 #include "common/error.h"
@@ -64,18 +66,33 @@ ScoredAlert scored_alert(const Alert& alert, double sample_rate_hz, std::int64_t
   return {last - span, last, alert.matched_dims, alert.distance};
 }
 
+namespace {
+
+// A count that is whole as an integer, a mean of counts as a number.
+nlohmann::json count_json(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e15)
+    return static_cast<std::int64_t>(value);
+  return value;
+}
+
+}  // namespace
+
 nlohmann::json Score::to_json() const {
   nlohmann::json j = {{"pattern", pattern},
                       {"kind", kind},
                       {"events", events},
                       {"detected", detected},
-                      {"true_alerts", true_alerts},
-                      {"false_alerts", false_alerts},
+                      {"true_alerts", count_json(true_alerts)},
+                      {"false_alerts", count_json(false_alerts)},
                       {"precision", precision},
                       {"recall", recall},
                       {"median_latency_s", median_latency_s},
                       {"ndcg", ndcg},
                       {"ndcg_k", ndcg_k}};
+  if (hours > 0) {
+    j["hours"] = hours;
+    j["false_alerts_per_hour"] = false_alerts / hours;
+  }
   if (folds > 0) j["cv_folds"] = folds;
   nlohmann::json missed_json = nlohmann::json::array();
   for (const Event& e : missed) missed_json.push_back({e.start, e.end});
@@ -152,6 +169,7 @@ Score score_alerts(const std::vector<ScoredAlert>& alerts, const std::vector<Eve
     (on_event ? s.true_alerts : s.false_alerts) += 1;
   }
   s.median_latency_s = median(latencies);
+  s.latencies_s = latencies;
   s.ndcg = ndcg_at(relevance, ndcg_k,
                    std::max(static_cast<int>(s.true_alerts), static_cast<int>(events.size())));
   finish(s);
@@ -198,7 +216,122 @@ Score score_cross_validated(const std::vector<std::vector<ScoredAlert>>& fold_al
     s.ndcg = ndcg_sum / static_cast<double>(events.size());
   }
   s.median_latency_s = median(latencies);
+  s.latencies_s = latencies;
   finish(s);
+  return s;
+}
+
+Score pooled_score(const std::vector<Score>& parts) {
+  Score s;
+  if (parts.empty()) return s;
+  s.pattern = parts.front().pattern;
+  s.kind = parts.front().kind;
+  s.ndcg_k = parts.front().ndcg_k;
+  double ndcg_weighted = 0;
+  for (const Score& p : parts) {
+    s.events += p.events;
+    s.detected += p.detected;
+    s.true_alerts += p.true_alerts;
+    s.false_alerts += p.false_alerts;
+    s.hours += p.hours;
+    s.folds += p.folds;
+    s.latencies_s.insert(s.latencies_s.end(), p.latencies_s.begin(), p.latencies_s.end());
+    s.missed.insert(s.missed.end(), p.missed.begin(), p.missed.end());
+    ndcg_weighted += p.ndcg * p.events;
+  }
+  s.ndcg = s.events > 0 ? ndcg_weighted / s.events : 0;
+  s.median_latency_s = median(s.latencies_s);
+  finish(s);
+  return s;
+}
+
+RecordingName recording_name(const std::string& file) {
+  namespace fs = std::filesystem;
+  std::string name = fs::path(file).filename().string();
+  static const std::regex sisfall(R"(([DF]\d\d)_(S[AE]\d\d)_R\d\d)");
+  static const std::regex daphnet(R"((S\d\d)R\d\d)");
+  static const std::regex gaitpdb(R"(((?:Ga|Ju|Si)(?:Co|Pt)\d\d)_\d\d)");
+  std::smatch m;
+  RecordingName out;
+  if (std::regex_search(name, m, sisfall)) {
+    out = {m[0].str(), m[2].str(), m[1].str(), true};
+  } else if (std::regex_search(name, m, gaitpdb)) {
+    out = {m[0].str(), m[1].str(), {}, true};
+  } else if (std::regex_search(name, m, daphnet)) {
+    out = {m[0].str(), m[1].str(), {}, true};
+  } else {
+    if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0)
+      name.resize(name.size() - 3);
+    const std::string stem = fs::path(name).stem().string();
+    out = {stem, stem, {}, false};
+  }
+  return out;
+}
+
+std::string example_group(const config::PatternExample& example, LeaveOut leave_out) {
+  if (leave_out == LeaveOut::kNothing) return {};
+  if (leave_out == LeaveOut::kSubject && !example.subject.empty()) return example.subject;
+  const std::string& file = example.source ? example.source->file : example.template_file;
+  if (file.empty()) return {};
+  const RecordingName name = recording_name(file);
+  return leave_out == LeaveOut::kSubject ? name.subject : name.recording;
+}
+
+config::PatternConfig without_group(const config::PatternConfig& pattern, LeaveOut leave_out,
+                                    const std::string& group, int* left_out) {
+  config::PatternConfig out = pattern;
+  out.examples.clear();
+  int removed = 0;
+  for (const auto& example : pattern.examples) {
+    if (leave_out != LeaveOut::kNothing && example_group(example, leave_out) == group) {
+      ++removed;
+      continue;
+    }
+    out.examples.push_back(example);
+  }
+  if (left_out) *left_out = removed;
+  return out;
+}
+
+nlohmann::json TrialSummary::to_json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ActivityRow& a : activities)
+    rows.push_back({{"activity", a.activity},
+                    {"fall", a.fall},
+                    {"trials", a.trials},
+                    {"trials_alerted", a.trials_alerted},
+                    {"alerts", a.alerts}});
+  return {{"fall_trials", fall_trials},
+          {"fall_trials_detected", fall_trials_detected},
+          {"fall_recall", fall_recall},
+          {"everyday_trials", everyday_trials},
+          {"everyday_alerts", everyday_alerts},
+          {"false_alerts_per_everyday_trial", false_alerts_per_everyday_trial},
+          {"activities", rows}};
+}
+
+TrialSummary summarize_trials(const std::vector<TrialOutcome>& trials) {
+  TrialSummary s;
+  std::map<std::string, ActivityRow> rows;
+  for (const TrialOutcome& t : trials) {
+    ActivityRow& row = rows[t.activity];
+    row.activity = t.activity;
+    row.fall = t.fall;
+    ++row.trials;
+    row.alerts += t.alerts;
+    if (t.alerts > 0) ++row.trials_alerted;
+    if (t.fall) {
+      ++s.fall_trials;
+      if (t.alerts > 0) ++s.fall_trials_detected;
+    } else {
+      ++s.everyday_trials;
+      s.everyday_alerts += t.alerts;
+    }
+  }
+  for (auto& [code, row] : rows) s.activities.push_back(row);
+  s.fall_recall = s.fall_trials > 0 ? static_cast<double>(s.fall_trials_detected) / s.fall_trials : 0;
+  s.false_alerts_per_everyday_trial =
+      s.everyday_trials > 0 ? static_cast<double>(s.everyday_alerts) / s.everyday_trials : 0;
   return s;
 }
 

@@ -57,8 +57,79 @@ struct Score {
   int ndcg_k = 0;
   int folds = 0;              // --cv: patterns built (0 without --cv)
   std::vector<Event> missed;  // the events no (fold's) alert overlapped
+  std::vector<double> latencies_s;  // per detected event, for pooling medians
+  double hours = 0;                 // scored (annotated) recording time
+  // Integers stay integers in JSON where the counts are whole (no --cv).
   nlohmann::json to_json() const;
 };
+
+// Several scores as one: events, detections, alerts, hours and latencies
+// summed (the median over all detected events); nDCG the events-weighted
+// mean. Names from the first.
+Score pooled_score(const std::vector<Score>& parts);
+
+// Who and what a recording is, from its file name (docs/detection.md):
+//   Daphnet  S<NN>R<NN>                  recording S02R01, subject S02
+//   SisFall  <D|F><NN>_<SA|SE><NN>_R<NN> recording F01_SA01_R01, subject SA01,
+//                                        activity F01 (a fall when F)
+//   gaitpdb  <Ga|Ju|Si><Co|Pt><NN>_<NN>  recording GaPt03_01, subject GaPt03
+// A token may stand anywhere in the name, so a template exported from a
+// recording ("positive_01_S02R01_54552.csv") names its recording. Any other
+// name: the file's stem (no directory, .gz or extension) is recording and
+// subject, `known` false.
+struct RecordingName {
+  std::string recording;
+  std::string subject;
+  std::string activity;  // SisFall only
+  bool known = false;
+};
+RecordingName recording_name(const std::string& file);
+
+// What an evaluation leaves out of the library while it scores a recording.
+enum class LeaveOut {
+  kNothing,
+  kSubject,    // every example of the scored recording's subject
+  kRecording,  // every example cut from the scored recording
+};
+
+// The group an example belongs to under `leave_out`: its `subject:`, else
+// the subject (or recording) named by its source recording's or its
+// template's file name. Empty for kNothing.
+std::string example_group(const config::PatternExample& example, LeaveOut leave_out);
+
+// The pattern without its examples of `group` (same name). `left_out`
+// counts them; a result without positives cannot alert.
+config::PatternConfig without_group(const config::PatternConfig& pattern, LeaveOut leave_out,
+                                    const std::string& group, int* left_out = nullptr);
+
+// Trial-labelled recordings (SisFall): a trial is a fall when its activity
+// code starts with F. What one pattern raised on each trial, and the summary
+// the fall targets are stated in.
+struct TrialOutcome {
+  std::string recording;
+  std::string subject;
+  std::string activity;
+  bool fall = false;
+  int alerts = 0;
+};
+struct ActivityRow {
+  std::string activity;
+  bool fall = false;
+  int trials = 0;
+  int trials_alerted = 0;
+  int alerts = 0;
+};
+struct TrialSummary {
+  int fall_trials = 0;
+  int fall_trials_detected = 0;
+  int everyday_trials = 0;
+  int everyday_alerts = 0;
+  double fall_recall = 0;                   // detected / fall trials
+  double false_alerts_per_everyday_trial = 0;
+  std::vector<ActivityRow> activities;      // by activity code
+  nlohmann::json to_json() const;
+};
+TrialSummary summarize_trials(const std::vector<TrialOutcome>& trials);
 
 // nDCG@k (seed §7.5.2, binary relevance): DCG = sum over the first k results
 // of rel_i / log2(i + 1); the ideal list has min(k, ideal_relevant) relevant

@@ -77,8 +77,10 @@ struct RecordingSource {
   double scale = 1.0;
   double rate_hz = 0;       // 0 = the format's rate (csv/values: 100 Hz)
   // --file is required unless `file_required` is false (the command then
-  // checks it where it needs a file).
-  void add_flags(CLI::App& cmd, bool with_columns = true, bool file_required = true);
+  // checks it where it needs a file). With `many_files`, --file may be given
+  // several times and fills that list instead of `file`.
+  void add_flags(CLI::App& cmd, bool with_columns = true, bool file_required = true,
+                 std::vector<std::string>* many_files = nullptr);
   // The format `file` is read with: --format, else the one its name implies;
   // throws UsageError when neither says.
   std::string format_for(const std::string& file) const;
@@ -179,6 +181,13 @@ double parse_time_arg(const std::string& text, double now);
 // both together.
 void print_hits_header();
 std::string hit_row(const pipeline::Alert& hit);
+
+// A pattern example as a template CSV: a header of the pattern's channels,
+// then the lead-in rows and the window, each value written so that it reads
+// back as the same float. Throws gw::Error when the file cannot be written.
+void write_template_csv(const std::string& file, const config::PatternConfig& pattern,
+                        const config::PatternExample& example);
+
 void print_hits_table(const std::vector<pipeline::Alert>& hits);
 
 void add_replay(CLI::App& app, int& exit_code);

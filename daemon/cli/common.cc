@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <charconv>
+#include <fstream>
 #include <atomic>
 #include <csignal>
 #include <chrono>
@@ -37,8 +39,13 @@ std::vector<std::string> split_list(const std::string& comma_separated) {
   return out;
 }
 
-void RecordingSource::add_flags(CLI::App& cmd, bool with_columns, bool file_required) {
-  cmd.add_option("--file", file, "recording to read")->required(file_required);
+void RecordingSource::add_flags(CLI::App& cmd, bool with_columns, bool file_required,
+                                std::vector<std::string>* many_files) {
+  if (many_files)
+    cmd.add_option("--file", *many_files, "recording to read (repeat for several)")
+        ->required(file_required);
+  else
+    cmd.add_option("--file", file, "recording to read")->required(file_required);
   cmd.add_option("--format", format,
                  "gaitpdb | daphnet | sisfall | csv | values (any of them may be gzipped); "
                  "required unless the file name implies it (a trailing .gz aside): *.csv is "
@@ -145,6 +152,34 @@ sensors::Recording fit_to_device(sensors::Recording rec, const std::string& form
 
 sensors::Recording RecordingSource::read_for(const config::DeviceProfile& device) const {
   return fit_to_device(read(), format_for(file), device, !columns.empty());
+}
+
+namespace {
+// The shortest text that reads back as the same float (integers stay integers).
+std::string exact_text(float value) {
+  char buffer[32];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  if (error != std::errc()) throw Error("cannot format a sample value");
+  return std::string(buffer, end);
+}
+
+}  // namespace
+
+void write_template_csv(const std::string& file, const config::PatternConfig& pattern,
+                        const config::PatternExample& example) {
+  const std::size_t dims = pattern.channels.size();
+  const std::size_t rows = dims == 0 ? 0 : example.raw.size() / dims;
+  std::ofstream out(file, std::ios::trunc);
+  if (!out) throw Error("cannot write " + file);
+  for (std::size_t d = 0; d < dims; ++d) out << (d ? "," : "") << pattern.channels[d];
+  out << "\n";
+  for (std::size_t s = 0; s < rows; ++s) {
+    for (std::size_t d = 0; d < dims; ++d)
+      out << (d ? "," : "") << exact_text(example.raw[d * rows + s]);
+    out << "\n";
+  }
+  out.close();
+  if (!out) throw Error("cannot write " + file);
 }
 
 std::string client_config_path(const std::string& explicit_path) {

@@ -1,11 +1,25 @@
-// gaitwatch eval: runs the daemon's engine over an annotated recording (the
+// gaitwatch eval: runs the daemon's engine over annotated recordings (the
 // same code as `detect`) and scores each pattern's alerts against the
 // annotated events: event-level precision, recall, median latency and nDCG@k
-// (pipeline/evaluation.h, docs/detection.md). --cv scores each event with a
-// pattern built without the positive examples cut from it.
+// (pipeline/evaluation.h, docs/detection.md).
+//
+// One file or many (--file A --file B ...), grouped by subject (from the file
+// name, pipeline::recording_name, or --subject FILE=ID). --loso scores each
+// subject with a library that holds none of that subject's examples;
+// --leave-out recording leaves out the scored recording's examples only.
+// --cv (one file) scores each event with a pattern built without the
+// positive examples cut from it. Trial-labelled recordings (SisFall) are
+// scored per trial: a fall trial is detected when any alert falls in it, an
+// everyday trial's alerts are false alerts.
+//
+// --simulate-marks K: after the first K false alerts of each subject a carer
+// marks them false; their windows join that subject's library as negative
+// examples, and the subject's recordings are run again: the false alerts
+// after the K-th mark, with and without the marks, say what marking buys.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -16,122 +30,505 @@
 namespace gw::cli {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct EvalOptions {
   std::string config_path;
   RecordingSource source;
+  std::vector<std::string> files;
+  std::vector<std::string> subjects;  // FILE=ID overrides
   OfflineRun run;
   std::string events_file;
   std::string pattern;  // empty = every pattern of the device
   bool cv = false;
+  bool loso = false;
+  std::string leave_out;  // subject | recording; --loso = subject
   bool json = false;
   int ndcg_k = 20;
   double tolerance_s = 1.0;
+  int simulate_marks = 0;
+  std::string mine_negatives;  // directory for the false alerts' windows
 };
 
-int run(const EvalOptions& o) {
-  const config::Config cfg = config::load_config(o.config_path);
-  const sensors::Recording rec = o.source.read_for(o.run.device_of(cfg));
-  const config::DeviceProfile& device = o.run.device_of(cfg);
-  const std::int64_t first = o.run.start;
-  const std::int64_t stop = o.run.end < 0 ? static_cast<std::int64_t>(rec.samples()) : o.run.end;
+// One scored recording: what it is and how it is labelled.
+struct ScoredFile {
+  std::string file;
+  pipeline::RecordingName name;
+  sensors::Recording rec;
+  bool trial = false;                   // SisFall: labelled per file
+  std::vector<pipeline::Event> events;  // recording indices, inside [first, stop)
+  std::vector<pipeline::Event> unannotated;
+  std::int64_t first = 0;
+  std::int64_t stop = 0;
+};
 
-  std::vector<pipeline::Event> events;
+// The alerts of one pattern on one file, scored where they can be.
+struct FileAlerts {
+  std::vector<pipeline::ScoredAlert> scored;
+  std::vector<pipeline::Alert> raw;  // same order
+  int unannotated = 0;
+};
+
+pipeline::LeaveOut leave_out_of(const EvalOptions& o) {
+  if (o.loso || o.leave_out == "subject") return pipeline::LeaveOut::kSubject;
+  if (o.leave_out == "recording") return pipeline::LeaveOut::kRecording;
+  return pipeline::LeaveOut::kNothing;
+}
+
+ScoredFile load_file(const EvalOptions& o, const config::DeviceProfile& device, const std::string& file,
+                     bool single) {
+  ScoredFile f;
+  f.file = file;
+  f.name = pipeline::recording_name(file);
+  for (const std::string& item : o.subjects) {
+    const auto eq = item.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw UsageError("--subject '" + item + "': expected FILE=ID");
+    const std::string named = item.substr(0, eq);
+    if (named == file || fs::path(named).filename() == fs::path(file).filename())
+      f.name.subject = item.substr(eq + 1);
+  }
+  RecordingSource source = o.source;
+  source.file = file;
+  f.rec = source.read_for(device);
+  f.first = single ? o.run.start : 0;
+  f.stop = single && o.run.end >= 0 ? o.run.end : static_cast<std::int64_t>(f.rec.samples());
   if (!o.events_file.empty()) {
-    events = pipeline::read_events(o.events_file);
-  } else if (!rec.labels.empty()) {
-    events = pipeline::events_from_labels(rec.labels, 2);  // Daphnet: 2 = freeze
+    f.events = pipeline::read_events(o.events_file);
+  } else if (!f.rec.labels.empty()) {
+    f.events = pipeline::events_from_labels(f.rec.labels, 2);  // Daphnet: 2 = freeze
+    // Daphnet's label 0 marks samples outside the experiment: nobody
+    // annotated freezes there, so alerts completed there are neither true
+    // nor false.
+    f.unannotated = pipeline::events_from_labels(f.rec.labels, 0);
+  } else if (!f.name.activity.empty()) {
+    f.trial = true;
+    if (f.name.activity[0] == 'F') f.events.push_back({f.first, f.stop});
   } else {
-    throw Error("'" + o.source.file + "' carries no annotations: give --events FILE");
+    throw Error("'" + file +
+                "' carries no annotations: give --events FILE (one recording) or a "
+                "trial-labelled file (SisFall names)");
   }
   // Only the events inside the evaluated range count.
-  events.erase(
-      std::remove_if(events.begin(), events.end(),
-                     [&](const pipeline::Event& e) { return e.start < first || e.end > stop; }),
-      events.end());
+  f.events.erase(std::remove_if(f.events.begin(), f.events.end(),
+                                [&](const pipeline::Event& e) {
+                                  return e.start < f.first || e.end > f.stop;
+                                }),
+                 f.events.end());
+  return f;
+}
 
-  std::vector<const config::PatternConfig*> evaluated;
-  for (const auto& p : cfg.patterns)
-    if (p.device == device.name && (o.pattern.empty() || p.name == o.pattern))
-      evaluated.push_back(&p);
-  if (evaluated.empty())
-    throw Error("no pattern " + (o.pattern.empty() ? "" : "'" + o.pattern + "' ") + "for device '" +
-                device.name + "' in " + o.config_path);
+// Samples of the recording that are scored: the range minus unannotated stretches.
+double scored_hours(const ScoredFile& f) {
+  std::int64_t samples = f.stop - f.first;
+  for (const auto& u : f.unannotated)
+    samples -= std::max<std::int64_t>(0, std::min(u.end, f.stop) - std::max(u.start, f.first));
+  return static_cast<double>(samples) / f.rec.sample_rate_hz / 3600.0;
+}
 
-  // With --cv, the folds join the config as patterns of their own; identical
-  // examples are searched once (pipeline/detector.h), so this is one pass.
+// Runs `patterns` over one file; the alerts per pattern name.
+std::map<std::string, FileAlerts> run_file(const EvalOptions& o, const config::Config& cfg,
+                                           std::vector<config::PatternConfig> patterns,
+                                           const ScoredFile& f) {
   config::Config run_cfg = cfg;
-  std::map<std::string, pipeline::Folds> folds;
-  if (o.cv) {
-    for (const auto* p : evaluated) {
-      // Templates exported from this recording's windows count as those windows.
-      const config::PatternConfig located =
-          pipeline::locate_template_examples(*p, rec, o.source.file, o.source.format);
-      auto f = pipeline::leave_one_episode_out(located, o.source.file, events);
-      for (const auto& fold : f.patterns) run_cfg.patterns.push_back(fold);
-      folds.emplace(p->name, std::move(f));
-    }
-  }
-  // Daphnet's label 0 marks samples outside the experiment: nobody annotated
-  // freezes there, so alerts completed there are neither true nor false.
-  const std::vector<pipeline::Event> unannotated = o.events_file.empty()
-                                                       ? pipeline::events_from_labels(rec.labels, 0)
-                                                       : std::vector<pipeline::Event>{};
-  std::map<std::string, std::vector<pipeline::ScoredAlert>> alerts_of;
-  std::map<std::string, int> ignored_of;
-  o.run.run(run_cfg, rec, [&](const std::vector<pipeline::Alert>& alerts) {
+  run_cfg.patterns = std::move(patterns);
+  OfflineRun run = o.run;
+  run.start = f.first;
+  run.end = f.stop;
+  std::map<std::string, FileAlerts> out;
+  run.run(run_cfg, f.rec, [&](const std::vector<pipeline::Alert>& alerts) {
     for (const auto& a : alerts) {
-      const auto scored = pipeline::scored_alert(a, rec.sample_rate_hz, first);
-      const bool outside = std::any_of(unannotated.begin(), unannotated.end(), [&](const auto& u) {
-        return scored.last >= u.start && scored.last < u.end;
-      });
+      const auto scored = pipeline::scored_alert(a, f.rec.sample_rate_hz, f.first);
+      FileAlerts& mine = out[a.pattern];
+      const bool outside =
+          std::any_of(f.unannotated.begin(), f.unannotated.end(), [&](const auto& u) {
+            return scored.last >= u.start && scored.last < u.end;
+          });
       if (outside) {
-        ++ignored_of[a.pattern];
+        ++mine.unannotated;
         continue;
       }
-      alerts_of[a.pattern].push_back(scored);
+      mine.scored.push_back(scored);
+      mine.raw.push_back(a);
     }
   });
+  return out;
+}
 
-  const auto tolerance =
-      static_cast<std::int64_t>(std::llround(o.tolerance_s * rec.sample_rate_hz));
+bool on_event(const pipeline::ScoredAlert& a, const pipeline::Event& e, std::int64_t tolerance) {
+  return a.first <= e.end - 1 + tolerance && a.last >= e.start - tolerance;
+}
+
+bool is_false_alert(const pipeline::ScoredAlert& a, const ScoredFile& f, std::int64_t tolerance) {
+  return std::none_of(f.events.begin(), f.events.end(),
+                      [&](const pipeline::Event& e) { return on_event(a, e, tolerance); });
+}
+
+std::int64_t tolerance_of(const EvalOptions& o, const ScoredFile& f) {
+  return static_cast<std::int64_t>(std::llround(o.tolerance_s * f.rec.sample_rate_hz));
+}
+
+// A negative example of `pattern` from the window an alert completed at
+// `last` (a recording index): the pattern's channels, lead-in first.
+config::PatternExample window_example(const config::PatternConfig& pattern, const ScoredFile& f,
+                                      std::int64_t last, const config::DeviceProfile& device) {
+  config::PatternExample example;
+  example.negative = true;
+  example.lead_in = config::transform_history(pattern.transforms, device.sample_rate_hz);
+  const std::int64_t begin = last + 1 - pattern.length - example.lead_in;
+  const std::int64_t rows = pattern.length + example.lead_in;
+  if (begin < 0 || last >= static_cast<std::int64_t>(f.rec.samples()))
+    throw Error("an alert window of " + f.file + " starts before the recording");
+  example.raw.resize(static_cast<std::size_t>(rows) * pattern.channels.size());
+  for (std::size_t d = 0; d < pattern.channels.size(); ++d) {
+    const std::size_t column = f.rec.channel_index(pattern.channels[d]);
+    for (std::int64_t s = 0; s < rows; ++s)
+      example.raw[d * static_cast<std::size_t>(rows) + static_cast<std::size_t>(s)] =
+          f.rec.at(static_cast<std::size_t>(begin + s), column);
+  }
+  const std::int64_t start = last + 1 - pattern.length;
+  example.source = config::ExampleSource{f.file, "", start, last + 1};
+  example.subject = f.name.subject;
+  return example;
+}
+
+void print_score(const char* label, const pipeline::Score& s) {
+  std::printf(
+      "  %-14s %3d events %3d detected %6.4g true %6.4g false  precision %.3f  recall %.3f  "
+      "median latency %.2f s",
+      label, s.events, s.detected, s.true_alerts, s.false_alerts, s.precision, s.recall,
+      s.median_latency_s);
+  if (s.hours > 0) std::printf("  %.1f false/h over %.2f h", s.false_alerts / s.hours, s.hours);
+  std::printf("\n");
+}
+
+void print_trials(const pipeline::TrialSummary& t) {
+  std::printf("  falls: %d/%d fall trials alerted (recall %.3f); %d false alerts on %d everyday "
+              "trials (%.3f per trial)\n",
+              t.fall_trials_detected, t.fall_trials, t.fall_recall, t.everyday_alerts,
+              t.everyday_trials, t.false_alerts_per_everyday_trial);
+  for (const auto& a : t.activities)
+    std::printf("    %s %-8s %d/%d trials alerted, %d alerts\n", a.activity.c_str(),
+                a.fall ? "fall" : "everyday", a.trials_alerted, a.trials, a.alerts);
+}
+
+int run_single_cv(const EvalOptions& o, const config::Config& cfg,
+                  const std::vector<const config::PatternConfig*>& evaluated, const ScoredFile& f) {
+  // The folds join the config as patterns of their own; identical examples
+  // are searched once (pipeline/detector.h), so this is one pass.
+  std::vector<config::PatternConfig> patterns;
+  std::map<std::string, pipeline::Folds> folds;
   for (const auto* p : evaluated) {
-    pipeline::Score score;
-    if (o.cv) {
-      const pipeline::Folds& f = folds.at(p->name);
-      std::vector<std::vector<pipeline::ScoredAlert>> per_event;
-      for (const int fold : f.fold_of_event)
-        per_event.push_back(
-            alerts_of[fold < 0 ? p->name : f.patterns[static_cast<std::size_t>(fold)].name]);
-      score = pipeline::score_cross_validated(per_event, events, tolerance, rec.sample_rate_hz,
-                                              o.ndcg_k);
-      score.folds = static_cast<int>(f.patterns.size());
-    } else {
-      score = pipeline::score_alerts(alerts_of[p->name], events, tolerance, rec.sample_rate_hz,
-                                     o.ndcg_k);
-    }
+    patterns.push_back(*p);
+    // Templates exported from this recording's windows count as those windows.
+    const config::PatternConfig located =
+        pipeline::locate_template_examples(*p, f.rec, f.file, o.source.format_for(f.file));
+    auto fold = pipeline::leave_one_episode_out(located, f.file, f.events);
+    for (const auto& fp : fold.patterns) patterns.push_back(fp);
+    folds.emplace(p->name, std::move(fold));
+  }
+  auto alerts_of = run_file(o, cfg, patterns, f);
+  for (const auto* p : evaluated) {
+    const pipeline::Folds& fold = folds.at(p->name);
+    std::vector<std::vector<pipeline::ScoredAlert>> per_event;
+    for (const int i : fold.fold_of_event)
+      per_event.push_back(
+          alerts_of[i < 0 ? p->name : fold.patterns[static_cast<std::size_t>(i)].name].scored);
+    pipeline::Score score = pipeline::score_cross_validated(
+        per_event, f.events, tolerance_of(o, f), f.rec.sample_rate_hz, o.ndcg_k);
+    score.folds = static_cast<int>(fold.patterns.size());
     score.pattern = p->name;
     score.kind = p->kind;
-    const int ignored = ignored_of[p->name];
+    score.hours = scored_hours(f);
+    const int ignored = alerts_of[p->name].unannotated;
     if (o.json) {
       auto j = score.to_json();
       j["unannotated_alerts"] = ignored;
       std::cout << j.dump() << "\n";
       continue;
     }
-    std::printf(
-        "%s (%s)%s: %d events, %d detected, %.4g true alerts, %.4g false alerts\n"
-        "  precision %.3f  recall %.3f  median latency %.2f s  nDCG@%d %.3f\n",
-        p->name.c_str(), p->kind.c_str(),
-        o.cv ? (" cross-validated, " + std::to_string(score.folds) + " folds").c_str() : "",
-        score.events, score.detected, score.true_alerts, score.false_alerts, score.precision,
-        score.recall, score.median_latency_s, score.ndcg_k, score.ndcg);
+    std::printf("%s (%s) cross-validated, %d folds:\n", p->name.c_str(), p->kind.c_str(),
+                score.folds);
+    print_score(f.name.recording.c_str(), score);
     for (const auto& e : score.missed)
       std::printf("  missed: samples %lld..%lld (%.2f s .. %.2f s)\n",
                   static_cast<long long>(e.start), static_cast<long long>(e.end),
-                  static_cast<double>(e.start) / rec.sample_rate_hz,
-                  static_cast<double>(e.end) / rec.sample_rate_hz);
-    if (ignored > 0)
-      std::printf("  (%d alerts outside the annotated experiment, label 0, not scored)\n", ignored);
+                  static_cast<double>(e.start) / f.rec.sample_rate_hz,
+                  static_cast<double>(e.end) / f.rec.sample_rate_hz);
+  }
+  return 0;
+}
+
+// What marking the first K false alerts of one subject changed afterwards.
+struct MarksOutcome {
+  int marks = 0;
+  int false_after_without = 0;
+  int false_after_with = 0;
+  int detected_after_without = 0;
+  int detected_after_with = 0;
+};
+
+int run(const EvalOptions& o) {
+  const config::Config cfg = config::load_config(o.config_path);
+  const config::DeviceProfile& device = o.run.device_of(cfg);
+  std::vector<std::string> files = o.files;
+  if (files.empty()) throw UsageError("eval needs --file (one or more)");
+  const bool single = files.size() == 1;
+  if (!single && !o.events_file.empty())
+    throw UsageError("--events applies to one recording; give one --file");
+  if (!single && (o.run.start != 0 || o.run.end >= 0))
+    throw UsageError("--start/--end apply to one recording; give one --file");
+  if (o.cv && !single) throw UsageError("--cv scores one recording; for several use --loso");
+  if (o.cv && (o.loso || !o.leave_out.empty()))
+    throw UsageError("--cv and --loso/--leave-out are different experiments: pick one");
+  const pipeline::LeaveOut leave_out = leave_out_of(o);
+
+  std::vector<const config::PatternConfig*> evaluated;
+  for (const auto& p : cfg.patterns)
+    if (p.device == device.name && (o.pattern.empty() || p.name == o.pattern))
+      evaluated.push_back(&p);
+  if (evaluated.empty())
+    throw Error("no pattern " + (o.pattern.empty() ? "" : "'" + o.pattern + "' ") +
+                "for device '" + device.name + "' in " + o.config_path);
+
+  std::vector<ScoredFile> scored;
+  for (const auto& file : files) scored.push_back(load_file(o, device, file, single));
+  if (o.cv) return run_single_cv(o, cfg, evaluated, scored.front());
+
+  // Per pattern: per file its score (event files) or trial outcome.
+  struct PerFile {
+    pipeline::Score score;
+    pipeline::TrialOutcome trial;
+    int unannotated = 0;
+    int left_out = 0;
+    bool can_alert = true;
+  };
+  std::map<std::string, std::vector<PerFile>> results;  // pattern -> per file, file order
+  std::map<std::string, std::map<std::string, std::vector<config::PatternExample>>> mined;
+  std::map<std::string, std::map<std::string, MarksOutcome>> marks;  // pattern -> subject
+  for (const ScoredFile& f : scored) {
+    const std::string group =
+        leave_out == pipeline::LeaveOut::kSubject ? f.name.subject : f.name.recording;
+    std::vector<config::PatternConfig> folds;
+    std::vector<int> left;
+    for (const auto* p : evaluated) {
+      int removed = 0;
+      folds.push_back(pipeline::without_group(*p, leave_out, group, &removed));
+      left.push_back(removed);
+    }
+    auto alerts_of = run_file(o, cfg, folds, f);
+    for (std::size_t i = 0; i < evaluated.size(); ++i) {
+      const auto* p = evaluated[i];
+      const FileAlerts& a = alerts_of[p->name];
+      PerFile r;
+      r.left_out = left[i];
+      r.can_alert = std::any_of(folds[i].examples.begin(), folds[i].examples.end(),
+                                [](const config::PatternExample& e) { return !e.negative; });
+      r.unannotated = a.unannotated;
+      r.score = pipeline::score_alerts(a.scored, f.events, tolerance_of(o, f),
+                                       f.rec.sample_rate_hz, o.ndcg_k);
+      r.score.pattern = p->name;
+      r.score.kind = p->kind;
+      r.score.hours = f.trial ? 0 : scored_hours(f);
+      if (f.trial) {
+        r.trial = {f.name.recording, f.name.subject, f.name.activity,
+                   f.name.activity[0] == 'F', static_cast<int>(a.scored.size())};
+      }
+      if (!o.mine_negatives.empty())
+        for (const auto& s : a.scored)
+          if (is_false_alert(s, f, tolerance_of(o, f)))
+            mined[p->name][f.name.recording].push_back(window_example(*p, f, s.last, device));
+      results[p->name].push_back(std::move(r));
+    }
+  }
+
+  if (o.simulate_marks > 0) {
+    // Per subject, in file order: the first K false alerts become negatives.
+    std::map<std::string, std::vector<std::size_t>> files_of;
+    for (std::size_t i = 0; i < scored.size(); ++i)
+      files_of[scored[i].name.subject].push_back(i);
+    for (const auto* p : evaluated) {
+      for (const auto& [subject, indices] : files_of) {
+        // Pass 1 again (its alerts were not kept): cheap next to clarity.
+        std::vector<config::PatternExample> negatives;
+        std::size_t mark_file = 0;
+        std::int64_t mark_last = -1;
+        std::vector<std::map<std::string, FileAlerts>> before;
+        for (const std::size_t i : indices) {
+          const ScoredFile& f = scored[i];
+          const std::string group =
+              leave_out == pipeline::LeaveOut::kSubject ? f.name.subject : f.name.recording;
+          const auto fold = pipeline::without_group(*p, leave_out, group);
+          before.push_back(run_file(o, cfg, {fold}, f));
+          for (const auto& s : before.back()[p->name].scored) {
+            if (static_cast<int>(negatives.size()) >= o.simulate_marks) break;
+            if (!is_false_alert(s, f, tolerance_of(o, f))) continue;
+            negatives.push_back(window_example(*p, f, s.last, device));
+            mark_file = i;
+            mark_last = s.last;
+          }
+        }
+        MarksOutcome& m = marks[p->name][subject];
+        m.marks = static_cast<int>(negatives.size());
+        for (std::size_t k = 0; k < indices.size(); ++k) {
+          const std::size_t i = indices[k];
+          const ScoredFile& f = scored[i];
+          if (i < mark_file) continue;
+          const std::string group =
+              leave_out == pipeline::LeaveOut::kSubject ? f.name.subject : f.name.recording;
+          config::PatternConfig marked = pipeline::without_group(*p, leave_out, group);
+          marked.examples.insert(marked.examples.end(), negatives.begin(), negatives.end());
+          auto after = run_file(o, cfg, {marked}, f);
+          auto count = [&](const FileAlerts& a, int& falses, int& detected) {
+            std::vector<pipeline::ScoredAlert> later;
+            for (const auto& s : a.scored)
+              if (i > mark_file || s.last > mark_last) later.push_back(s);
+            for (const auto& s : later)
+              if (is_false_alert(s, f, tolerance_of(o, f))) ++falses;
+            for (const auto& e : f.events) {
+              if (i == mark_file && e.end <= mark_last) continue;
+              if (std::any_of(later.begin(), later.end(), [&](const pipeline::ScoredAlert& s) {
+                    return on_event(s, e, tolerance_of(o, f));
+                  }))
+                ++detected;
+            }
+          };
+          count(before[k][p->name], m.false_after_without, m.detected_after_without);
+          count(after[p->name], m.false_after_with, m.detected_after_with);
+        }
+      }
+    }
+  }
+
+  if (!o.mine_negatives.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.mine_negatives, ec);
+    if (ec) throw Error("cannot create " + o.mine_negatives + ": " + ec.message());
+    for (const auto* p : evaluated) {
+      int written = 0;
+      for (const auto& [recording, examples] : mined[p->name]) {
+        for (std::size_t n = 0; n < examples.size(); ++n) {
+          const auto& e = examples[n];
+          const fs::path file = fs::path(o.mine_negatives) /
+                                (p->name + "_hard_" + recording + "_" +
+                                 std::to_string(e.source->start) + ".csv");
+          write_template_csv(file, *p, e);
+          ++written;
+        }
+      }
+      std::cerr << "eval: " << written << " false-alert windows of '" << p->name
+                << "' written to " << o.mine_negatives << "\n";
+    }
+  }
+
+  for (const auto* p : evaluated) {
+    const auto& per_file = results[p->name];
+    // Subjects in order of first appearance.
+    std::vector<std::string> subjects;
+    for (const auto& f : scored)
+      if (std::find(subjects.begin(), subjects.end(), f.name.subject) == subjects.end())
+        subjects.push_back(f.name.subject);
+    std::vector<pipeline::Score> subject_scores;
+    std::map<std::string, pipeline::Score> score_of_subject;
+    std::vector<pipeline::TrialOutcome> trials;
+    nlohmann::json subject_rows = nlohmann::json::array();
+    int unannotated = 0, cannot_alert = 0;
+    for (const std::string& subject : subjects) {
+      std::vector<pipeline::Score> parts;
+      std::vector<pipeline::TrialOutcome> subject_trials;
+      int left_out = 0, files_of_subject = 0;
+      for (std::size_t i = 0; i < scored.size(); ++i) {
+        if (scored[i].name.subject != subject) continue;
+        ++files_of_subject;
+        const PerFile& r = per_file[i];
+        unannotated += r.unannotated;
+        left_out = std::max(left_out, r.left_out);
+        if (!r.can_alert) ++cannot_alert;
+        if (scored[i].trial) subject_trials.push_back(r.trial);
+        else parts.push_back(r.score);
+      }
+      trials.insert(trials.end(), subject_trials.begin(), subject_trials.end());
+      nlohmann::json row = {{"subject", subject}, {"files", files_of_subject},
+                            {"examples_left_out", left_out}};
+      if (!parts.empty()) {
+        pipeline::Score s = pipeline::pooled_score(parts);
+        subject_scores.push_back(s);
+        score_of_subject[subject] = s;
+        auto j = s.to_json();
+        for (auto it = j.begin(); it != j.end(); ++it)
+          if (it.key() != "pattern" && it.key() != "kind") row[it.key()] = it.value();
+      }
+      if (!subject_trials.empty()) row["trials"] = pipeline::summarize_trials(subject_trials).to_json();
+      if (marks.count(p->name) && marks[p->name].count(subject)) {
+        const MarksOutcome& m = marks[p->name][subject];
+        row["simulated_marks"] = {{"marks", m.marks},
+                                  {"false_alerts_after_without_marks", m.false_after_without},
+                                  {"false_alerts_after_with_marks", m.false_after_with},
+                                  {"detected_after_without_marks", m.detected_after_without},
+                                  {"detected_after_with_marks", m.detected_after_with}};
+      }
+      subject_rows.push_back(row);
+    }
+    const pipeline::Score pooled = pipeline::pooled_score(subject_scores);
+    const pipeline::TrialSummary trial_summary = pipeline::summarize_trials(trials);
+    if (o.json) {
+      nlohmann::json j = subject_scores.empty() ? nlohmann::json{{"pattern", p->name},
+                                                                 {"kind", p->kind}}
+                                                : pooled.to_json();
+      j["pattern"] = p->name;
+      j["kind"] = p->kind;
+      j["leave_out"] = leave_out == pipeline::LeaveOut::kSubject     ? "subject"
+                       : leave_out == pipeline::LeaveOut::kRecording ? "recording"
+                                                                     : "nothing";
+      j["unannotated_alerts"] = unannotated;
+      if (!trials.empty()) j["trials"] = trial_summary.to_json();
+      if (!single) j["subjects"] = subject_rows;
+      std::cout << j.dump() << "\n";
+      continue;
+    }
+    std::printf("%s (%s)%s:\n", p->name.c_str(), p->kind.c_str(),
+                leave_out == pipeline::LeaveOut::kSubject
+                    ? " leave-one-subject-out"
+                    : leave_out == pipeline::LeaveOut::kRecording ? " leave-one-recording-out"
+                                                                  : "");
+    for (std::size_t s = 0; s < subjects.size(); ++s) {
+      const auto& row = subject_rows[s];
+      if (score_of_subject.count(subjects[s]))
+        print_score(subjects[s].c_str(), score_of_subject.at(subjects[s]));
+      if (row.contains("trials")) {
+        std::printf("  %s:\n", subjects[s].c_str());
+        std::vector<pipeline::TrialOutcome> mine;
+        for (const auto& tr : trials)
+          if (tr.subject == subjects[s]) mine.push_back(tr);
+        print_trials(pipeline::summarize_trials(mine));
+      }
+      if (row.contains("simulated_marks")) {
+        const auto& m = row["simulated_marks"];
+        std::printf("    marks %d: after the last mark %d false alerts without, %d with marks; "
+                    "events detected %d without, %d with\n",
+                    m["marks"].get<int>(), m["false_alerts_after_without_marks"].get<int>(),
+                    m["false_alerts_after_with_marks"].get<int>(),
+                    m["detected_after_without_marks"].get<int>(),
+                    m["detected_after_with_marks"].get<int>());
+      }
+      if (leave_out != pipeline::LeaveOut::kNothing)
+        std::printf("    (%d examples left out)\n", row["examples_left_out"].get<int>());
+    }
+    if (subjects.size() > 1 && !subject_scores.empty()) print_score("pooled", pooled);
+    if (subjects.size() > 1 && !trials.empty()) {
+      std::printf("  all trials:\n");
+      print_trials(trial_summary);
+    }
+    if (single)
+      for (const auto& e : pooled.missed)
+        std::printf("  missed: samples %lld..%lld\n", static_cast<long long>(e.start),
+                    static_cast<long long>(e.end));
+    if (unannotated > 0)
+      std::printf("  (%d alerts outside the annotated experiment, label 0, not scored)\n",
+                  unannotated);
+    if (cannot_alert > 0)
+      std::printf("  (%d recordings scored with no positive example left: they cannot alert)\n",
+                  cannot_alert);
   }
   return 0;
 }
@@ -142,18 +539,36 @@ void add_eval(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<EvalOptions>();
   options->run.batch_frames = 200;  // whole recordings: fewer, larger batches, same alerts
   auto* cmd = app.add_subcommand(
-      "eval", "score each pattern's alerts on an annotated recording (precision, recall, latency)");
-  add_engine_flags(*cmd, options->config_path, options->source, options->run);
+      "eval", "score each pattern's alerts on annotated recordings (precision, recall, latency)");
+  cmd->add_option("--config", options->config_path, "daemon config file")->required();
+  options->source.add_flags(*cmd, true, true, &options->files);
+  options->run.add_flags(*cmd);
+  cmd->add_option("--subject", options->subjects,
+                  "FILE=ID: the subject of a recording (default: from its name, "
+                  "docs/detection.md)");
   cmd->add_option("--events", options->events_file,
                   "events file: START END sample indices per line (default: the recording's "
-                  "annotation, Daphnet column 11 == 2)");
+                  "annotation, Daphnet column 11 == 2; SisFall: F trials are falls)");
   cmd->add_option("--pattern", options->pattern, "evaluate only this pattern");
-  cmd->add_flag("--cv", options->cv, "leave-one-episode-out cross-validation");
+  cmd->add_flag("--cv", options->cv, "leave-one-episode-out cross-validation (one recording)");
+  cmd->add_flag("--loso", options->loso,
+                "leave-one-subject-out: score each subject without its own examples");
+  cmd->add_option("--leave-out", options->leave_out,
+                  "what to leave out of the library while scoring a recording: subject "
+                  "(= --loso) or recording")
+      ->check(CLI::IsMember({"subject", "recording"}));
   cmd->add_flag("--json", options->json, "one JSON object per pattern");
   cmd->add_option("--ndcg-k", options->ndcg_k, "k of nDCG@k (default 20)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--tolerance", options->tolerance_s,
                   "seconds an alert may lie outside an event and still overlap it (default 1)");
+  cmd->add_option("--simulate-marks", options->simulate_marks,
+                  "mark each subject's first K false alerts false and count the false alerts "
+                  "after them again")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--mine-negatives", options->mine_negatives,
+                  "write every false alert's window as a template CSV into this directory "
+                  "(hard negatives)");
   on_run(*cmd, exit_code, [options] { return run(*options); });
 }
 

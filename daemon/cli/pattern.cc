@@ -22,14 +22,6 @@ struct ExportOptions {
   std::string out_dir;
 };
 
-// The shortest text that reads back as the same float (integers stay integers).
-std::string exact_text(float value) {
-  char buffer[32];
-  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  if (error != std::errc()) throw Error("cannot format a sample value");
-  return std::string(buffer, end);
-}
-
 // "positive_01_S02R01_54552.csv" for a window, "negative_03.csv" for a template.
 std::string template_name(const config::PatternExample& example, int number) {
   const std::string index = (number < 10 ? "0" : "") + std::to_string(number);
@@ -38,23 +30,6 @@ std::string template_name(const config::PatternExample& example, int number) {
     name += "_" + fs::path(example.source->file).stem().string() + "_" +
             std::to_string(example.source->start);
   return name + ".csv";
-}
-
-void write_template(const fs::path& file, const config::PatternConfig& pattern,
-                    const config::PatternExample& example) {
-  const std::size_t dims = pattern.channels.size();
-  const std::size_t rows = dims == 0 ? 0 : example.raw.size() / dims;
-  std::ofstream out(file, std::ios::trunc);
-  if (!out) throw Error("cannot write " + file.string());
-  for (std::size_t d = 0; d < dims; ++d) out << (d ? "," : "") << pattern.channels[d];
-  out << "\n";
-  for (std::size_t s = 0; s < rows; ++s) {
-    for (std::size_t d = 0; d < dims; ++d)
-      out << (d ? "," : "") << exact_text(example.raw[d * rows + s]);
-    out << "\n";
-  }
-  out.close();
-  if (!out) throw Error("cannot write " + file.string());
 }
 
 int run(const ExportOptions& o) {
@@ -76,7 +51,7 @@ int run(const ExportOptions& o) {
   for (const auto& example : pattern->examples) {
     const int number = example.negative ? ++negative_count : ++positive_count;
     const fs::path file = out_dir / template_name(example, number);
-    write_template(file, *pattern, example);
+    write_template_csv(file.string(), *pattern, example);
     std::string item = "      - {template: " +
                        file.lexically_normal().lexically_relative(config_dir).string() + "}";
     if (example.source)
@@ -89,6 +64,42 @@ int run(const ExportOptions& o) {
   std::cerr << "pattern export: " << positive_count << " positive and " << negative_count
             << " negative templates of '" << pattern->name << "' ("
             << (pattern->examples.empty() ? 0 : pattern->examples[0].lead_in) << " lead-in + " << pattern->length << " rows each) in " << out_dir.string() << "\n";
+  return 0;
+}
+
+// A window of a recording, as the device sees it (mapped and resampled like
+// `detect` reads it), as a template CSV of the device's channels.
+struct CutOptions {
+  std::string config_path;
+  RecordingSource source;
+  std::string device;
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  int lead_in = 0;
+  std::string out_file;
+};
+
+int run_cut(const CutOptions& o) {
+  const config::Config cfg = config::load_config(o.config_path);
+  OfflineRun which;
+  which.device = o.device;
+  const config::DeviceProfile& device = which.device_of(cfg);
+  const sensors::Recording rec = o.source.read_for(device);
+  const std::int64_t first = o.start - o.lead_in;
+  if (first < 0 || o.end <= o.start || o.end > static_cast<std::int64_t>(rec.samples()))
+    throw Error("window " + std::to_string(o.start) + ".." + std::to_string(o.end) + " with " +
+                std::to_string(o.lead_in) + " lead-in samples lies outside the recording (" +
+                std::to_string(rec.samples()) + " samples at " +
+                std::to_string(rec.sample_rate_hz) + " Hz)");
+  config::PatternConfig shape;
+  shape.channels = rec.channel_names;
+  config::PatternExample example;
+  const std::size_t rows = static_cast<std::size_t>(o.end - first);
+  example.raw.resize(rows * rec.channels());
+  for (std::size_t c = 0; c < rec.channels(); ++c)
+    for (std::size_t s = 0; s < rows; ++s)
+      example.raw[c * rows + s] = rec.at(static_cast<std::size_t>(first) + s, c);
+  write_template_csv(o.out_file, shape, example);
   return 0;
 }
 
@@ -106,6 +117,22 @@ void add_pattern(CLI::App& app, int& exit_code) {
   cmd->add_option("--pattern", options->pattern, "pattern name")->required();
   cmd->add_option("--out", options->out_dir, "directory for the template files")->required();
   on_run(*cmd, exit_code, [options] { return run(*options); });
+
+  auto cut = std::make_shared<CutOptions>();
+  auto* cut_cmd = pattern->add_subcommand(
+      "cut",
+      "write a window of a recording, read as --device sees it (channels mapped, resampled), "
+      "as a template CSV: --lead-in rows before --start, then the window up to --end");
+  cut_cmd->add_option("--config", cut->config_path, "config file")->required();
+  cut->source.add_flags(*cut_cmd);
+  cut_cmd->add_option("--device", cut->device, "device profile name (default: the first)");
+  cut_cmd->add_option("--start", cut->start, "first sample of the window (device rate)")
+      ->required();
+  cut_cmd->add_option("--end", cut->end, "end of the window, exclusive")->required();
+  cut_cmd->add_option("--lead-in", cut->lead_in,
+                      "samples before the window the pattern's transforms need");
+  cut_cmd->add_option("--out", cut->out_file, "template file to write")->required();
+  on_run(*cut_cmd, exit_code, [cut] { return run_cut(*cut); });
 }
 
 }  // namespace gw::cli
