@@ -182,6 +182,10 @@ struct PatternExample {
   // the transforms need them (lead_in = transform_history()).
   int lead_in = 0;
   std::vector<float> raw;
+  // The wearer the example speaks for (a carer's mark of one wearer's alert,
+  // pipeline/marks.h): only that wearer's streams decide with it; unset =
+  // every wearer (the config file's examples).
+  std::optional<std::uint32_t> wearer;
   std::string describe() const;  // "FILE:START:END" or the template path, for messages
 };
 
@@ -329,6 +333,14 @@ struct ZoneConfig {
 inline constexpr int kMaxZones = 63;
 inline constexpr const char* kNoZoneName = "none";
 
+// Carers' marks of alerts (docs/interfaces.md, `alert.mark`): each active
+// mark adds its alert's window as a wearer-scoped example of its pattern.
+struct MarksConfig {
+  // Most active marks' examples per (wearer, pattern); beyond it the oldest
+  // are left out (logged), so that marks cannot make the search unbounded.
+  int max_examples_per_wearer = 50;
+};
+
 struct DaemonConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error
   double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
@@ -353,6 +365,7 @@ struct Config {
   DedupConfig dedup;
   SlotsConfig slots;
   std::vector<ZoneConfig> zones;
+  MarksConfig marks;
 
   const DeviceProfile* device_by_id(std::uint16_t id) const;
   const DeviceProfile* device_by_name(const std::string& name) const;

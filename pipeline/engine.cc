@@ -50,7 +50,7 @@ void Engine::reconfigure(const config::Config& config) {
   tick_ms_ = config.search.tick_ms;
   deadline_ms_ = config.search.deadline_ms;
   for (auto& [key, stream] : streams_) {
-    stream.trackers.assign(library_.patterns.size(), PatternTracker{});
+    stream.trackers.assign(library_.patterns.size(), PatternTracker(stream.wearer));
     stream.views.assign(library_.views.size(), ViewCache{});
     stream.pending.assign(library_.views.size(), {0, 0});
   }
@@ -73,7 +73,8 @@ Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
                 profile.sample_rate_hz,
                 StreamState(static_cast<int>(profile.channels.size()),
                             config_.ingest.ring_capacity_samples, profile.sample_rate_hz),
-                std::vector<PatternTracker>(library_.patterns.size()),
+                std::vector<PatternTracker>(library_.patterns.size(),
+                                            PatternTracker(frame.wearer_id)),
                 std::vector<ViewCache>(library_.views.size()),
                 std::vector<std::pair<std::int64_t, std::int64_t>>(library_.views.size())};
   Stream& added = streams_.emplace(key, std::move(stream)).first->second;
@@ -458,7 +459,9 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
     if (fresh.size() < pattern.examples.size()) fresh.resize(pattern.examples.size());
     for (std::size_t e = 0; e < pattern.examples.size(); ++e) {
       fresh[e].clear();
-      example_candidates(pattern, pattern.examples[e], by_kernel, first_end, fresh[e]);
+      // Other wearers' examples take no part in this stream's decisions.
+      if (example_applies(pattern.examples[e], stream.wearer))
+        example_candidates(pattern, pattern.examples[e], by_kernel, first_end, fresh[e]);
     }
     detections.clear();
     stream.trackers[p].update_into(fresh, first_end, searched_until, pattern,
