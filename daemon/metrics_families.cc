@@ -172,6 +172,10 @@ std::vector<MetricFamily> make_families() {
                              {"lost", "/engine/lost_windows"}})),
       gauge("gaitwatch_engine_pending_windows", "Due items deferred and still waiting.",
             leaf("/engine/pending_windows")),
+      counter("gaitwatch_engine_alert_windows_unavailable_total",
+              "Alerts stored without their window (the stream's ring no longer held it with "
+              "its transforms' lead-in): such alerts cannot be marked into examples.",
+              leaf("/engine/alert_windows_unavailable")),
       counter("gaitwatch_engine_backend_failovers_total",
               "Search backend failures that switched the engine to the CPU backend.",
               leaf("/engine/backend_failovers")),
