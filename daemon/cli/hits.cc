@@ -109,15 +109,29 @@ int run(const HitsOptions& o) {
   q.after_seq = o.after_seq;
   q.limit = o.limit;
   const auto hits = store.query(q);
+  // Each hit's active mark, if any.
+  std::map<std::uint64_t, pipeline::MarkVerdict> marks;
+  if (!hits.empty())
+    for (const auto& [seq, verdict] : store.verdicts(hits.front().seq, hits.back().seq))
+      marks[seq] = verdict;
+  const auto mark_json = [&](std::uint64_t seq) -> nlohmann::json {
+    const auto it = marks.find(seq);
+    if (it == marks.end()) return nullptr;
+    return pipeline::verdict_name(it->second);
+  };
   if (o.json) {
-    for (const auto& h : hits) std::cout << pipeline::alert_to_json(h).dump() << "\n";
+    for (const auto& h : hits) {
+      nlohmann::json j = pipeline::alert_to_json(h);
+      j["mark"] = mark_json(h.seq);
+      std::cout << j.dump() << "\n";
+    }
     return 0;
   }
   if (!o.truth_file.empty()) {
     print_hits_with_truth(hits, o);
     return 0;
   }
-  print_hits_table(hits);
+  print_hits_table(hits, &marks);
   std::printf("%zu hits (store holds %llu, last seq %llu)\n", hits.size(),
               static_cast<unsigned long long>(store.count()),
               static_cast<unsigned long long>(store.last_seq()));
@@ -126,14 +140,21 @@ int run(const HitsOptions& o) {
 
 }  // namespace
 
-void print_hits_table(const std::vector<pipeline::Alert>& hits) {
-  std::printf("%6s %7s %-20s %-17s %-8s %10s %10s %9s %5s\n", "seq", "wearer", "pattern", "kind",
-              "severity", "t_start", "t_end", "distance", "dims");
-  for (const auto& h : hits)
-    std::printf("%6llu %7u %-20s %-17s %-8s %10.2f %10.2f %9.3f %2d/%-2d\n",
+void print_hits_table(const std::vector<pipeline::Alert>& hits,
+                      const std::map<std::uint64_t, pipeline::MarkVerdict>* marks) {
+  std::printf("%6s %7s %-20s %-17s %-8s %10s %10s %9s %5s%s\n", "seq", "wearer", "pattern", "kind",
+              "severity", "t_start", "t_end", "distance", "dims", marks ? "  mark" : "");
+  for (const auto& h : hits) {
+    std::string mark;
+    if (marks) {
+      const auto it = marks->find(h.seq);
+      mark = std::string("  ") + (it == marks->end() ? "-" : pipeline::verdict_name(it->second));
+    }
+    std::printf("%6llu %7u %-20s %-17s %-8s %10.2f %10.2f %9.3f %2d/%-2d%s\n",
                 static_cast<unsigned long long>(h.seq), h.wearer, h.pattern.c_str(),
                 h.kind.c_str(), h.severity.c_str(), h.t_start, h.t_end, h.distance,
-                h.matched_dims, h.pattern_dims);
+                h.matched_dims, h.pattern_dims, mark.c_str());
+  }
 }
 
 void add_hits(CLI::App& app, int& exit_code) {
