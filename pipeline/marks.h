@@ -1,14 +1,18 @@
 // Examples learned from a carer's marks: an alert's window (AlertWindow, the
 // raw samples the alert was raised on) becomes an example of its pattern for
 // that alert's wearer only — a negative one when the carer marked the alert
-// false, a positive one when true (docs/detection.md, "Marks").
+// false, a positive one when true (docs/detection.md, "Wearer-scoped examples").
 //
 // The daemon and offline tools make these examples with the same functions,
 // so that an offline simulation of marks (`gaitwatch eval`) yields exactly
 // the examples a running daemon would:
 //
-//   AlertWindow w = window_from_recording(pattern, device, recording, end_index, wearer);
-//   config::PatternExample e = example_from_window(pattern, w, MarkVerdict::kFalse);
+//   // alert.end_index counts from the stream's first sample: offline that is
+//   // the recording sample OfflineRun::start.
+//   AlertWindow w = window_from_recording(pattern, device, recording,
+//                                         run.start + alert.end_index, alert.wearer);
+//   config::PatternExample e =
+//       example_from_window(pattern, device.sample_rate_hz, w, MarkVerdict::kFalse);
 //   add_marked_examples(config, {{mark_id, pattern.name, e}}, max_per_wearer);
 //
 // (the daemon's engine cuts `w` from a stream's ring with window_from_rows()
