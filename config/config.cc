@@ -1180,8 +1180,10 @@ void read_dedup(const MapReader& root, DedupConfig& dedup) {
 constexpr std::int64_t kMaxMarkExamplesKey = 10000;
 
 void read_marks(const MapReader& root, MarksConfig& marks) {
-  const MapReader map(root.value("marks"), "marks", {"max_examples_per_wearer"}, root.issues());
+  const MapReader map(root.value("marks"), "marks", {"max_examples_per_wearer", "alert_windows"},
+                      root.issues());
   read_int(map, "max_examples_per_wearer", 1, kMaxMarkExamplesKey, marks.max_examples_per_wearer);
+  read_bool(map, "alert_windows", marks.alert_windows);
 }
 
 void read_slots(const MapReader& root, SlotsConfig& slots) {

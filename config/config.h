@@ -339,6 +339,11 @@ struct MarksConfig {
   // Most active marks' examples per (wearer, pattern); beyond it the oldest
   // are left out (logged), so that marks cannot make the search unbounded.
   int max_examples_per_wearer = 50;
+  // Whether the engine cuts each alert's window and the store keeps it (what
+  // a mark turns into an example). false: no windows are kept, and alerts
+  // cannot be marked (for deployments without marks, or alert storms in
+  // tests: a window is the pattern's channels x (lead-in + length) floats).
+  bool alert_windows = true;
 };
 
 struct DaemonConfig {

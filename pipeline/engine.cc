@@ -501,8 +501,10 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
       a.pattern_dims = static_cast<int>(pattern.home_channel.size());
       for (const auto& e : combination.edges)
         a.dims.push_back({e.pattern_dim, e.stream_dim, e.distance, e.end});
-      a.window = cut_alert_window(stream, p, end, scratch.window_rows);
-      if (!a.window) ++out.windows_unavailable;
+      if (config_.marks.alert_windows) {
+        a.window = cut_alert_window(stream, p, end, scratch.window_rows);
+        if (!a.window) ++out.windows_unavailable;
+      }
       out.completing_arrival.push_back(arrival);
       out.alerts.push_back(std::move(a));
     }

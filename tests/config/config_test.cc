@@ -1315,6 +1315,9 @@ TEST_CASE("marks.max_examples_per_wearer: default, shipped value, and a value gi
   CHECK(gw::config::parse_config("marks: {max_examples_per_wearer: 7}", "t.yaml", ".")
             .marks.max_examples_per_wearer == 7);
   CHECK(gw::config::load_config(kConfigDir + "/gaitwatch.yaml").marks.max_examples_per_wearer == 50);
+  CHECK(gw::config::parse_config("{}", "t.yaml", ".").marks.alert_windows);
+  CHECK_FALSE(
+      gw::config::parse_config("marks: {alert_windows: false}", "t.yaml", ".").marks.alert_windows);
 }
 
 TEST_CASE("a device's status inputs: defaults by kind, names resolved, mistakes reported",
