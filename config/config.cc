@@ -223,6 +223,7 @@ std::vector<DerivedChannel> derived_channels(const DeviceProfile& device,
 std::string PatternExample::describe() const {
   if (source)
     return source->file + ":" + std::to_string(source->start) + ":" + std::to_string(source->end);
+  if (template_file.empty() && wearer) return "a marked alert window of wearer " + std::to_string(*wearer);
   return template_file;
 }
 
@@ -1175,6 +1176,16 @@ void read_dedup(const MapReader& root, DedupConfig& dedup) {
   read_int(map, "node_capacity", 1, kMaxNodeCapacityKey, dedup.node_capacity);
 }
 
+// Above any sensible number of a wearer's marked alerts of one pattern.
+constexpr std::int64_t kMaxMarkExamplesKey = 10000;
+
+void read_marks(const MapReader& root, MarksConfig& marks) {
+  const MapReader map(root.value("marks"), "marks", {"max_examples_per_wearer", "alert_windows"},
+                      root.issues());
+  read_int(map, "max_examples_per_wearer", 1, kMaxMarkExamplesKey, marks.max_examples_per_wearer);
+  read_bool(map, "alert_windows", marks.alert_windows);
+}
+
 void read_slots(const MapReader& root, SlotsConfig& slots) {
   const MapReader map(root.value("slots"), "slots",
                       {"enabled", "clock", "retention_s", "max_wait_s", "node_capacity",
@@ -1842,7 +1853,7 @@ void check_ring_capacity(const MapReader& root, const Config& config) {
 
 const std::vector<std::string> kSections = {
     "daemon", "ingest", "devices",  "search",    "patterns", "storage", "history",
-    "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones"};
+    "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones", "marks"};
 
 void sort_by_line(std::vector<ConfigIssue>& issues) {
   // Issues without a line (cross-checks on defaults) go last.
@@ -1945,6 +1956,7 @@ Config parse_config_text(const std::string& yaml_text, const std::string& source
     read_dedup(root, config.dedup);
     read_slots(root, config.slots);
     read_zones(root, config.zones);
+    read_marks(root, config.marks);
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
   throw_if_any(issues, source_name);

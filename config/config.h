@@ -186,6 +186,10 @@ struct PatternExample {
   // empty: taken from the source's or template's file name
   // (pipeline/evaluation.h, recording_name).
   std::string subject;
+  // The wearer the example speaks for (a carer's mark of one wearer's alert,
+  // pipeline/marks.h): only that wearer's streams decide with it; unset =
+  // every wearer (the config file's examples).
+  std::optional<std::uint32_t> wearer;
   std::string describe() const;  // "FILE:START:END" or the template path, for messages
 };
 
@@ -337,6 +341,19 @@ struct ZoneConfig {
 inline constexpr int kMaxZones = 63;
 inline constexpr const char* kNoZoneName = "none";
 
+// Carers' marks of alerts (docs/interfaces.md, `alert.mark`): each active
+// mark adds its alert's window as a wearer-scoped example of its pattern.
+struct MarksConfig {
+  // Most active marks' examples per (wearer, pattern); beyond it the oldest
+  // are left out (logged), so that marks cannot make the search unbounded.
+  int max_examples_per_wearer = 50;
+  // Whether the engine cuts each alert's window and the store keeps it (what
+  // a mark turns into an example). false: no windows are kept, and alerts
+  // cannot be marked (for deployments without marks, or alert storms in
+  // tests: a window is the pattern's channels x (lead-in + length) floats).
+  bool alert_windows = true;
+};
+
 struct DaemonConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error
   double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
@@ -361,6 +378,7 @@ struct Config {
   DedupConfig dedup;
   SlotsConfig slots;
   std::vector<ZoneConfig> zones;
+  MarksConfig marks;
 
   const DeviceProfile* device_by_id(std::uint16_t id) const;
   const DeviceProfile* device_by_name(const std::string& name) const;

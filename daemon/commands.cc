@@ -315,6 +315,30 @@ void add_daemon_commands(ControlRegistry& registry, DaemonCommandDeps deps) {
                 {"more", static_cast<int>(rows.size()) == query.limit}};
       });
 
+  // Marks change the engine's patterns, which the pipeline thread owns.
+  const auto marks_command = [shared](json (MarkBook::*command)(const json&)) {
+    return [shared, command](const json& args) -> json {
+      if (!shared->marks) throw ControlError(err::kUnavailable, "marks are not kept by this daemon");
+      return (shared->marks->*command)(args);
+    };
+  };
+  registry.add("alert.mark",
+               "mark a stored alert false or true: its window becomes a negative or positive "
+               "example for its wearer from the next tick on: {seq, verdict: \"false\"|\"true\", "
+               "note?}",
+               RunsOn::kPipelineThread, marks_command(&MarkBook::mark));
+  registry.add("alert.marks",
+               "carers' marks, newest first, with whether each one's example is active: "
+               "{wearer?, pattern?, include_withdrawn?, limit?}",
+               RunsOn::kPipelineThread,
+               [shared](const json& args) -> json {
+                 if (!shared->marks)
+                   throw ControlError(err::kUnavailable, "marks are not kept by this daemon");
+                 return shared->marks->list(args);
+               });
+  registry.add("alert.unmark", "withdraw a mark: its example is dropped from the next tick on: {id}",
+               RunsOn::kPipelineThread, marks_command(&MarkBook::unmark));
+
   registry.add("zones", "the receiving zones: id, name and sender addresses",
                RunsOn::kControlThread, [shared](const json&) -> json {
                  json zones = json::array();

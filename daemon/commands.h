@@ -10,6 +10,9 @@
 //                                  own read-only connection, WAL), so a
 //                                  subscriber fetches what it missed
 //   zones         control thread   the configured receiving zones
+//   alert.mark    pipeline thread  a carer's verdict on a stored alert: its
+//   alert.marks                    window becomes a wearer-scoped example
+//   alert.unmark                   (daemon/marks.h); list; withdraw
 //   history.search job             the k windows of the raw-stream history
 //                                  most like a configured pattern or an
 //                                  example (pipeline/history_search.h), on
@@ -24,6 +27,7 @@
 
 #include "config/config.h"
 #include "daemon/control.h"
+#include "daemon/marks.h"
 #include "pipeline/slot_index.h"
 
 namespace gw::daemon {
@@ -38,6 +42,10 @@ struct DaemonCommandDeps {
   // Called on the pipeline thread: the config the engine runs now (its
   // patterns follow reloads). Empty = `config`.
   std::function<config::Config()> live_config;
+  // Carers' marks, touched only on the pipeline thread; null = the alert.mark
+  // commands answer `unavailable`. Must outlive the pipeline thread's last
+  // PipelineTasks::run_pending().
+  MarkBook* marks = nullptr;
 };
 
 void add_daemon_commands(ControlRegistry& registry, DaemonCommandDeps deps);

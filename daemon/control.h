@@ -67,6 +67,11 @@ inline constexpr const char* kNotFinished = "not_finished";
 inline constexpr const char* kUnavailable = "unavailable";
 inline constexpr const char* kShuttingDown = "shutting_down";
 inline constexpr const char* kFailed = "failed";
+// Marks (alert.mark, alert.unmark).
+inline constexpr const char* kUnknownAlert = "unknown_alert";
+inline constexpr const char* kNoWindow = "no_window";
+inline constexpr const char* kUnknownMark = "unknown_mark";
+inline constexpr const char* kAlreadyWithdrawn = "already_withdrawn";
 }  // namespace control_error
 
 // Thrown by a handler to answer with this error code and message. Any other

@@ -26,6 +26,7 @@
 #include "daemon/ipc_socket.h"
 #include "daemon/ingest.h"
 #include "daemon/log.h"
+#include "daemon/marks.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/preflight.h"
@@ -295,6 +296,10 @@ class Daemon {
                    config_.publish.send_hwm, config_.storage.max_batch);
     spdlog::info("storing hits in {}; publishing alerts on {}", config_.storage.path,
                  sink.bound_endpoint());
+    // Carers' marks: their examples join the patterns before the first tick.
+    MarkBook marks(config_.storage.path, config_);
+    marks_ = &marks;
+    apply_marks(engine);
     history_ = make_history(config_);
     if (history_) {
       spdlog::info("recording raw streams in {} for {} h", history_->path(),
@@ -331,6 +336,7 @@ class Daemon {
                        {"publish_s", c.publish_s}};
       stats.update(jobs.stats_json());
       if (history_) stats["history"] = history_->stats_json();
+      stats["marks"] = marks.stats_json();
       stats["latency"] = {{"alert_p50_ms", alert_latency_.quantile(0.5)},
                           {"alert_p99_ms", alert_latency_.quantile(0.99)},
                           {"alert_max_ms", alert_latency_.max()}};
@@ -351,6 +357,7 @@ class Daemon {
       };
       deps.slots = jobs.slot_index();
       deps.live_config = [&engine] { return engine.config(); };
+      deps.marks = &marks;
       add_daemon_commands(registry, std::move(deps));
       ControlOptions options;
       options.endpoint = config_.control.endpoint;
@@ -415,6 +422,7 @@ class Daemon {
     stopping_ = true;
     pipeline_thread.join();
     if (control) control->stop();
+    marks_ = nullptr;
     sink.stop();  // publishes the final counters; everything was drained before
     const auto c = sink.counters();
     spdlog::info("stopped: {} alerts committed, {} published, last seq {}", c.committed,
@@ -842,15 +850,40 @@ class Daemon {
     return pending_.has_value();
   }
 
+  // The marks' examples changed (alert.mark, alert.unmark): the engine runs
+  // the config with them from the next batch on. A config that does not
+  // compile keeps the running one (logged).
+  void apply_marks(pipeline::Engine& engine) {
+    if (!marks_ || !marks_->take_changed()) return;
+    try {
+      engine.reconfigure(marks_->effective_config());
+      spdlog::info("marks applied: {} active marks' examples", marks_->active_examples());
+    } catch (const std::exception& e) {
+      spdlog::error("marks not applied, still running the previous patterns: {}", e.what());
+    }
+  }
+
   void apply_pending_reload(pipeline::Engine& engine) {
     std::optional<config::Config> fresh;
     {
       std::lock_guard<std::mutex> lock(reload_mu_);
       fresh.swap(pending_);
     }
-    if (!fresh) return;
+    if (!fresh) {
+      apply_marks(engine);
+      return;
+    }
+    // The marks are evaluated against the reloaded patterns, and go back to
+    // the running ones if the reload is rejected.
+    std::optional<config::Config> running_base;
     try {
-      engine.reconfigure(*fresh);
+      // The reloaded patterns keep the marks' examples.
+      if (marks_) {
+        running_base = marks_->base_config();
+        marks_->set_base(*fresh);
+        marks_->take_changed();
+      }
+      engine.reconfigure(marks_ ? marks_->effective_config() : *fresh);
       set_log_level(fresh->daemon.log_level);
       stats_interval_ms_ = static_cast<long>(fresh->publish.stats_interval_s * 1000);
       spdlog::info("reload applied: {} patterns, tick {} ms, deadline {} ms",
@@ -859,6 +892,10 @@ class Daemon {
         spdlog::warn("reload applied `patterns: []`: running without detection");
     } catch (const std::exception& e) {
       spdlog::error("reload rejected, still running the previous config: {}", e.what());
+      if (running_base) {
+        marks_->set_base(*running_base);
+        marks_->take_changed();
+      }
     }
   }
 
@@ -900,6 +937,7 @@ class Daemon {
     }
   } pipeline_seconds_;
   std::unique_ptr<pipeline::HistoryRecorder> history_;  // null unless history.enabled
+  MarkBook* marks_ = nullptr;  // run()'s; pipeline thread only while it runs
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };
 

@@ -172,6 +172,10 @@ std::vector<MetricFamily> make_families() {
                              {"lost", "/engine/lost_windows"}})),
       gauge("gaitwatch_engine_pending_windows", "Due items deferred and still waiting.",
             leaf("/engine/pending_windows")),
+      counter("gaitwatch_engine_alert_windows_unavailable_total",
+              "Alerts stored without their window (the stream's ring no longer held it with "
+              "its transforms' lead-in): such alerts cannot be marked into examples.",
+              leaf("/engine/alert_windows_unavailable")),
       counter("gaitwatch_engine_backend_failovers_total",
               "Search backend failures that switched the engine to the CPU backend.",
               leaf("/engine/backend_failovers")),
@@ -301,6 +305,21 @@ std::vector<MetricFamily> make_families() {
               "Bytes of the chunks written: raw (float32 samples) and stored (after "
               "compression).",
               by("form", {{"raw", "/history/raw_bytes"}, {"stored", "/history/stored_bytes"}})),
+      gauge("gaitwatch_marks",
+            "Carers' active marks by state: active (its example in use) or inactive because "
+            "its pattern is no longer configured, its pattern's shape changed, or newer marks "
+            "fill marks.max_examples_per_wearer.",
+            by("state", {{"active", "/marks/active"},
+                         {"pattern_missing", "/marks/inactive_pattern_missing"},
+                         {"shape_changed", "/marks/inactive_shape_changed"},
+                         {"over_cap", "/marks/inactive_over_cap"}})),
+      counter("gaitwatch_mark_requests_total",
+              "alert.mark and alert.unmark requests by outcome: marked, remarked (verdict "
+              "replaced), withdrawn, refused (unknown alert or mark, no window).",
+              by("outcome", {{"marked", "/marks/marked"},
+                             {"remarked", "/marks/remarked"},
+                             {"withdrawn", "/marks/withdrawn"},
+                             {"refused", "/marks/refused"}})),
       gauge("gaitwatch_history_queue_chunks", "Chunks waiting in the history writer's queue.",
             leaf("/history/queue_depth")),
 

@@ -160,4 +160,14 @@ std::string alert_topic(const Alert& alert) {
   return "alert." + alert.severity + "." + std::to_string(alert.wearer) + ".";
 }
 
+const char* verdict_name(MarkVerdict verdict) {
+  return verdict == MarkVerdict::kTrue ? "true" : "false";
+}
+
+std::optional<MarkVerdict> parse_verdict(const std::string& name) {
+  if (name == "false") return MarkVerdict::kFalse;
+  if (name == "true") return MarkVerdict::kTrue;
+  return std::nullopt;
+}
+
 }  // namespace gw::pipeline

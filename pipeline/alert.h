@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,32 @@ struct DimMatch {
   int stream_dim = 0;
   double distance = 0;
   std::int64_t end_index = 0;  // absolute sample index of the window end
+};
+
+// A carer's verdict on an alert: kFalse = it was not the pattern's event
+// (its window becomes a negative example for the wearer), kTrue = it was
+// (a positive one). Named "false" and "true" on the wire and in SQLite.
+enum class MarkVerdict { kFalse, kTrue };
+const char* verdict_name(MarkVerdict verdict);
+// nullopt for anything but "false" and "true".
+std::optional<MarkVerdict> parse_verdict(const std::string& name);
+
+// The raw samples an alert was raised on, as config::PatternExample holds
+// them: the pattern's channels, dim-major, channels.size() rows of lead_in +
+// length samples, the first lead_in preceding the matched window (the
+// transforms read them). The window is the `length` samples ending at the
+// alert's end_index. Stored with the alert (HitStore), it becomes a
+// wearer-scoped example when a carer marks the alert (pipeline/marks.h).
+struct AlertWindow {
+  std::string pattern;
+  std::uint32_t wearer = 0;
+  int lead_in = 0;
+  int length = 0;
+  std::vector<std::string> channels;  // the pattern's channel names, one row each
+  // The pattern's shape when the window was cut (pattern_shape_key()): a
+  // pattern whose shape changed since cannot use it.
+  std::string shape;
+  std::vector<float> values;
 };
 
 struct Alert {
@@ -33,6 +61,9 @@ struct Alert {
   double detected_at = 0;       // unix time [s] when the detector decided
   double latency_ms = 0;        // detected_at minus arrival of the completing sample
   std::vector<DimMatch> dims;
+  // The raw samples of the match (stored, never published); null when the
+  // stream's ring no longer held them (the engine counts those).
+  std::shared_ptr<const AlertWindow> window;
 };
 
 nlohmann::json alert_to_json(const Alert& alert);

@@ -188,6 +188,7 @@ CompiledLibrary compile_library(const config::Config& config) {
       CompiledExample ce;
       ce.kernel = intern(kp);
       ce.negative = example.negative;
+      ce.wearer = example.wearer;
       for (int s = 0; pc.segments >= 2 && s < pc.segments; ++s) {
         const int begin = s * pc.length / pc.segments;
         const int end = (s + 1) * pc.length / pc.segments;
@@ -513,6 +514,10 @@ bool by_end(const DimCandidate& a, const DimCandidate& b) { return a.end < b.end
 
 }  // namespace
 
+bool example_applies(const CompiledExample& example, std::uint32_t wearer) {
+  return !example.wearer || *example.wearer == wearer;
+}
+
 Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>& per_example) {
   return expand_decision(pattern, per_example, summarize_decision(pattern, per_example));
 }
@@ -624,8 +629,18 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
   const std::size_t examples = pattern.examples.size();
   windows_.resize(examples);
   if (first_end != searched_until_) active_ = false;  // a gap (or the first search)
+  if (active_examples_.size() != examples) {
+    active_examples_.resize(examples);
+    for (std::size_t e = 0; e < examples; ++e)
+      active_examples_[e] = wearer_ ? example_applies(pattern.examples[e], *wearer_)
+                                    : !pattern.examples[e].wearer;
+  }
+  // Inactive examples' candidates are never taken in: their windows stay
+  // empty, so they never match.
+  const std::vector<char>& active = active_examples_;
   const std::size_t given = std::min(fresh.size(), examples);
-  for (std::size_t e = 0; e < given; ++e) std::sort(fresh[e].begin(), fresh[e].end(), by_end);
+  for (std::size_t e = 0; e < given; ++e)
+    if (active[e]) std::sort(fresh[e].begin(), fresh[e].end(), by_end);
   // Per example: first fresh match not yet pushed (scratch kept per thread).
   thread_local std::vector<std::size_t> next;
   next.assign(examples, 0);
@@ -654,7 +669,8 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
   const auto next_event = [&](std::int64_t t) {
     std::int64_t event = searched_until;
     for (std::size_t e = 0; e < examples; ++e) {
-      if (e < given && next[e] < fresh[e].size()) event = std::min(event, fresh[e][next[e]].end);
+      if (e < given && active[e] && next[e] < fresh[e].size())
+        event = std::min(event, fresh[e][next[e]].end);
       const std::int64_t earliest = windows_[e].earliest_front_end;
       if (earliest != std::numeric_limits<std::int64_t>::max())
         event = std::min(event, earliest + span);
@@ -670,7 +686,7 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
     for (std::size_t e = 0; e < examples; ++e) {
       ExampleWindows& windows = windows_[e];
       bool example_changed = fresh_state_;
-      if (e < given) {
+      if (e < given && active[e]) {
         const std::vector<DimCandidate>& arrived = fresh[e];
         for (; next[e] < arrived.size() && arrived[next[e]].end <= t; ++next[e]) {
           const DimCandidate& c = arrived[next[e]];
@@ -740,6 +756,7 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
 }
 
 void PatternTracker::reset() {
+  active_examples_.clear();
   windows_.clear();
   per_example_.clear();
   decision_ = DecisionSummary{};

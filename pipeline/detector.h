@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct ChannelView {
 struct CompiledExample {
   std::size_t kernel = 0;  // index into kernel_library->patterns
   bool negative = false;
+  // The example's wearer scope (config::PatternExample::wearer): decisions
+  // for other wearers' streams leave it out. Unset = every wearer.
+  std::optional<std::uint32_t> wearer;
   // Query segmentation (config `segments`): one kernel pattern per part of
   // the example, samples [begin, begin + length) of it, searched at
   // threshold * sqrt(length / m) so that its partial distance (below) stays
@@ -185,11 +189,22 @@ Decision expand_decision(const CompiledPattern& pattern,
                          const std::vector<ExampleMatch>& per_example,
                          const DecisionSummary& summary);
 
+// Whether `example` takes part in the decisions for a stream of `wearer`:
+// unscoped examples do for every wearer, scoped ones for theirs only.
+bool example_applies(const CompiledExample& example, std::uint32_t wearer);
+
 // Per-(stream, pattern) phase-2 state across batches: recent single-dim
 // matches of every example, the running detection episode and the cooldown.
 // Alerts do not depend on how samples are split into batches.
+//
+// A tracker belongs to one wearer's stream: examples scoped to another wearer
+// (example_applies) are left out of its decisions as if they had no match,
+// whatever `fresh` holds for them; decide() sees the active examples only.
+// A default-constructed tracker has no wearer: it uses the unscoped examples.
 class PatternTracker {
  public:
+  PatternTracker() = default;
+  explicit PatternTracker(std::uint32_t wearer) : wearer_(wearer) {}
   struct Detection {
     std::int64_t end = 0;  // the window end that raised the alert
     Decision decision;
@@ -242,6 +257,10 @@ class PatternTracker {
     // empty leave the live range. Returns whether any front changed.
     bool expire(std::int64_t last_expired_end);
   };
+  // Per example of the pattern: whether it applies to this tracker's wearer
+  // (worked out at the first update after a reset).
+  std::optional<std::uint32_t> wearer_;
+  std::vector<char> active_examples_;
   std::vector<ExampleWindows> windows_;
   // Per example: its best combination over windows_ as it is now; and the
   // decision over them (expanded for an alert only). fresh_state_: not

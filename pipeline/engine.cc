@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/thread_name.h"
 #include "kernels/worker_pool.h"
+#include "pipeline/marks.h"
 
 namespace gw::pipeline {
 
@@ -31,6 +32,19 @@ void Engine::reconfigure(const config::Config& config) {
   backend_->set_library(compiled.kernel_library);
   library_ = std::move(compiled);
   config_ = config;
+  pattern_channels_.clear();
+  for (const CompiledPattern& p : library_.patterns) {
+    PatternChannels channels;
+    channels.device = config_.device_by_name(p.config.device);
+    if (!channels.device)
+      throw Error("pattern '" + p.config.name + "': no device '" + p.config.device + "'");
+    for (const std::string& name : p.config.channels) {
+      const auto& names = channels.device->channels;
+      channels.columns.push_back(
+          static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin()));
+    }
+    pattern_channels_.push_back(std::move(channels));
+  }
   work_per_end_.assign(library_.views.size(), 0.0);
   view_priority_.assign(library_.views.size(), 0);
   for (std::size_t v = 0; v < library_.views.size(); ++v)
@@ -50,7 +64,7 @@ void Engine::reconfigure(const config::Config& config) {
   tick_ms_ = config.search.tick_ms;
   deadline_ms_ = config.search.deadline_ms;
   for (auto& [key, stream] : streams_) {
-    stream.trackers.assign(library_.patterns.size(), PatternTracker{});
+    stream.trackers.assign(library_.patterns.size(), PatternTracker(stream.wearer));
     stream.views.assign(library_.views.size(), ViewCache{});
     stream.pending.assign(library_.views.size(), {0, 0});
   }
@@ -73,7 +87,8 @@ Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
                 profile.sample_rate_hz,
                 StreamState(static_cast<int>(profile.channels.size()),
                             config_.ingest.ring_capacity_samples, profile.sample_rate_hz),
-                std::vector<PatternTracker>(library_.patterns.size()),
+                std::vector<PatternTracker>(library_.patterns.size(),
+                                            PatternTracker(frame.wearer_id)),
                 std::vector<ViewCache>(library_.views.size()),
                 std::vector<std::pair<std::int64_t, std::int64_t>>(library_.views.size())};
   Stream& added = streams_.emplace(key, std::move(stream)).first->second;
@@ -444,6 +459,7 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
     by_kernel[at->pattern].push_back({at->end, at->pattern_dim, at->stream_dim, at->distance, at->start});
   out.alerts.clear();
   out.completing_arrival.clear();
+  out.windows_unavailable = 0;
   std::vector<std::vector<DimCandidate>>& fresh = scratch.fresh;
   std::vector<PatternTracker::Detection>& detections = scratch.detections;
   for (std::size_t p = 0; p < library_.patterns.size(); ++p) {
@@ -458,7 +474,9 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
     if (fresh.size() < pattern.examples.size()) fresh.resize(pattern.examples.size());
     for (std::size_t e = 0; e < pattern.examples.size(); ++e) {
       fresh[e].clear();
-      example_candidates(pattern, pattern.examples[e], by_kernel, first_end, fresh[e]);
+      // Other wearers' examples take no part in this stream's decisions.
+      if (example_applies(pattern.examples[e], stream.wearer))
+        example_candidates(pattern, pattern.examples[e], by_kernel, first_end, fresh[e]);
     }
     detections.clear();
     stream.trackers[p].update_into(fresh, first_end, searched_until, pattern,
@@ -483,10 +501,32 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
       a.pattern_dims = static_cast<int>(pattern.home_channel.size());
       for (const auto& e : combination.edges)
         a.dims.push_back({e.pattern_dim, e.stream_dim, e.distance, e.end});
+      if (config_.marks.alert_windows) {
+        a.window = cut_alert_window(stream, p, end, scratch.window_rows);
+        if (!a.window) ++out.windows_unavailable;
+      }
       out.completing_arrival.push_back(arrival);
       out.alerts.push_back(std::move(a));
     }
   }
+}
+
+std::shared_ptr<const AlertWindow> Engine::cut_alert_window(const Stream& stream, std::size_t p,
+                                                            std::int64_t end,
+                                                            std::vector<float>& rows) const {
+  const CompiledPattern& pattern = library_.patterns[p];
+  const PatternChannels& channels = pattern_channels_[p];
+  const std::int64_t first =
+      end + 1 - pattern.config.length - example_lead_in(pattern.config, *channels.device);
+  // Within one stretch of the stream (no gap or restart inside) and still in the ring.
+  if (first < stream.state.window_floor() || first < stream.state.oldest_retained() ||
+      end >= stream.state.next_index())
+    return nullptr;
+  rows.clear();
+  stream.state.copy(first, end + 1, rows);
+  return std::make_shared<const AlertWindow>(window_from_rows(
+      pattern.config, *channels.device, stream.wearer, rows.data(), stream.state.channels(),
+      channels.columns));
 }
 
 std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
@@ -760,6 +800,7 @@ std::vector<Alert> Engine::detect_searched(const std::function<double()>& now) {
   std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
   for (std::size_t s = 0; s < slices; ++s) {
     SliceAlerts& found = slice_alerts_[s];
+    counters_.alert_windows_unavailable += found.windows_unavailable;
     for (Alert& alert : found.alerts) alerts.push_back(std::move(alert));
     completing_arrival.insert(completing_arrival.end(), found.completing_arrival.begin(),
                               found.completing_arrival.end());
@@ -845,6 +886,7 @@ nlohmann::json Engine::stats_json() const {
           {"windows", c.windows},
           {"single_dim_matches", c.single_dim_matches},
           {"alerts", c.alerts},
+          {"alert_windows_unavailable", c.alert_windows_unavailable},
           {"deferred_streams", c.deferred_streams},
           {"shed_streams", c.shed_streams},
           {"shed_windows", c.shed_windows},

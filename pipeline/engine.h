@@ -56,6 +56,11 @@ struct EngineCounters {
   std::uint64_t windows = 0;
   std::uint64_t single_dim_matches = 0;
   std::uint64_t alerts = 0;
+  // Alerts stored without their window (AlertWindow): the stream's ring no
+  // longer held the window with its transforms' lead-in (a stream that just
+  // started, a gap or a restart inside it, or samples overwritten). Such an
+  // alert cannot be marked into an example.
+  std::uint64_t alert_windows_unavailable = 0;
   // Soft-deadline scheduling (search.overload_policy, docs/design.md): what
   // was not searched in the batch it was due in, by reason.
   std::uint64_t deferred_streams = 0;   // defer: stream left for a later batch
@@ -250,11 +255,19 @@ class Engine {
     std::vector<std::vector<DimCandidate>> by_kernel;
     std::vector<std::vector<DimCandidate>> fresh;
     std::vector<PatternTracker::Detection> detections;
+    std::vector<float> window_rows;
   };
   struct SliceAlerts {
     std::vector<Alert> alerts;
     std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
+    std::uint64_t windows_unavailable = 0;   // alerts whose window the ring no longer held
   };
+  // The raw window of an alert of library pattern `p` ending at `end`, cut
+  // from the stream's ring (pipeline/marks.h window_from_rows); null when
+  // the ring no longer holds all of it, lead-in included. `rows` is scratch.
+  std::shared_ptr<const AlertWindow> cut_alert_window(const Stream& stream, std::size_t p,
+                                                      std::int64_t end,
+                                                      std::vector<float>& rows) const;
   // Phase 2 of batch slice `s`: its matches through its stream's trackers of
   // the slice's view, into `out` (replaced). Slices of different (stream,
   // view) may run at once, each with its own `scratch`.
@@ -341,6 +354,13 @@ class Engine {
   std::string backend_note_;
   std::string backend_name_;
   CompiledLibrary library_;
+  // Per library pattern: its device and the device channel of each of its
+  // channels, for cutting alert windows.
+  struct PatternChannels {
+    const config::DeviceProfile* device = nullptr;
+    std::vector<int> columns;
+  };
+  std::vector<PatternChannels> pattern_channels_;
   std::map<std::uint64_t, Stream> streams_;  // key: wearer << 16 | device
   // The same streams by hash, for the per-frame lookup (thousands of
   // streams: a map walk was a cache miss per level); streams_ keeps the

@@ -61,19 +61,21 @@ void setup(sqlite3* db, bool read_only, const SchemaSpec& spec, const std::strin
   // Refuse a newer schema, or somebody else's database, before changing
   // anything in the file.
   int version = read_user_version(db, label);
+  // Another kind of gaitwatch file (another application_id; a hit store has
+  // none) is named as such, whatever its version, and never migrated.
+  if (version > 0) {
+    const auto id = single_integer(db, label, "PRAGMA application_id");
+    if (id != spec.application_id)
+      throw Error(label + " is not a " + spec.kind + " (SQLite application_id " +
+                  std::to_string(id) + ", expected " + std::to_string(spec.application_id) +
+                  "); refusing to use it");
+  }
   refuse_newer_schema(label, version, current);
   const bool has_tables = single_integer(db, label, "SELECT count(*) FROM sqlite_master") > 0;
   if (version == 0 && has_tables) {
     throw Error(label +
                 " is an SQLite database with tables but no gaitwatch schema version; "
                 "refusing to use it");
-  }
-  if (spec.application_id != 0 && version > 0) {
-    const auto id = single_integer(db, label, "PRAGMA application_id");
-    if (id != spec.application_id)
-      throw Error(label + " is not a " + spec.kind + " (SQLite application_id " +
-                  std::to_string(id) + ", expected " + std::to_string(spec.application_id) +
-                  "); refusing to use it");
   }
   if (read_only) {
     if (version < current) {

@@ -30,7 +30,8 @@ struct SchemaSpec {
   // back on power loss).
   std::string synchronous = "FULL";
   // PRAGMA application_id written with the first migration and required on
-  // every later open (a file of another kind is refused); 0 = none.
+  // every later open (a file of another kind, one with another id or with
+  // none, is refused before any version check or migration); 0 = none.
   std::int32_t application_id = 0;
   // Statements run once on a fresh, empty file before it switches to WAL and
   // before the first migration (pragmas such as auto_vacuum that only apply

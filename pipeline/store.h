@@ -13,13 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "pipeline/alert.h"
 
 struct sqlite3;
 
 namespace gw::pipeline {
 
-inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreSchemaVersion = 2;
 
 struct HitQuery {
   std::optional<std::uint32_t> wearer;
@@ -27,6 +28,41 @@ struct HitQuery {
   std::uint64_t after_seq = 0;  // rows with seq > after_seq
   std::optional<double> since;  // detected_at >= since (unix s)
   int limit = 1000;
+};
+
+// A carer's mark of a stored alert (table marks): its verdict, and whether
+// it still stands (withdrawn_at unset) or was withdrawn.
+struct MarkRecord {
+  std::int64_t id = 0;
+  std::uint64_t seq = 0;  // the alert's
+  std::uint32_t wearer = 0;
+  std::string pattern;
+  MarkVerdict verdict = MarkVerdict::kFalse;
+  std::string note;
+  double created_at = 0;  // unix s; a re-mark sets it anew
+  std::optional<double> withdrawn_at;
+};
+
+struct MarkQuery {
+  std::optional<std::uint32_t> wearer;
+  std::optional<std::string> pattern;
+  bool include_withdrawn = false;
+  int limit = 1000;
+};
+
+// What HitStore::add_mark did.
+struct MarkAdded {
+  MarkRecord mark;
+  // The verdict the alert's active mark had before (the mark was updated in
+  // place: same id); nullopt when the alert had none.
+  std::optional<MarkVerdict> replaced;
+};
+
+// An active mark with the window of its alert: what the daemon turns into
+// an example (pipeline/marks.h).
+struct MarkWithWindow {
+  MarkRecord mark;
+  AlertWindow window;
 };
 
 class HitStore {
@@ -57,8 +93,33 @@ class HitStore {
   std::uint64_t last_seq() const;
   std::uint64_t count() const;
   // Deletes rows with detected_at < cutoff; returns how many. Seq numbers of
-  // later rows never change and are never reused.
+  // later rows never change and are never reused. The alerts' windows go
+  // with them, except those an active mark uses (its example outlives the
+  // alert); marks themselves are kept.
   std::int64_t delete_older_than(double cutoff_unix_s);
+
+  // Alert windows (table alert_windows): insert_rows() stores the window of
+  // every alert that carries one, in the same transaction.
+  std::optional<AlertWindow> window(std::uint64_t seq) const;
+  std::uint64_t window_count() const;
+
+  // Marks. add_mark() records a carer's verdict on alert `seq` in one
+  // transaction; re-marking an alert that has an active mark updates that
+  // mark (verdict, note, created_at). Throws MarkError: kUnknownSeq when no
+  // alert row has that seq, kNoWindow when the alert has no stored window.
+  MarkAdded add_mark(std::uint64_t seq, MarkVerdict verdict, const std::string& note,
+                     double now_unix_s);
+  // Newest first.
+  std::vector<MarkRecord> marks(const MarkQuery& q) const;
+  std::optional<MarkRecord> mark(std::int64_t id) const;
+  // Withdraws mark `id` (withdrawn_at = now); throws MarkError kUnknownMark
+  // for no such mark, kAlreadyWithdrawn for one withdrawn before.
+  MarkRecord withdraw_mark(std::int64_t id, double now_unix_s);
+  // Every active mark with its alert's window, oldest mark first.
+  std::vector<MarkWithWindow> active_marks() const;
+  // The active marks' verdicts of the alerts with seq in [first, last].
+  std::vector<std::pair<std::uint64_t, MarkVerdict>> verdicts(std::uint64_t first,
+                                                              std::uint64_t last) const;
   int schema_version() const;
   // WAL checkpoints. By default SQLite checkpoints inside a commit once the
   // WAL passes 1,000 pages; a writer that must commit promptly turns that
@@ -80,6 +141,17 @@ class HitStore {
   std::string path_;
   std::string label_;  // "hit store 'PATH'", the start of every error message
   sqlite3* db_ = nullptr;
+};
+
+// A mark request the store refuses, with the reason as a code.
+class MarkError : public gw::Error {
+ public:
+  enum class Reason { kUnknownSeq, kNoWindow, kUnknownMark, kAlreadyWithdrawn };
+  MarkError(Reason reason, const std::string& message) : gw::Error(message), reason_(reason) {}
+  Reason reason() const { return reason_; }
+
+ private:
+  Reason reason_;
 };
 
 }  // namespace gw::pipeline

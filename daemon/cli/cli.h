@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -169,6 +170,8 @@ void on_run(CLI::App& cmd, int& exit_code, std::function<int()> body);
 
 // Unix time now, in seconds.
 double unix_time_now();
+// "YYYY-MM-DD HH:MM:SS" of a unix time, in local time.
+std::string local_time_text(double unix_s);
 // A point in time for --since/--until, as unix seconds: "now"; unix seconds
 // ("1700000000", "1700000000.5"); -N{s,m,h,d} (before `now`); HH:MM[:SS]
 // (local time: today's, or yesterday's when today's is after `now`);
@@ -179,7 +182,7 @@ double parse_time_arg(const std::string& text, double now);
 // The table `gaitwatch hits`, `gaitwatch alerts` and `gaitwatch detect` print:
 // the header line (on stdout, flushed), one row per alert (no newline), and
 // both together.
-void print_hits_header();
+void print_hits_header(bool with_marks = false);
 std::string hit_row(const pipeline::Alert& hit);
 
 // A pattern example as a template CSV: a header of the pattern's channels,
@@ -188,7 +191,10 @@ std::string hit_row(const pipeline::Alert& hit);
 void write_template_csv(const std::string& file, const config::PatternConfig& pattern,
                         const config::PatternExample& example);
 
-void print_hits_table(const std::vector<pipeline::Alert>& hits);
+// The table `gaitwatch hits` and `gaitwatch alerts` print; with `marks`
+// (the active marks' verdicts by seq, HitStore::verdicts), a mark column.
+void print_hits_table(const std::vector<pipeline::Alert>& hits,
+                      const std::map<std::uint64_t, pipeline::MarkVerdict>* marks = nullptr);
 
 void add_replay(CLI::App& app, int& exit_code);
 void add_subscribe(CLI::App& app, int& exit_code);
@@ -201,6 +207,8 @@ void add_plot(CLI::App& app, int& exit_code);
 // status, slots, alerts and control: requests to a running daemon.
 void add_control_commands(CLI::App& app, int& exit_code);
 void add_history(CLI::App& app, int& exit_code);
+// mark: carers' marks of alerts through a running daemon (daemon/cli/mark.cc).
+void add_mark(CLI::App& app, int& exit_code);
 // pattern export: a pattern's examples as template files (daemon/cli/pattern.cc).
 void add_pattern(CLI::App& app, int& exit_code);
 

@@ -198,6 +198,15 @@ double unix_time_now() {
       .count();
 }
 
+std::string local_time_text(double unix_s) {
+  const auto t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
+  return text;
+}
+
 double parse_time_arg(const std::string& text, double now) {
   const std::string forms =
       "now, unix seconds, -N{s,m,h,d}, HH:MM[:SS] or YYYY-MM-DD[T ]HH:MM[:SS] (local time)";

@@ -44,14 +44,7 @@ void ControlTarget::add_flags(CLI::App& cmd, const std::string& prefix, bool wit
 
 namespace {
 
-std::string local_time(std::int64_t unix_s) {
-  const std::time_t t = static_cast<std::time_t>(unix_s);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
-  return text;
-}
+std::string local_time(std::int64_t unix_s) { return local_time_text(static_cast<double>(unix_s)); }
 
 // --- status ----------------------------------------------------------------
 

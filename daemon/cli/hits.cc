@@ -109,15 +109,29 @@ int run(const HitsOptions& o) {
   q.after_seq = o.after_seq;
   q.limit = o.limit;
   const auto hits = store.query(q);
+  // Each hit's active mark, if any.
+  std::map<std::uint64_t, pipeline::MarkVerdict> marks;
+  if (!hits.empty())
+    for (const auto& [seq, verdict] : store.verdicts(hits.front().seq, hits.back().seq))
+      marks[seq] = verdict;
+  const auto mark_json = [&](std::uint64_t seq) -> nlohmann::json {
+    const auto it = marks.find(seq);
+    if (it == marks.end()) return nullptr;
+    return pipeline::verdict_name(it->second);
+  };
   if (o.json) {
-    for (const auto& h : hits) std::cout << pipeline::alert_to_json(h).dump() << "\n";
+    for (const auto& h : hits) {
+      nlohmann::json j = pipeline::alert_to_json(h);
+      j["mark"] = mark_json(h.seq);
+      std::cout << j.dump() << "\n";
+    }
     return 0;
   }
   if (!o.truth_file.empty()) {
     print_hits_with_truth(hits, o);
     return 0;
   }
-  print_hits_table(hits);
+  print_hits_table(hits, &marks);
   std::printf("%zu hits (store holds %llu, last seq %llu)\n", hits.size(),
               static_cast<unsigned long long>(store.count()),
               static_cast<unsigned long long>(store.last_seq()));
@@ -126,9 +140,9 @@ int run(const HitsOptions& o) {
 
 }  // namespace
 
-void print_hits_header() {
-  std::printf("%6s %7s %-20s %-17s %-8s %10s %10s %9s %5s\n", "seq", "wearer", "pattern", "kind",
-              "severity", "t_start", "t_end", "distance", "dims");
+void print_hits_header(bool with_marks) {
+  std::printf("%6s %7s %-20s %-17s %-8s %10s %10s %9s %5s%s\n", "seq", "wearer", "pattern", "kind",
+              "severity", "t_start", "t_end", "distance", "dims", with_marks ? "  mark" : "");
   std::fflush(stdout);
 }
 
@@ -141,9 +155,17 @@ std::string hit_row(const pipeline::Alert& h) {
   return row;
 }
 
-void print_hits_table(const std::vector<pipeline::Alert>& hits) {
-  print_hits_header();
-  for (const auto& h : hits) std::printf("%s\n", hit_row(h).c_str());
+void print_hits_table(const std::vector<pipeline::Alert>& hits,
+                      const std::map<std::uint64_t, pipeline::MarkVerdict>* marks) {
+  print_hits_header(marks != nullptr);
+  for (const auto& h : hits) {
+    std::string mark;
+    if (marks) {
+      const auto it = marks->find(h.seq);
+      mark = std::string("  ") + (it == marks->end() ? "-" : pipeline::verdict_name(it->second));
+    }
+    std::printf("%s%s\n", hit_row(h).c_str(), mark.c_str());
+  }
 }
 
 void add_hits(CLI::App& app, int& exit_code) {

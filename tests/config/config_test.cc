@@ -1304,6 +1304,20 @@ TEST_CASE("zone, control and slot mistakes name their key", "[config]") {
                        "auto | cpu | cuda");
   require_single_issue(issues_of(yaml({"slots:", "  still_max_std_g: 0.5"})),
                        "slots.light_max_std_g", 2, "must grow");
+  require_single_issue(issues_of(yaml({"marks:", "  max_examples_per_wearer: 0"})),
+                       "marks.max_examples_per_wearer", 2, "1");
+  require_single_issue(issues_of(yaml({"marks:", "  max_examples: 5"})), "marks.max_examples", 2,
+                       "unknown");
+}
+
+TEST_CASE("marks.max_examples_per_wearer: default, shipped value, and a value given", "[config]") {
+  CHECK(gw::config::parse_config("{}", "t.yaml", ".").marks.max_examples_per_wearer == 50);
+  CHECK(gw::config::parse_config("marks: {max_examples_per_wearer: 7}", "t.yaml", ".")
+            .marks.max_examples_per_wearer == 7);
+  CHECK(gw::config::load_config(kConfigDir + "/gaitwatch.yaml").marks.max_examples_per_wearer == 50);
+  CHECK(gw::config::parse_config("{}", "t.yaml", ".").marks.alert_windows);
+  CHECK_FALSE(
+      gw::config::parse_config("marks: {alert_windows: false}", "t.yaml", ".").marks.alert_windows);
 }
 
 TEST_CASE("a device's status inputs: defaults by kind, names resolved, mistakes reported",

@@ -223,6 +223,9 @@ TEST_CASE("a database at its size limit: detection and status go on, final count
   // transactions, so that several commit before the limit.
   fx.config["storage"]["max_size_mb"] = 0.25;
   fx.config["storage"]["max_batch"] = 100;
+  // Rows without windows (about 11.5 KB each, they would leave room for a
+  // dozen alerts, less than one transaction).
+  fx.config["marks"]["alert_windows"] = false;
   fx.config["storage"]["max_pending_alerts"] = 1000;
   fx.config["daemon"]["stop_timeout_s"] = 2;
   fx.write_config(fx.config);

@@ -375,3 +375,30 @@ TEST_CASE("the Euclidean measure needs every dim on its own channel at the same 
   CHECK(alerts[0].end == 60);
   CHECK(alerts[0].decision.positive.combination.distance == Approx(3.0));
 }
+
+TEST_CASE("a wearer's negative example suppresses that wearer's alert only", "[track][marks]") {
+  // Example 0: a shared positive. Example 1: a negative scoped to wearer 2,
+  // matching exactly where the positive does (its window equal to the
+  // stream's).
+  CompiledPattern p = make_pattern(1, {false, true}, 5.0);
+  p.config.cooldown_s = 100;
+  p.examples[1].wearer = 2;
+  const std::vector<std::vector<DimCandidate>> fresh = {{{40, 0, 0, 1.0}}, {{40, 0, 0, 0.0}}};
+
+  PatternTracker wearer1(1);
+  const auto for_wearer1 = wearer1.update(fresh, 0, 100, p, 10.0);
+  REQUIRE(for_wearer1.size() == 1);
+  CHECK(for_wearer1[0].end == 40);
+  CHECK(for_wearer1[0].decision.negative.example == -1);  // wearer 2's negative took no part
+
+  PatternTracker wearer2(2);
+  CHECK(wearer2.update(fresh, 0, 100, p, 10.0).empty());
+
+  // A tracker without a wearer uses the unscoped examples only.
+  PatternTracker anyone;
+  CHECK(anyone.update(fresh, 0, 100, p, 10.0).size() == 1);
+  // After a reset the scope is worked out again for the pattern given.
+  wearer2.reset();
+  p.examples[1].wearer = 3;
+  CHECK(wearer2.update(fresh, 0, 100, p, 10.0).size() == 1);
+}

@@ -747,6 +747,7 @@ TEST_CASE("a batch finished after its samples left the ring gives the alerts of 
   fx.config.ingest.ring_capacity_samples = kShapeLength + 30;
   const auto v = stream_with_plant(900, 11);
   std::size_t alerts_seen = 0;
+  std::size_t windows_missing = 0;
   for (int phase = 0; phase < 7; ++phase) {
     const auto run_phase = [&](bool finish_later) {
       double search_clock = 0;
@@ -776,11 +777,23 @@ TEST_CASE("a batch finished after its samples left the ring gives the alerts of 
     INFO("phase " << phase);
     alerts_seen += at_start.size();
     REQUIRE(later.size() == at_start.size());
-    for (std::size_t i = 0; i < at_start.size(); ++i)
+    for (std::size_t i = 0; i < at_start.size(); ++i) {
       CHECK(gw::pipeline::alert_to_json(later[i]).dump() ==
             gw::pipeline::alert_to_json(at_start[i]).dump());
+      // The window: cut while the ring held it, or none at all (counted),
+      // never one holding samples that overwrote it.
+      REQUIRE(at_start[i].window);
+      if (later[i].window)
+        CHECK(later[i].window->values == at_start[i].window->values);
+      else
+        ++windows_missing;
+    }
   }
   CHECK(alerts_seen > 0);
+  // The ring holds 30 samples beyond a window and 40 arrive before a late
+  // phase 2: its alerts' windows are gone, and none is cut from the samples
+  // that replaced them.
+  CHECK(windows_missing > 0);
 }
 
 TEST_CASE("a backend that holds the streams' history gets only new samples, with the same alerts",

@@ -334,3 +334,16 @@ TEST_CASE("history recorder: a full queue drops chunks by its policy and counts 
     CHECK(read.gaps[0].end - read.gaps[0].begin == Approx(4 * 64 / 64.0).margin(2e-3));
   }
 }
+
+TEST_CASE("history store: a hit store refuses a history file instead of migrating it",
+          "[pipeline][history]") {
+  TempDir dir("gw_history_store");
+  { HistoryStore history(dir.file("history.db")); }
+  try {
+    gw::pipeline::HitStore wrong(dir.file("history.db"));
+    FAIL("a history store opened as a hit store");
+  } catch (const gw::Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("not a hit store"));
+  }
+  HistoryStore again(dir.file("history.db"));  // untouched
+}

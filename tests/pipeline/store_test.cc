@@ -127,17 +127,17 @@ std::string error_of(const std::function<void()>& action) {
 
 }  // namespace
 
-TEST_CASE("HitStore: a new store has schema version 1 and WAL journal mode", "[store]") {
+TEST_CASE("HitStore: a new store has schema version 2 and WAL journal mode", "[store]") {
   TempDir dir;
   const std::string path = dir.file("hits.db");
   HitStore store(path);
-  CHECK(store.schema_version() == 1);
+  CHECK(store.schema_version() == 2);
   CHECK(store.count() == 0);
   CHECK(store.last_seq() == 0);
   CHECK(store.path() == path);
 
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "1");
+  CHECK(raw.text("PRAGMA user_version") == "2");
   CHECK(raw.text("PRAGMA journal_mode") == "wal");
   CHECK(raw.text("SELECT value FROM meta WHERE key = 'last_seq'") == "0");
 }
@@ -174,7 +174,7 @@ TEST_CASE("HitStore: reopening keeps the rows and the sequence", "[store]") {
     store.insert(alerts);
   }
   HitStore reopened(path);
-  CHECK(reopened.schema_version() == 1);
+  CHECK(reopened.schema_version() == 2);
   CHECK(reopened.count() == 2);
   CHECK(reopened.last_seq() == 2);
   auto rows = reopened.query(HitQuery{});
@@ -187,14 +187,14 @@ TEST_CASE("HitStore: a database with a newer schema version is refused, untouche
   TempDir dir;
   const std::string path = dir.file("hits.db");
   { HitStore store(path); }
-  RawDb(path).exec("PRAGMA user_version = 2");
+  RawDb(path).exec("PRAGMA user_version = 3");
 
   std::string message = error_of([&] { HitStore store(path); });
-  CHECK_THAT(message, Catch::Contains(path) && Catch::Contains("schema version 2") &&
+  CHECK_THAT(message, Catch::Contains(path) && Catch::Contains("schema version 3") &&
                           Catch::Contains("newer"));
   message = error_of([&] { HitStore store(path, /*read_only=*/true); });
-  CHECK_THAT(message, Catch::Contains("schema version 2"));
-  CHECK(RawDb(path).text("PRAGMA user_version") == "2");
+  CHECK_THAT(message, Catch::Contains("schema version 3"));
+  CHECK(RawDb(path).text("PRAGMA user_version") == "3");
 }
 
 TEST_CASE("HitStore: an unrelated SQLite database is not taken over", "[store]") {
@@ -382,7 +382,7 @@ TEST_CASE("HitStore: limit_size fails inserts with 'full' beyond the limit and k
   std::uint64_t committed = 0;
   {
     HitStore store(path);
-    CHECK(store.limit_size(48 * 1024) == 48 * 1024);
+    CHECK(store.limit_size(96 * 1024) == 96 * 1024);
     std::string error;
     for (int tick = 0; tick < 1000 && error.empty(); ++tick) {
       std::vector<Alert> alerts(20, make_alert(tick));
@@ -399,7 +399,7 @@ TEST_CASE("HitStore: limit_size fails inserts with 'full' beyond the limit and k
     CHECK(store.count() == committed);
     CHECK(store.last_seq() == committed);
     // Not below the file's size: a lower limit keeps what it has.
-    CHECK(store.limit_size(4096) >= 48 * 1024);
+    CHECK(store.limit_size(4096) >= 96 * 1024);
   }
   HitStore unlimited(path);  // the limit is the connection's
   std::vector<Alert> more(20, make_alert(1));
@@ -412,7 +412,7 @@ TEST_CASE("HitStore: read-only sees committed rows, refuses writes, never create
   const std::string path = dir.file("hits.db");
   HitStore writer(path);
   HitStore reader(path, /*read_only=*/true);
-  CHECK(reader.schema_version() == 1);
+  CHECK(reader.schema_version() == 2);
   CHECK(reader.count() == 0);
 
   std::vector<Alert> alerts{make_alert(0), make_alert(1)};
@@ -557,4 +557,188 @@ TEST_CASE("alert_topic is alert.<severity>.<wearer>.", "[alert]") {
   Alert alert = make_alert(0, 17);
   alert.severity = "warning";
   CHECK(alert_topic(alert) == "alert.warning.17.");
+}
+
+// ---- alert windows and marks ----------------------------------------------
+
+namespace {
+
+using gw::pipeline::AlertWindow;
+using gw::pipeline::MarkError;
+using gw::pipeline::MarkQuery;
+using gw::pipeline::MarkVerdict;
+
+std::shared_ptr<const AlertWindow> make_window(const Alert& a, float base) {
+  auto w = std::make_shared<AlertWindow>();
+  w->pattern = a.pattern;
+  w->wearer = a.wearer;
+  w->lead_in = 2;
+  w->length = 3;
+  w->channels = {"x", "y"};
+  w->shape = "length=3;channels=x,y;transforms=lowpass;lead_in=2";
+  for (int i = 0; i < 10; ++i) w->values.push_back(base + 0.5f * static_cast<float>(i));
+  return w;
+}
+
+MarkError::Reason reason_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const MarkError& e) {
+    return e.reason();
+  }
+  FAIL("expected MarkError");
+  return MarkError::Reason::kUnknownSeq;
+}
+
+}  // namespace
+
+TEST_CASE("HitStore: an alert's window is stored with it and read back exactly", "[store][marks]") {
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  std::vector<Alert> alerts{make_alert(0), make_alert(1)};
+  alerts[0].window = make_window(alerts[0], 1.25f);  // alert 1 has none
+  store.insert(alerts);
+  CHECK(store.window_count() == 1);
+  const auto w = store.window(alerts[0].seq);
+  REQUIRE(w);
+  CHECK(w->pattern == "fall");
+  CHECK(w->wearer == 7);
+  CHECK(w->lead_in == 2);
+  CHECK(w->length == 3);
+  CHECK(w->channels == std::vector<std::string>{"x", "y"});
+  CHECK(w->shape == alerts[0].window->shape);
+  CHECK(w->values == alerts[0].window->values);
+  CHECK_FALSE(store.window(alerts[1].seq));
+  // The published JSON does not carry the window.
+  CHECK_FALSE(alert_to_json(alerts[0]).contains("window"));
+}
+
+TEST_CASE("HitStore: marks are added, replaced, listed and withdrawn", "[store][marks]") {
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  std::vector<Alert> alerts{make_alert(0, 7), make_alert(1, 8, "limp"), make_alert(2, 7)};
+  alerts[0].window = make_window(alerts[0], 0);
+  alerts[1].window = make_window(alerts[1], 10);
+  store.insert(alerts);
+
+  CHECK(reason_of([&] { store.add_mark(99, MarkVerdict::kFalse, "", 1.0); }) ==
+        MarkError::Reason::kUnknownSeq);
+  CHECK(reason_of([&] { store.add_mark(3, MarkVerdict::kFalse, "", 1.0); }) ==
+        MarkError::Reason::kNoWindow);
+  CHECK(store.marks(MarkQuery{}).empty());
+
+  const auto first = store.add_mark(1, MarkVerdict::kFalse, "was sitting down", 100.0);
+  CHECK_FALSE(first.replaced);
+  CHECK(first.mark.seq == 1);
+  CHECK(first.mark.wearer == 7);
+  CHECK(first.mark.pattern == "fall");
+  const auto second = store.add_mark(2, MarkVerdict::kTrue, "", 101.0);
+  // Re-marking replaces the verdict of the same mark.
+  const auto again = store.add_mark(1, MarkVerdict::kTrue, "it was a freeze", 102.0);
+  REQUIRE(again.replaced);
+  CHECK(*again.replaced == MarkVerdict::kFalse);
+  CHECK(again.mark.id == first.mark.id);
+
+  auto all = store.marks(MarkQuery{});
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].id == second.mark.id);  // newest first
+  CHECK(all[1].verdict == MarkVerdict::kTrue);
+  CHECK(all[1].note == "it was a freeze");
+  CHECK(all[1].created_at == 102.0);
+  MarkQuery of_wearer;
+  of_wearer.wearer = 8;
+  REQUIRE(store.marks(of_wearer).size() == 1);
+  CHECK(store.marks(of_wearer)[0].pattern == "limp");
+  MarkQuery of_pattern;
+  of_pattern.pattern = "fall";
+  CHECK(store.marks(of_pattern).size() == 1);
+
+  auto active = store.active_marks();
+  REQUIRE(active.size() == 2);
+  CHECK(active[0].mark.id == first.mark.id);  // oldest first
+  CHECK(active[0].window.values == alerts[0].window->values);
+  CHECK(store.verdicts(1, 3) ==
+        std::vector<std::pair<std::uint64_t, MarkVerdict>>{{1, MarkVerdict::kTrue},
+                                                           {2, MarkVerdict::kTrue}});
+
+  const auto withdrawn = store.withdraw_mark(second.mark.id, 200.0);
+  REQUIRE(withdrawn.withdrawn_at);
+  CHECK(*withdrawn.withdrawn_at == 200.0);
+  CHECK(reason_of([&] { store.withdraw_mark(second.mark.id, 201.0); }) ==
+        MarkError::Reason::kAlreadyWithdrawn);
+  CHECK(reason_of([&] { store.withdraw_mark(12345, 201.0); }) == MarkError::Reason::kUnknownMark);
+  CHECK(store.marks(MarkQuery{}).size() == 1);
+  MarkQuery with_withdrawn;
+  with_withdrawn.include_withdrawn = true;
+  CHECK(store.marks(with_withdrawn).size() == 2);
+  CHECK(store.active_marks().size() == 1);
+  CHECK(store.verdicts(1, 3).size() == 1);
+  // Marking again after a withdrawal makes a new mark.
+  const auto fresh = store.add_mark(2, MarkVerdict::kFalse, "", 300.0);
+  CHECK_FALSE(fresh.replaced);
+  CHECK(fresh.mark.id != second.mark.id);
+
+  // Stored in the file as documented.
+  RawDb raw(dir.file("hits.db"));
+  CHECK(raw.text("SELECT verdict FROM marks WHERE id = " + std::to_string(fresh.mark.id)) == "false");
+  CHECK(raw.text("SELECT count(*) FROM marks WHERE withdrawn_at IS NOT NULL") == "1");
+}
+
+TEST_CASE("HitStore: retention removes windows with their alerts, except marked ones",
+          "[store][marks]") {
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  std::vector<Alert> old{make_alert(0, 7, "fall", 1000.0), make_alert(1, 7, "fall", 1000.0),
+                         make_alert(2, 7, "fall", 1000.0)};
+  for (Alert& a : old) a.window = make_window(a, 1);
+  std::vector<Alert> recent{make_alert(3, 7, "fall", 5000.0)};
+  recent[0].window = make_window(recent[0], 2);
+  store.insert(old);
+  store.insert(recent);
+  const auto kept = store.add_mark(1, MarkVerdict::kFalse, "", 1.0);
+  const auto dropped = store.add_mark(2, MarkVerdict::kFalse, "", 1.0);
+  store.withdraw_mark(dropped.mark.id, 2.0);
+
+  CHECK(store.delete_older_than(4000.0) == 3);
+  CHECK(store.count() == 1);
+  // Alert 1's window stays: its active mark makes an example of it.
+  CHECK(store.window(1));
+  CHECK_FALSE(store.window(2));
+  CHECK_FALSE(store.window(3));
+  CHECK(store.window(4));
+  CHECK(store.window_count() == 2);
+  REQUIRE(store.active_marks().size() == 1);
+  CHECK(store.active_marks()[0].mark.id == kept.mark.id);
+  MarkQuery all;
+  all.include_withdrawn = true;
+  CHECK(store.marks(all).size() == 2);  // marks themselves are kept
+  // Once withdrawn, the next retention pass takes the window too.
+  store.withdraw_mark(kept.mark.id, 3.0);
+  store.delete_older_than(4000.0);
+  CHECK_FALSE(store.window(1));
+}
+
+TEST_CASE("HitStore: a version 1 store is migrated with its rows kept", "[store][marks]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  {
+    RawDb raw(path);
+    raw.exec("PRAGMA journal_mode=WAL");
+    raw.exec(
+        "CREATE TABLE hits (seq INTEGER PRIMARY KEY, wearer INTEGER NOT NULL, device INTEGER NOT "
+        "NULL, pattern TEXT NOT NULL, kind TEXT NOT NULL, severity TEXT NOT NULL, t_start REAL, "
+        "t_end REAL, end_index INTEGER NOT NULL, distance REAL, matched_dims INTEGER NOT NULL, "
+        "pattern_dims INTEGER NOT NULL, detected_at REAL, latency_ms REAL, dims TEXT NOT NULL);"
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value);"
+        "INSERT INTO meta(key, value) VALUES ('last_seq', 1);"
+        "INSERT INTO hits VALUES (1, 7, 3, 'fall', 'fall', 'critical', 1, 2, 10, 0.5, 1, 1, "
+        "1.7e9, 1, '[]');"
+        "PRAGMA user_version = 1;");
+  }
+  HitStore store(path);
+  CHECK(store.schema_version() == 2);
+  CHECK(store.count() == 1);
+  CHECK(store.window_count() == 0);
+  CHECK(reason_of([&] { store.add_mark(1, MarkVerdict::kFalse, "", 1.0); }) ==
+        MarkError::Reason::kNoWindow);
 }
