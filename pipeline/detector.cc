@@ -626,6 +626,14 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
   // c <= t < c + span: phase 2 pairs dims up to a pattern length apart; the
   // Euclidean baseline needs them at the same end.
   const std::int64_t span = euclidean ? 1 : pc.length;
+  // A negative's match stays twice as long: it then answers every positive
+  // match whose window overlaps its own, including the later ones of the
+  // same movement (otherwise the negative leaves first and the movement it
+  // explains alerts after all).
+  const std::int64_t negative_span = euclidean ? 1 : 2 * pc.length;
+  const auto span_of = [&](std::size_t e) {
+    return pattern.examples[e].negative ? negative_span : span;
+  };
   const std::size_t examples = pattern.examples.size();
   windows_.resize(examples);
   if (first_end != searched_until_) active_ = false;  // a gap (or the first search)
@@ -673,7 +681,7 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
         event = std::min(event, fresh[e][next[e]].end);
       const std::int64_t earliest = windows_[e].earliest_front_end;
       if (earliest != std::numeric_limits<std::int64_t>::max())
-        event = std::min(event, earliest + span);
+        event = std::min(event, earliest + span_of(e));
     }
     if (active_) event = std::min(event, std::max(episode_start_ + min_duration, cooldown_until_));
     return std::max(t + 1, event);
@@ -705,7 +713,7 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
           queue.push(c);
         }
       }
-      if (windows.expire(t - span)) example_changed = true;
+      if (windows.expire(t - span_of(e))) example_changed = true;
       if (!example_changed) continue;
       changed = true;
       // Only an example whose window changed needs its matching again.

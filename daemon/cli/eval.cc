@@ -38,7 +38,7 @@ struct EvalOptions {
   std::vector<std::string> files;
   std::vector<std::string> subjects;  // FILE=ID overrides
   OfflineRun run;
-  std::string events_file;
+  std::vector<std::string> events_files;  // one EVENTS, or FILE=EVENTS per recording
   std::string pattern;  // empty = every pattern of the device
   bool cv = false;
   bool loso = false;
@@ -93,8 +93,19 @@ ScoredFile load_file(const EvalOptions& o, const config::DeviceProfile& device, 
   f.rec = source.read_for(device);
   f.first = single ? o.run.start : 0;
   f.stop = single && o.run.end >= 0 ? o.run.end : static_cast<std::int64_t>(f.rec.samples());
-  if (!o.events_file.empty()) {
-    f.events = pipeline::read_events(o.events_file);
+  std::string events_file;
+  for (const std::string& item : o.events_files) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) {
+      if (!single) throw UsageError("--events " + item + ": with several files give FILE=EVENTS");
+      events_file = item;
+    } else if (item.substr(0, eq) == file ||
+               fs::path(item.substr(0, eq)).filename() == fs::path(file).filename()) {
+      events_file = item.substr(eq + 1);
+    }
+  }
+  if (!events_file.empty()) {
+    f.events = pipeline::read_events(events_file);
   } else if (!f.rec.labels.empty()) {
     f.events = pipeline::events_from_labels(f.rec.labels, 2);  // Daphnet: 2 = freeze
     // Daphnet's label 0 marks samples outside the experiment: nobody
@@ -274,8 +285,6 @@ int run(const EvalOptions& o) {
   std::vector<std::string> files = o.files;
   if (files.empty()) throw UsageError("eval needs --file (one or more)");
   const bool single = files.size() == 1;
-  if (!single && !o.events_file.empty())
-    throw UsageError("--events applies to one recording; give one --file");
   if (!single && (o.run.start != 0 || o.run.end >= 0))
     throw UsageError("--start/--end apply to one recording; give one --file");
   if (o.cv && !single) throw UsageError("--cv scores one recording; for several use --loso");
@@ -546,9 +555,10 @@ void add_eval(CLI::App& app, int& exit_code) {
   cmd->add_option("--subject", options->subjects,
                   "FILE=ID: the subject of a recording (default: from its name, "
                   "docs/detection.md)");
-  cmd->add_option("--events", options->events_file,
-                  "events file: START END sample indices per line (default: the recording's "
-                  "annotation, Daphnet column 11 == 2; SisFall: F trials are falls)");
+  cmd->add_option("--events", options->events_files,
+                  "events file: START END sample indices per line; with several files "
+                  "FILE=EVENTS, repeated (default: the recording's annotation, Daphnet column "
+                  "11 == 2; SisFall: F trials are falls)");
   cmd->add_option("--pattern", options->pattern, "evaluate only this pattern");
   cmd->add_flag("--cv", options->cv, "leave-one-episode-out cross-validation (one recording)");
   cmd->add_flag("--loso", options->loso,

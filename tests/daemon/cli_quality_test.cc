@@ -165,3 +165,117 @@ TEST_CASE("plot draws the overview and one detection as SVG", "[integration]") {
   CHECK(r.code == 1);
   CHECK_THAT(r.err, Catch::Contains("raised 4 alerts"));
 }
+
+namespace {
+
+// Three people's recordings: alice and carol make shape A, bob shape B, each
+// once at sample 1000 in its own noise (the annotated event); the pattern has
+// one example cut from each. Alice makes shape A twice more, unannotated
+// (at 2000 and 2500) with a ripple: false alerts.
+struct People {
+  fs::path dir;
+  People() {
+    dir = fs::temp_directory_path() / ("gw_cli_people_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::pair<const char*, bool> people[] = {{"alice", false}, {"bob", true}, {"carol", false}};
+    unsigned seed = 11;
+    for (const auto& [name, b] : people) {
+      std::mt19937 rng(seed++);
+      std::normal_distribution<double> noise(0, 1);
+      std::ofstream csv(dir / (std::string(name) + ".csv"));
+      csv << "v\n" << std::setprecision(9);
+      for (int s = 0; s < 3000; ++s) {
+        int at = 1000;
+        if (std::string(name) == "alice" && s >= 2000) at = s >= 2500 ? 2500 : 2000;
+        const bool in_shape = s >= at && s < at + kShape;
+        // The repeats differ from A by a ripple: near enough to A to alert,
+        // far nearer to each other.
+        const double ripple =
+            at == 1000 ? 0.0 : 0.5 * std::sin(2 * M_PI * 5 * (s - at) / static_cast<double>(kShape));
+        csv << (in_shape ? 5 * shape(b, s - at) + ripple + 0.01 * noise(rng) : noise(rng)) << "\n";
+      }
+      std::ofstream(dir / (std::string(name) + ".events")) << "980 1070\n";
+    }
+    std::ofstream(dir / "gaitwatch.yaml")
+        << "devices:\n"
+           "  - {id: 1, name: one, kind: generic, sample_rate_hz: 100, channels: [v]}\n"
+           "search: {backend: cpu, threads: 2}\n"
+           "patterns:\n"
+           "  - name: shapes\n"
+           "    device: one\n"
+           "    channels: [v]\n"
+           "    threshold: 1.0\n"
+           "    examples:\n"
+           "      - {file: alice.csv, format: csv, start: 1000, end: 1050}\n"
+           "      - {file: bob.csv, format: csv, start: 1000, end: 1050}\n"
+           "      - {file: carol.csv, format: csv, start: 1000, end: 1050}\n";
+  }
+  ~People() { if (!std::getenv("GW_KEEP")) fs::remove_all(dir); }
+  json eval(std::vector<std::string> extra) const {
+    std::vector<std::string> argv = {kTool, "eval", "--config", (dir / "gaitwatch.yaml").string(),
+                                     "--format", "csv", "--json"};
+    for (const char* name : {"alice", "bob"}) {
+      const std::string file = (dir / (std::string(name) + ".csv")).string();
+      argv.insert(argv.end(), {"--file", file, "--events",
+                               file + "=" + (dir / (std::string(name) + ".events")).string()});
+    }
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const auto r = gw::test::run_process(argv, dir, "eval", std::chrono::seconds(60));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return json::parse(r.out);
+  }
+};
+
+json subject_row(const json& result, const std::string& subject) {
+  for (const auto& row : result["subjects"])
+    if (row["subject"] == subject) return row;
+  FAIL("no row for " << subject);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("eval --loso scores each subject without exactly its own examples", "[integration]") {
+  const People people;
+  // With every example in the library each person's event is found: memory.
+  const json all = people.eval({});
+  CHECK(all["events"] == 2);
+  CHECK(all["detected"] == 2);
+  CHECK(all["true_alerts"].is_number_integer());
+  CHECK(subject_row(all, "alice")["examples_left_out"] == 0);
+
+  // Leave-one-subject-out: alice's shape A is still found through carol's
+  // example; bob's shape B had only bob's own example, so it is missed.
+  const json loso = people.eval({"--loso"});
+  CHECK(loso["leave_out"] == "subject");
+  CHECK(loso["events"] == 2);
+  CHECK(loso["detected"] == 1);
+  const json alice = subject_row(loso, "alice");
+  const json bob = subject_row(loso, "bob");
+  CHECK(alice["examples_left_out"] == 1);
+  CHECK(bob["examples_left_out"] == 1);
+  CHECK(alice["detected"] == 1);
+  CHECK(bob["detected"] == 0);
+
+  // --subject FILE=ID regroups recordings: bob counted as carol leaves out
+  // carol's example instead of bob's, and then bob's own shape is found.
+  const json renamed = people.eval({"--loso", "--subject", "bob.csv=carol"});
+  CHECK(subject_row(renamed, "carol")["detected"] == 1);
+}
+
+// The repeats of a marked movement no longer alert: the negative cut from the
+// first outlives the positive matches of each later one.
+TEST_CASE("eval --simulate-marks: a marked false alert's window stops its repeats",
+          "[integration]") {
+  const People people;
+  const json all = people.eval({});
+  CHECK(subject_row(all, "alice")["false_alerts"] == 2);
+  const json marked = people.eval({"--simulate-marks", "1"});
+  const json m = subject_row(marked, "alice")["simulated_marks"];
+  REQUIRE(m["marks"] == 1);
+  REQUIRE(m["false_alerts_after_without_marks"] == 1);
+  // Bob had no false alert to mark.
+  REQUIRE(subject_row(marked, "bob")["simulated_marks"]["marks"] == 0);
+  CHECK(m["false_alerts_after_with_marks"] == 0);
+}

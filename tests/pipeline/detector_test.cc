@@ -204,6 +204,43 @@ TEST_CASE("the decision: absolute threshold without negatives, margin with them"
   CHECK_FALSE(weak.enter);
 }
 
+TEST_CASE("the decision by k nearest examples: a vote of the matched ones", "[decide]") {
+  using gw::pipeline::ExampleMatch;
+  // Examples 0..2 positive, 3..5 negative.
+  CompiledPattern p = make_pattern(1, {false, false, false, true, true, true}, 5.0);
+  p.config.min_dims = 1;
+  p.config.neighbours = 3;
+  auto match = [&](int example, double distance) {
+    ExampleMatch m{example, combine_matches({{3, 0, 0, distance}}, p.home_channel, 1.0), 0};
+    m.completed = distance;
+    return m;
+  };
+  // The nearest is a negative, but two of the three nearest are positives:
+  // the nearest-against-nearest rule would suppress, the vote holds.
+  const std::vector<ExampleMatch> mostly_positive = {match(0, 2.0), match(1, 2.2), match(2, 4.0),
+                                                     match(3, 1.9), match(4, 3.0), match(5, 3.5)};
+  const auto voted = gw::pipeline::decide(p, mostly_positive);
+  CHECK(voted.evidence == Approx(1.0));  // 2 positive - 1 negative votes
+  CHECK(voted.hold);
+  CHECK(voted.negative.example == 3);
+  p.config.neighbours = 0;
+  CHECK_FALSE(gw::pipeline::decide(p, mostly_positive).hold);
+  // Two negatives among the three nearest outvote the nearest positive.
+  p.config.neighbours = 3;
+  const auto outvoted = gw::pipeline::decide(
+      p, {match(0, 1.0), match(1, 4.0), match(2, 4.5), match(3, 1.5), match(4, 2.0), match(5, 3.0)});
+  CHECK(outvoted.evidence == Approx(-1.0));
+  CHECK_FALSE(outvoted.hold);
+  // Examples nothing matched do not vote: one matched positive holds alone,
+  // and the hysteresis counts votes.
+  const auto alone = gw::pipeline::decide(
+      p, {match(0, 2.0), ExampleMatch{}, ExampleMatch{}, ExampleMatch{}, ExampleMatch{}, ExampleMatch{}});
+  CHECK(alone.evidence == Approx(1.0));
+  CHECK(alone.hold);
+  p.config.hysteresis = 2;
+  CHECK_FALSE(gw::pipeline::decide(p, mostly_positive).enter);
+}
+
 TEST_CASE("tracker alerts once min_dims is reached, then respects the cooldown", "[track]") {
   CompiledPattern p = make_pattern(2, {false}, 5.0);
   p.config.cooldown_s = 1.0;  // 10 samples at 10 Hz

@@ -184,3 +184,112 @@ TEST_CASE("a template cut from the evaluated recording is found there, lead-in i
   CHECK(folds.fold_of_event == std::vector<int>{0});
   CHECK(folds.patterns.at(0).examples.size() == 3);
 }
+
+TEST_CASE("recording and subject from file names", "[eval]") {
+  using gw::pipeline::recording_name;
+  const auto daphnet = recording_name("data/daphnet/S02R01.txt");
+  CHECK(daphnet.recording == "S02R01");
+  CHECK(daphnet.subject == "S02");
+  CHECK(daphnet.known);
+  const auto fall = recording_name("/x/F03_SA01_R01.txt.gz");
+  CHECK(fall.recording == "F03_SA01_R01");
+  CHECK(fall.subject == "SA01");
+  CHECK(fall.activity == "F03");
+  const auto walk = recording_name("GaPt03_01.txt.gz");
+  CHECK(walk.recording == "GaPt03_01");
+  CHECK(walk.subject == "GaPt03");
+  // A template exported from a recording's window names that recording.
+  const auto exported = recording_name("patterns/fog/positive_01_S03R02_20797.csv");
+  CHECK(exported.recording == "S03R02");
+  CHECK(exported.subject == "S03");
+  const auto other = recording_name("/tmp/ward7_bed3.csv.gz");
+  CHECK(other.recording == "ward7_bed3");
+  CHECK(other.subject == "ward7_bed3");
+  CHECK_FALSE(other.known);
+}
+
+TEST_CASE("leaving out a subject drops exactly that subject's examples", "[eval]") {
+  gw::config::PatternConfig pattern;
+  pattern.name = "p";
+  auto example = [](bool negative, const std::string& file, bool window,
+                    const std::string& subject = "") {
+    gw::config::PatternExample e;
+    e.negative = negative;
+    if (window) e.source = gw::config::ExampleSource{file, "daphnet", 100, 228};
+    else e.template_file = file;
+    e.subject = subject;
+    return e;
+  };
+  pattern.examples = {example(false, "data/S02R01.txt", true),
+                      example(false, "fog/positive_02_S03R02_20797.csv", false),
+                      example(true, "fog/negative_01_S02R02_4000.csv", false),
+                      example(true, "fog/negative_02_S03R03_9000.csv", false),
+                      example(false, "mine.csv", false, "S03"),  // subject: overrides the name
+                      example(true, "misc.csv", false)};
+  using gw::pipeline::LeaveOut;
+  int left = -1;
+  const auto without_s03 = gw::pipeline::without_group(pattern, LeaveOut::kSubject, "S03", &left);
+  CHECK(left == 3);
+  REQUIRE(without_s03.examples.size() == 3);
+  CHECK(without_s03.name == "p");
+  CHECK(without_s03.examples[0].source->file == "data/S02R01.txt");
+  CHECK(without_s03.examples[1].template_file == "fog/negative_01_S02R02_4000.csv");
+  CHECK(without_s03.examples[2].template_file == "misc.csv");
+  const auto without_s02 = gw::pipeline::without_group(pattern, LeaveOut::kSubject, "S02", &left);
+  CHECK(left == 2);
+  CHECK(without_s02.examples.size() == 4);
+  // By recording: only the scored recording's examples go.
+  const auto without_r = gw::pipeline::without_group(pattern, LeaveOut::kRecording, "S02R02", &left);
+  CHECK(left == 1);
+  CHECK(without_r.examples.size() == 5);
+  const auto nothing = gw::pipeline::without_group(pattern, LeaveOut::kNothing, "S02", &left);
+  CHECK(left == 0);
+  CHECK(nothing.examples.size() == pattern.examples.size());
+}
+
+TEST_CASE("pooled scores sum counts and take the median over all detections", "[eval]") {
+  gw::pipeline::Score a, b;
+  a.events = 2;
+  a.detected = 2;
+  a.true_alerts = 3;
+  a.false_alerts = 1;
+  a.latencies_s = {1.0, 3.0};
+  a.hours = 0.5;
+  b.events = 3;
+  b.detected = 1;
+  b.true_alerts = 1;
+  b.false_alerts = 3;
+  b.latencies_s = {2.0};
+  b.hours = 1.5;
+  const auto p = gw::pipeline::pooled_score({a, b});
+  CHECK(p.events == 5);
+  CHECK(p.detected == 3);
+  CHECK(p.true_alerts == 4);
+  CHECK(p.false_alerts == 4);
+  CHECK(p.precision == Approx(0.5));
+  CHECK(p.recall == Approx(0.6));
+  CHECK(p.median_latency_s == Approx(2.0));
+  const auto j = p.to_json();
+  CHECK(j["true_alerts"].is_number_integer());
+  CHECK(j["false_alerts_per_hour"].get<double>() == Approx(2.0));
+}
+
+TEST_CASE("trials: fall recall and false alerts per everyday trial, by activity", "[eval]") {
+  const auto s = gw::pipeline::summarize_trials({{"F01_SA01_R01", "SA01", "F01", true, 1},
+                                                 {"F02_SA01_R01", "SA01", "F02", true, 0},
+                                                 {"D19_SA01_R01", "SA01", "D19", false, 2},
+                                                 {"D19_SE01_R01", "SE01", "D19", false, 0},
+                                                 {"D01_SE01_R01", "SE01", "D01", false, 0}});
+  CHECK(s.fall_trials == 2);
+  CHECK(s.fall_trials_detected == 1);
+  CHECK(s.fall_recall == Approx(0.5));
+  CHECK(s.everyday_trials == 3);
+  CHECK(s.everyday_alerts == 2);
+  CHECK(s.false_alerts_per_everyday_trial == Approx(2.0 / 3));
+  REQUIRE(s.activities.size() == 4);
+  CHECK(s.activities[0].activity == "D01");
+  CHECK(s.activities[1].activity == "D19");
+  CHECK(s.activities[1].trials == 2);
+  CHECK(s.activities[1].trials_alerted == 1);
+  CHECK(s.activities[1].alerts == 2);
+}
