@@ -626,13 +626,16 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
   // c <= t < c + span: phase 2 pairs dims up to a pattern length apart; the
   // Euclidean baseline needs them at the same end.
   const std::int64_t span = euclidean ? 1 : pc.length;
-  // A negative's match stays twice as long: it then answers every positive
-  // match whose window overlaps its own, including the later ones of the
-  // same movement (otherwise the negative leaves first and the movement it
-  // explains alerts after all).
-  const std::int64_t negative_span = euclidean ? 1 : 2 * pc.length;
+  // A carer's false mark (a negative scoped to one wearer) stays twice as
+  // long: it was cut where the pattern alerted, so the positive matches of
+  // the same movement go on a few samples after it, and it must outlast them
+  // or the marked movement alerts after all. Shipped negatives keep the
+  // pattern's span: held longer they would also answer positives of later,
+  // different movements.
+  const std::int64_t mark_span = euclidean ? 1 : 2 * pc.length;
   const auto span_of = [&](std::size_t e) {
-    return pattern.examples[e].negative ? negative_span : span;
+    const CompiledExample& example = pattern.examples[e];
+    return example.negative && example.wearer ? mark_span : span;
   };
   const std::size_t examples = pattern.examples.size();
   windows_.resize(examples);

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "common/error.h"
 #include "daemon/cli/cli.h"
@@ -180,9 +181,11 @@ std::int64_t tolerance_of(const EvalOptions& o, const ScoredFile& f) {
 }
 
 // A negative example of `pattern` from the window an alert completed at
-// `last` (a recording index): the pattern's channels, lead-in first.
+// `last` (a recording index): the pattern's channels, lead-in first; scoped
+// to `wearer` when given (a simulated carer's mark).
 config::PatternExample window_example(const config::PatternConfig& pattern, const ScoredFile& f,
-                                      std::int64_t last, const config::DeviceProfile& device) {
+                                      std::int64_t last, const config::DeviceProfile& device,
+                                      std::optional<std::uint32_t> wearer = std::nullopt) {
   config::PatternExample example;
   example.negative = true;
   example.lead_in = config::transform_history(pattern.transforms, device.sample_rate_hz);
@@ -200,6 +203,8 @@ config::PatternExample window_example(const config::PatternConfig& pattern, cons
   const std::int64_t start = last + 1 - pattern.length;
   example.source = config::ExampleSource{f.file, "", start, last + 1};
   example.subject = f.name.subject;
+  // As the daemon makes a carer's mark: for the marked wearer only.
+  example.wearer = wearer;
   return example;
 }
 
@@ -372,7 +377,7 @@ int run(const EvalOptions& o) {
           for (const auto& s : before.back()[p->name].scored) {
             if (static_cast<int>(negatives.size()) >= o.simulate_marks) break;
             if (!is_false_alert(s, f, tolerance_of(o, f))) continue;
-            negatives.push_back(window_example(*p, f, s.last, device));
+            negatives.push_back(window_example(*p, f, s.last, device, o.run.wearer));
             mark_file = i;
             mark_last = s.last;
           }

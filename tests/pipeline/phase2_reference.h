@@ -261,9 +261,10 @@ inline std::vector<PatternTracker::Detection> PatternTracker::update(
       }
       for (auto it = by_pair.begin(); it != by_pair.end();) {
         auto& queue = it->second;
-        // Negatives' matches stay twice as long (pipeline/detector.cc).
+        // Marks (wearer-scoped negatives) stay twice as long (pipeline/detector.cc).
         const std::int64_t example_span =
-            pattern.examples[e].negative && !euclidean ? 2 * span : span;
+            pattern.examples[e].negative && pattern.examples[e].wearer && !euclidean ? 2 * span
+                                                                                      : span;
         while (!queue.empty() && queue.front().end <= t - example_span) {
           queue.pop_front();
           example_changed = true;
