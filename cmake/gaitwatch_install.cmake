@@ -2,7 +2,7 @@
 # "Installation and service"):
 #   BINDIR/gaitwatchd, BINDIR/gaitwatch           (daemon/CMakeLists.txt)
 #   SYSCONFDIR/gaitwatch/gaitwatch.yaml           generated at install time
-#   DATADIR/gaitwatch/patterns/                   config/patterns (templates)
+#   DATADIR/gaitwatch/patterns/                   config/patterns (packs, templates)
 #   lib/systemd/system/gaitwatchd.service         generated at install time
 #   lib/sysusers.d/gaitwatch.conf                 the service user and group
 #   DOCDIR/README.md, DOCDIR/*.md                 README.md, docs/*.md

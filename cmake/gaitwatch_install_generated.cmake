@@ -4,7 +4,9 @@
 # --prefix P` or cpack's /usr differ from the configured prefix):
 #   SYSCONFDIR/gaitwatch/gaitwatch.yaml   config/gaitwatch.yaml with absolute
 #       state paths (storage.path, history.path under LOCALSTATEDIR/lib/gaitwatch)
-#       and pattern templates under DATADIR/gaitwatch/patterns
+#       and its pattern packs' includes pointing to DATADIR/gaitwatch/patterns
+#       (the packs and their template directories, installed from
+#       config/patterns; paths inside a pack are relative to the pack)
 #   lib/systemd/system/gaitwatchd.service systemd/gaitwatchd.service.in
 # An existing config that differs is kept, and the new one is installed next
 # to it as gaitwatch.yaml.new. Any key to rewrite that is not found fails the
@@ -50,20 +52,24 @@ gw_set_section_key(history path "${GW_STATE_DIR}/history.db")
 # The control socket lives in the unit's RuntimeDirectory, whatever the prefix.
 gw_set_section_key(control endpoint "ipc:///run/gaitwatch/control.sock")
 
-# Pattern templates: "template: patterns/X" is relative to the source config;
-# the installed patterns lie under DATADIR.
-string(REGEX MATCHALL "template: patterns/" gw_templates "${gw_config}")
-if(NOT gw_templates)
-  message(FATAL_ERROR "gaitwatch install: no 'template: patterns/...' in "
+# Pattern packs and templates: "include: patterns/X" and "template:
+# patterns/X" are relative to the source config; the installed patterns lie
+# under DATADIR (a pack's own paths are relative to the pack and need no
+# rewrite).
+string(REGEX MATCHALL "include: patterns/" gw_includes "${gw_config}")
+if(NOT gw_includes)
+  message(FATAL_ERROR "gaitwatch install: no 'include: patterns/...' in "
                       "${GW_SOURCE_DIR}/config/gaitwatch.yaml; the installed config's "
-                      "patterns must use the installed templates")
+                      "patterns must use the installed pattern packs")
 endif()
+string(REPLACE "include: patterns/" "include: ${gw_patterns_dir}/" gw_config "${gw_config}")
 string(REPLACE "template: patterns/" "template: ${gw_patterns_dir}/" gw_config "${gw_config}")
 
 # What the daemon would still resolve against the config's directory: a
-# recording window ({file: ...}) or a template outside the patterns, on a
-# line that is not a comment.
-string(REGEX MATCH "${nl}[^#${nl}]*(file: [^/]|template: [^/])[^${nl}]*" gw_relative "${gw_config}")
+# recording window ({file: ...}), a template or a pack outside the patterns,
+# on a line that is not a comment.
+string(REGEX MATCH "${nl}[^#${nl}]*(file: [^/]|template: [^/]|include: [^/])[^${nl}]*"
+       gw_relative "${gw_config}")
 if(gw_relative)
   string(STRIP "${gw_relative}" gw_relative)
   message(FATAL_ERROR "gaitwatch install: the installed config would name a file relative "
@@ -78,7 +84,7 @@ file(MAKE_DIRECTORY "${gw_gen_dir}")
 
 file(WRITE "${gw_gen_dir}/gaitwatch.yaml"
      "# Installed copy of config/gaitwatch.yaml: state in ${GW_STATE_DIR},\n"
-     "# pattern templates in ${gw_patterns_dir}.\n"
+     "# pattern packs and templates in ${gw_patterns_dir}.\n"
      "${gw_config}")
 
 set(gw_config_name gaitwatch.yaml)

@@ -32,8 +32,8 @@
 
 namespace gw::config {
 
-std::string ConfigIssue::to_string(const std::string& file) const {
-  std::string out = file;
+std::string ConfigIssue::to_string(const std::string& config_file) const {
+  std::string out = file.empty() ? config_file : file;
   if (line > 0) out += ":" + std::to_string(line);
   out += ": ";
   if (!path.empty()) out += path + ": ";
@@ -245,8 +245,9 @@ constexpr int kMaxPatternLength = 4096;
 class IssueList {
  public:
   void add(std::string path, int line, std::string message) {
-    issues_.push_back(ConfigIssue{std::move(path), line, std::move(message)});
+    issues_.push_back(ConfigIssue{std::move(path), line, std::move(message), {}});
   }
+  void add(ConfigIssue issue) { issues_.push_back(std::move(issue)); }
   std::size_t size() const { return issues_.size(); }
   std::vector<ConfigIssue> take() { return std::move(issues_); }
 
@@ -1798,26 +1799,129 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
   read_recall_options(map, pattern);
 }
 
+void sort_by_line(std::vector<ConfigIssue>& issues);
+
+// Where pattern names were first given, for the uniqueness check across the
+// config and its packs.
+using PatternNameOrigins = std::map<std::string, std::string>;
+
+// Reads one pattern item (not an include) and checks that its name is new.
+// `origin` prefixes the item's key path in the duplicate message ("" for the
+// config's own items, "PACK: " for a pack's).
+void read_named_pattern(const YAML::Node& node, const std::string& path, const std::string& origin,
+                        const std::string& base_dir, const std::vector<DeviceProfile>& devices,
+                        const std::vector<bool>& device_channels_ok, RecordingCache& cache,
+                        IssueList& issues, PatternNameOrigins& origins,
+                        std::vector<PatternConfig>& patterns) {
+  PatternConfig pattern;
+  read_pattern(node, path, base_dir, devices, device_channels_ok, cache, issues, pattern);
+  if (!pattern.name.empty()) {
+    const auto [it, inserted] = origins.emplace(pattern.name, origin + path);
+    if (!inserted) {
+      issues.add(path + ".name", line_of(node["name"]),
+                 "duplicate pattern name '" + pattern.name + "' (also " + it->second + ")");
+    }
+  }
+  patterns.push_back(std::move(pattern));
+}
+
+bool is_include_item(const YAML::Node& node) {
+  return node.IsMap() && node["include"].IsDefined();
+}
+
+YAML::Node parse_yaml(const std::string& yaml_text, const std::string& source_name);
+
+// Reads the pack named by the include item `node` (at key path `path` of the
+// config) and appends its patterns. The pack's issues are reported with its
+// file name (relative to the config's directory as the config is named) and
+// a note naming the include item.
+void read_pattern_pack(const YAML::Node& node, const std::string& path,
+                       const std::string& config_base_dir, const std::string& config_source_name,
+                       const std::vector<DeviceProfile>& devices,
+                       const std::vector<bool>& device_channels_ok, RecordingCache& cache,
+                       IssueList& issues, PatternNameOrigins& origins,
+                       std::vector<PatternConfig>& patterns) {
+  namespace fs = std::filesystem;
+  const MapReader item(node, path, {"include"}, issues);
+  if (!item.valid()) return;
+  std::string include;
+  if (!read_string(item, "include", include)) return;
+  if (include.empty()) {
+    item.add_issue("include", "expected a pack file name, got an empty string");
+    return;
+  }
+  const std::string pack_path = resolve_path(config_base_dir, include);
+  const std::string pack_name =
+      fs::path(include).is_absolute()
+          ? fs::path(include).lexically_normal().string()
+          : (fs::path(config_source_name).parent_path() / include).lexically_normal().string();
+  std::ifstream in(pack_path, std::ios::binary);
+  if (!in) {
+    item.add_issue("include", "cannot read pattern pack '" + pack_path +
+                                  "': " + std::strerror(errno));
+    return;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    item.add_issue("include", "cannot read pattern pack '" + pack_path + "'");
+    return;
+  }
+
+  IssueList pack_issues;
+  try {
+    const YAML::Node document = parse_yaml(text.str(), pack_name);
+    const MapReader pack(document, "", {"description", "built_by", "evaluation", "patterns"},
+                         pack_issues);
+    if (!document.IsDefined() || document.IsNull()) {
+      pack_issues.add("", 0, "the pack is empty; a pack lists its patterns");
+    } else if (pack.valid() && pack.require("patterns")) {
+      const std::string pack_base_dir = fs::path(pack_path).parent_path().string();
+      for_each_item(pack, "patterns",
+                    [&](const YAML::Node& pack_node, const std::string& pack_item_path,
+                        std::size_t) {
+                      if (is_include_item(pack_node)) {
+                        pack_issues.add(pack_item_path + ".include",
+                                        line_of(pack_node["include"]),
+                                        "a pattern pack cannot include other packs; include "
+                                        "them from the main config");
+                        return;
+                      }
+                      read_named_pattern(pack_node, pack_item_path, pack_name + ": ",
+                                         pack_base_dir, devices, device_channels_ok, cache,
+                                         pack_issues, origins, patterns);
+                    });
+    }
+  } catch (const ConfigError& error) {  // YAML syntax
+    for (const ConfigIssue& issue : error.issues()) pack_issues.add(issue.path, issue.line, issue.message);
+  }
+  std::vector<ConfigIssue> found = pack_issues.take();
+  sort_by_line(found);
+  const std::string pulled_in_by =
+      " (in the pack included by " + item.key_path("include") + " at " + config_source_name +
+      ":" + std::to_string(item.line("include")) + ")";
+  for (ConfigIssue& issue : found) {
+    issue.file = pack_name;
+    issue.message += pulled_in_by;
+    issues.add(std::move(issue));
+  }
+}
+
 void read_patterns(const MapReader& root, const std::string& base_dir,
-                   const std::vector<DeviceProfile>& devices,
+                   const std::string& source_name, const std::vector<DeviceProfile>& devices,
                    const std::vector<bool>& device_channels_ok,
                    std::vector<PatternConfig>& patterns) {
   RecordingCache cache;
-  std::map<std::string, std::string> path_by_name;
+  PatternNameOrigins origins;
   for_each_item(
       root, "patterns", [&](const YAML::Node& node, const std::string& path, std::size_t) {
-        PatternConfig pattern;
-        read_pattern(node, path, base_dir, devices, device_channels_ok, cache, root.issues(),
-                     pattern);
-        if (!pattern.name.empty()) {
-          const auto [it, inserted] = path_by_name.emplace(pattern.name, path);
-          if (!inserted) {
-            root.issues().add(
-                path + ".name", line_of(node["name"]),
-                "duplicate pattern name '" + pattern.name + "' (also " + it->second + ")");
-          }
+        if (is_include_item(node)) {
+          read_pattern_pack(node, path, base_dir, source_name, devices, device_channels_ok, cache,
+                            root.issues(), origins, patterns);
+        } else {
+          read_named_pattern(node, path, "", base_dir, devices, device_channels_ok, cache,
+                             root.issues(), origins, patterns);
         }
-        patterns.push_back(std::move(pattern));
       });
 }
 
@@ -1856,8 +1960,11 @@ const std::vector<std::string> kSections = {
     "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones", "marks"};
 
 void sort_by_line(std::vector<ConfigIssue>& issues) {
-  // Issues without a line (cross-checks on defaults) go last.
-  std::stable_sort(issues.begin(), issues.end(), [](const ConfigIssue& a, const ConfigIssue& b) {
+  // Issues without a line (cross-checks on defaults) go last; issues in
+  // included packs (already in order) after the config's own.
+  const auto packs_from = std::stable_partition(
+      issues.begin(), issues.end(), [](const ConfigIssue& issue) { return issue.file.empty(); });
+  std::stable_sort(issues.begin(), packs_from, [](const ConfigIssue& a, const ConfigIssue& b) {
     const int line_a = a.line > 0 ? a.line : std::numeric_limits<int>::max();
     const int line_b = b.line > 0 ? b.line : std::numeric_limits<int>::max();
     return line_a < line_b;
@@ -1896,7 +2003,7 @@ YAML::Node parse_yaml(const std::string& yaml_text, const std::string& source_na
     return YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
     const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
-    throw ConfigError(source_name, {ConfigIssue{"", line, "YAML syntax error: " + e.msg}});
+    throw ConfigError(source_name, {ConfigIssue{"", line, "YAML syntax error: " + e.msg, {}}});
   }
 }
 
@@ -1919,7 +2026,7 @@ ConfigFile read_config_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError(path,
-                      {ConfigIssue{"", 0, std::string("cannot open: ") + std::strerror(errno)}});
+                      {ConfigIssue{"", 0, std::string("cannot open: ") + std::strerror(errno), {}}});
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -1947,7 +2054,8 @@ Config parse_config_text(const std::string& yaml_text, const std::string& source
     std::vector<bool> device_channels_ok;
     read_devices(root, config.devices, device_channels_ok);
     read_search(root, config.search);
-    read_patterns(root, base_dir, config.devices, device_channels_ok, config.patterns);
+    read_patterns(root, base_dir, source_name, config.devices, device_channels_ok,
+                  config.patterns);
     read_storage(root, base_dir, config.storage);
     read_history(root, base_dir, config.storage, config.history);
     read_publish(root, base_dir, config.publish);

@@ -23,7 +23,12 @@ struct ConfigIssue {
   std::string path;   // key path, e.g. "patterns[2].threshold"
   int line = 0;       // 1-based line in the file, 0 when unknown
   std::string message;
-  std::string to_string(const std::string& file) const;  // "file:line: path: message"
+  // The file the issue is in when it is not the loaded config itself (a
+  // pattern pack pulled in by `include`); empty for the config's own issues.
+  std::string file;
+  // "file:line: path: message", naming `file` above when set, else
+  // `config_file`.
+  std::string to_string(const std::string& config_file) const;
 };
 
 struct ListenConfig {
@@ -396,10 +401,20 @@ struct Config {
 // shapes from examples/templates. The file must name its patterns: an empty
 // file, or one without a `patterns` key (a file cut short), is rejected;
 // `patterns: []` runs without detection on purpose.
+//
+// A `patterns` item `{include: FILE}` (FILE relative to the config's
+// directory) reads a pattern pack: a YAML map with the keys description,
+// built_by, evaluation (documentation, any YAML, not interpreted) and
+// patterns (REQUIRED, items as the config's own, no further includes). Its
+// patterns stand in the include's place, with relative paths resolved
+// against the pack's directory; pattern names are unique across config and
+// packs. Issues inside a pack carry the pack's file (ConfigIssue::file), its
+// line and its own key path, and name the include item that pulled it in.
 Config load_config(const std::string& path);
 // The same validation of a config text whose absent sections, `patterns`
 // included, take their defaults (fragments for tests and benchmarks).
-// Relative paths resolve against base_dir.
+// Relative paths resolve against base_dir (includes as well; packs named in
+// issues relative to source_name's directory).
 Config parse_config(const std::string& yaml_text, const std::string& source_name,
                     const std::string& base_dir);
 

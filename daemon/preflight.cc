@@ -92,7 +92,7 @@ std::string check_zmq_endpoint(const std::string& endpoint) {
 std::vector<ConfigIssue> preflight_checks(const config::Config& config) {
   std::vector<ConfigIssue> issues;
   const auto add = [&](const std::string& path, const std::string& message) {
-    if (!message.empty()) issues.push_back({path, 0, message});
+    if (!message.empty()) issues.push_back({path, 0, message, {}});
   };
   if (config.ingest.udp.port != 0)
     add("ingest.udp.bind", try_bind<boost::asio::ip::udp>(config.ingest.udp.bind));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end, on a patient the pattern never saw: install the
 # dependencies, build the daemon and the CLI (nothing else), start gaitwatchd
-# on the default config (config/gaitwatch.yaml) with the freeze pattern's
+# on the default config (config/gaitwatch.yaml) with the freeze pack's
 # examples of subject S03 left out, replay S03's Daphnet recording S03R02 into
 # it over UDP, print each alert as the subscriber receives it, stop the daemon
 # cleanly (SIGTERM), and list the stored alerts next to the freezes annotated
@@ -32,14 +32,23 @@ quietly "$DEMO/build.log" bash -c "cmake -S . -B '$BUILD' -DCMAKE_BUILD_TYPE=Rel
   cmake --build '$BUILD' -j$(nproc) --target gaitwatchd gaitwatch"
 BIN=$BUILD/daemon
 
-# The demo's config: the shipped one, its relative example paths made
-# absolute, without the examples cut from subject S03 (whose recording is
-# replayed), and with its state files in $DEMO.
+# The demo's config: the shipped one with its state files in $DEMO, its
+# relative paths made absolute, and the freeze pack replaced by a copy
+# without the examples cut from subject S03 (whose recording is replayed).
 CONFIG=$DEMO/gaitwatch.yaml
-sed -e "s#\(file: \|template: \)\([^/ ][^,}]*\)#\1$PWD/config/\2#" config/gaitwatch.yaml |
-  grep -v 'S03R0' >"$CONFIG"
+FOG_PACK=$(cd "$DEMO" && pwd)/fog.yaml
+without_s03_examples() { grep -v -E '^[[:space:]]*- \{(template|file): [^}]*S03R0'; }
+sed -e "s#\(file: \|template: \)\([^/ ][^,}]*\)#\1$PWD/config/patterns/\2#" \
+  config/patterns/fog.yaml | without_s03_examples >"$FOG_PACK"
+sed -e "s#include: patterns/fog.yaml#include: $FOG_PACK#" \
+  -e "s#\(file: \|template: \|include: \)\([^/ ][^,}]*\)#\1$PWD/config/\2#" \
+  config/gaitwatch.yaml | without_s03_examples >"$CONFIG"
+if grep -q 'S03R0' <(grep -E '(template|file): ' "$CONFIG" "$FOG_PACK"); then
+  echo "demo config still holds examples of S03" >&2
+  exit 1
+fi
 rm -f "$DEMO"/*.db "$DEMO"/*.db-wal "$DEMO"/*.db-shm
-step "checking the config ($CONFIG: config/gaitwatch.yaml without S03's examples)"
+step "checking the config ($CONFIG: config/gaitwatch.yaml with $FOG_PACK, the freeze pack without S03's examples)"
 "$BIN/gaitwatchd" --check-config "$CONFIG"
 DB=$DEMO/$(sed -n 's/^  path: *\([^ #]*\).*/\1/p' "$CONFIG" | head -1)
 

@@ -125,19 +125,30 @@ class TempDir {
 
 std::string normal(const fs::path& path) { return path.lexically_normal().string(); }
 
-// The shipped config with each pattern template exported from a Daphnet
-// window (config/patterns/fog/{positive,negative}_NN_RECORDING_START.csv,
-// `gaitwatch pattern export`) replaced by that window of the recording.
-std::string shipped_config_with_windows() {
-  std::ifstream in(kConfigDir + "/gaitwatch.yaml");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  REQUIRE_FALSE(text.empty());
+// The shipped config whose fog pack has each template exported from a
+// Daphnet window (config/patterns/fog/{positive,negative}_NN_RECORDING_START.csv,
+// `gaitwatch pattern export`) replaced by that window of the recording: a
+// copy of the pack written to `dir`, included instead of the shipped one.
+std::string shipped_config_with_windows(const TempDir& dir) {
+  const auto read_text = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string pack = read_text(kConfigDir + "/patterns/fog.yaml");
+  REQUIRE_FALSE(pack.empty());
   const std::regex exported(
-      R"(\{template: patterns/fog/(?:positive|negative)_[0-9]+_(S[0-9]+R[0-9]+)_([0-9]+)\.csv\})");
-  const std::string windows =
-      std::regex_replace(text, exported, "{file: ../data/daphnet/$1.txt, format: daphnet, start: $2}");
-  REQUIRE(windows != text);
-  return windows;
+      R"(\{template: fog/(?:positive|negative)_[0-9]+_(S[0-9]+R[0-9]+)_([0-9]+)\.csv\})");
+  const std::string windows = std::regex_replace(
+      pack, exported, "{file: " + kDataDir + "/daphnet/$1.txt, format: daphnet, start: $2}");
+  REQUIRE(windows != pack);
+  dir.write("fog_windows.yaml", windows);
+
+  const std::string config = read_text(kConfigDir + "/gaitwatch.yaml");
+  const std::string shipped_include = "- include: patterns/fog.yaml";
+  const std::size_t at = config.find(shipped_include);
+  REQUIRE(at != std::string::npos);
+  return config.substr(0, at) + "- include: " + (dir.path() / "fog_windows.yaml").string() +
+         config.substr(at + shipped_include.size());
 }
 
 }  // namespace
@@ -208,7 +219,8 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(config.device_by_id(6) == nullptr);
   CHECK(config.device_by_name("nobody") == nullptr);
 
-  REQUIRE(config.patterns.size() == 1);
+  // The two shipped packs, in include order.
+  REQUIRE(config.patterns.size() == 2);
   const gw::config::PatternConfig& fog = config.patterns[0];
   CHECK(fog.name == "fog_freeze_index");
   CHECK(fog.kind == "freezing_of_gait");
@@ -232,13 +244,15 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(fog.hysteresis == 2);
   CHECK(fog.min_duration_s == 0.5);
   CHECK(fog.cooldown_s == 5);
-  // One positive per annotated freeze of S02R01 (FOG_EPISODES.tsv), then the negatives.
+  // One positive per annotated freeze of S02 and S03 (FOG_EPISODES.tsv), then
+  // the negatives.
   const auto positives = std::count_if(fog.examples.begin(), fog.examples.end(),
                                        [](const auto& e) { return !e.negative; });
-  CHECK(positives == 9);
-  CHECK(fog.examples.size() == 9 + 31);
-  // Templates, so that an installed config needs no recordings; the first
-  // holds the window 1 s after the first freeze's onset (54488 + 64).
+  CHECK(positives == 30);
+  CHECK(fog.examples.size() == 30 + 85);
+  // Templates, so that an installed config needs no recordings, resolved
+  // against the pack's directory; the first holds the window 1 s after the
+  // first freeze's onset (54488 + 64).
   CHECK_FALSE(fog.examples.at(0).source.has_value());
   CHECK(fog.examples.at(0).template_file ==
         normal(fs::absolute(kConfigDir + "/patterns/fog/positive_01_S02R01_54552.csv")));
@@ -246,6 +260,16 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
                     [](const auto& e) { return !e.template_file.empty(); }));
   CHECK(fog.examples.at(0).lead_in == 3 * 64 - 1);
   CHECK(fog.examples.at(0).raw.size() == 9 * static_cast<std::size_t>(191 + 128));
+
+  const gw::config::PatternConfig& fall = config.patterns[1];
+  CHECK(fall.name == "fall_impact_orientation");
+  CHECK(fall.kind == "fall");
+  CHECK(fall.severity == "critical");
+  CHECK(fall.device == "accelerometer");
+  CHECK(fall.length == 250);
+  CHECK(fall.examples.size() == 15 + 34);
+  CHECK(fall.examples.at(0).template_file ==
+        normal(fs::absolute(kConfigDir + "/patterns/falls/positive_F01_SA01_R01_612.csv")));
 
   // Relative storage path: next to the config file.
   CHECK(config.storage.path == normal(fs::absolute(kConfigDir + "/gaitwatch-demo.db")));
@@ -257,7 +281,8 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
 }
 
 TEST_CASE("the example's raw values are the recording's, lead-in first", "[config]") {
-  const Config config = parse_config(shipped_config_with_windows(), "windows.yaml", kConfigDir);
+  const TempDir dir;
+  const Config config = parse_config(shipped_config_with_windows(dir), "windows.yaml", kConfigDir);
   const gw::config::PatternConfig& fog = config.patterns.at(0);
   const gw::config::PatternExample& example = fog.examples.at(0);
   const gw::sensors::Recording recording =
@@ -285,11 +310,16 @@ TEST_CASE("the example's raw values are the recording's, lead-in first", "[confi
 TEST_CASE("the shipped pattern's templates hold the recording windows they were exported from",
           "[config]") {
   const Config from_templates = load_config(kConfigDir + "/gaitwatch.yaml");
-  const Config from_windows = parse_config(shipped_config_with_windows(), "windows.yaml", kConfigDir);
+  const TempDir dir;
+  const Config from_windows =
+      parse_config(shipped_config_with_windows(dir), "windows.yaml", kConfigDir);
   REQUIRE(from_templates.patterns.size() == from_windows.patterns.size());
-  for (std::size_t p = 0; p < from_templates.patterns.size(); ++p) {
+  // The fog pack's pattern comes first (the falls pack's templates were cut
+  // from resampled SisFall recordings, not from Daphnet windows).
+  for (std::size_t p = 0; p < 1; ++p) {
     const auto& templates = from_templates.patterns[p];
     const auto& windows = from_windows.patterns[p];
+    REQUIRE(templates.name == "fog_freeze_index");
     CHECK(templates.length == windows.length);
     REQUIRE(templates.examples.size() == windows.examples.size());
     for (std::size_t e = 0; e < templates.examples.size(); ++e) {
@@ -947,12 +977,12 @@ TEST_CASE("load_config requires a file to name its patterns, parse_config fragme
 }
 
 TEST_CASE("ConfigIssue::to_string formats with and without line and path", "[config]") {
-  CHECK(ConfigIssue{"search.tick_ms", 12, "bad"}.to_string("a.yaml") ==
+  CHECK(ConfigIssue{"search.tick_ms", 12, "bad", {}}.to_string("a.yaml") ==
         "a.yaml:12: search.tick_ms: bad");
-  CHECK(ConfigIssue{"search.tick_ms", 0, "bad"}.to_string("a.yaml") ==
+  CHECK(ConfigIssue{"search.tick_ms", 0, "bad", {}}.to_string("a.yaml") ==
         "a.yaml: search.tick_ms: bad");
-  CHECK(ConfigIssue{"", 3, "syntax"}.to_string("a.yaml") == "a.yaml:3: syntax");
-  const ConfigError error("f.yaml", {{"a", 1, "x"}, {"b", 2, "y"}});
+  CHECK(ConfigIssue{"", 3, "syntax", {}}.to_string("a.yaml") == "a.yaml:3: syntax");
+  const ConfigError error("f.yaml", {{"a", 1, "x", {}}, {"b", 2, "y", {}}});
   CHECK(std::string(error.what()) == "f.yaml:1: a: x\nf.yaml:2: b: y");
   const gw::Error& as_base = error;
   CHECK(std::string(as_base.what()) == error.what());
@@ -1442,4 +1472,143 @@ TEST_CASE("ingest stream and connection limits are read and checked with their k
                        "ingest.tcp.idle_timeout_s", 3, "-2");
   require_single_issue(issues_of(yaml({"ingest:", "  tcp:", "    max_conections: 9"})),
                        "ingest.tcp.max_conections", 3, "max_connections");
+}
+
+// ---------------------------------------------------------------------------
+// Pattern packs (`- include: FILE` in patterns)
+
+namespace {
+
+// A pack with one pattern on `body` whose template path is relative to the
+// pack: the template is copied next to it.
+std::string pack_with_pattern(const std::string& name, const std::string& threshold = "8.0") {
+  return yaml({"description: a test pack",                             // 1
+               "built_by: hand",                                       // 2
+               "evaluation: {recall: 1.0, notes: [any, yaml]}",        // 3
+               "patterns:"}) +                                         // 4
+         "  - name: " + name + "\n" +                                  // 5
+         yaml({"    device: body",                                     // 6
+               "    channels: [ankle_fwd, ankle_vert, ankle_lat]"}) +  // 7
+         "    threshold: " + threshold + "\n" +                        // 8
+         "    template: templates/ep1.csv\n";                          // 9
+}
+
+void write_pack_dir(const TempDir& dir, const std::string& pack_file, const std::string& text) {
+  dir.write(pack_file, text);
+  const fs::path templates = (dir.path() / pack_file).parent_path() / "templates";
+  fs::create_directories(templates);
+  fs::copy_file(kConfigDir + "/patterns/fog_ankle_S02R01_ep1.csv", templates / "ep1.csv",
+                fs::copy_options::overwrite_existing);
+}
+
+std::vector<ConfigIssue> load_issues(const std::string& path) {
+  try {
+    load_config(path);
+  } catch (const ConfigError& error) {
+    return error.issues();
+  }
+  FAIL("load_config accepted " << path);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("an include reads a pack's patterns with paths relative to the pack", "[config][pack]") {
+  const TempDir dir;
+  write_pack_dir(dir, "packs/a.yaml", pack_with_pattern("from_a"));
+  write_pack_dir(dir, "other/b.yaml", pack_with_pattern("from_b"));
+  dir.write("main.yaml", with_devices({"patterns:",                 // 11
+                                       "  - include: packs/a.yaml",  // 12
+                                       "  - name: own",              // 13
+                                       "    device: body",
+                                       "    channels: [ankle_fwd, ankle_vert, ankle_lat]",
+                                       "    threshold: 8.0",
+                                       "    template: packs/templates/ep1.csv",
+                                       "  - {include: other/b.yaml}"}));
+  const Config config = load_config((dir.path() / "main.yaml").string());
+  REQUIRE(config.patterns.size() == 3);
+  CHECK(config.patterns[0].name == "from_a");
+  CHECK(config.patterns[1].name == "own");
+  CHECK(config.patterns[2].name == "from_b");
+  CHECK(config.patterns[0].examples.at(0).template_file ==
+        normal(dir.path() / "packs/templates/ep1.csv"));
+  CHECK(config.patterns[2].examples.at(0).template_file ==
+        normal(dir.path() / "other/templates/ep1.csv"));
+  CHECK(config.patterns[0].examples.at(0).raw == config.patterns[1].examples.at(0).raw);
+}
+
+TEST_CASE("issues in a pack name the pack's file, line and key path, and the include",
+          "[config][pack]") {
+  const TempDir dir;
+  std::string pack = pack_with_pattern("bad", "-1");
+  pack.insert(0, "unexpected: 1\n");  // line 1; the pack's other lines move down by one
+  write_pack_dir(dir, "packs/bad.yaml", pack);
+  dir.write("main.yaml", with_devices({"patterns:", "  - include: packs/bad.yaml"}));  // 12
+  const std::string main_path = (dir.path() / "main.yaml").string();
+  const std::vector<ConfigIssue> issues = load_issues(main_path);
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 2);
+  const std::string pack_name = normal(dir.path() / "packs/bad.yaml");
+  CHECK(issues[0].file == pack_name);
+  CHECK(issues[0].line == 1);
+  CHECK(issues[0].path == "unexpected");
+  CHECK_THAT(issues[0].message, Catch::Contains("unknown key"));
+  CHECK(issues[1].file == pack_name);
+  CHECK(issues[1].line == 9);
+  CHECK(issues[1].path == "patterns[0].threshold");
+  CHECK_THAT(issues[1].message,
+             Catch::Contains("included by patterns[0].include at " + main_path + ":12"));
+  CHECK_THAT(issues[1].to_string(main_path),
+             Catch::StartsWith(pack_name + ":9: patterns[0].threshold: "));
+}
+
+TEST_CASE("a missing pack is reported at its include", "[config][pack]") {
+  const TempDir dir;
+  dir.write("main.yaml", with_devices({"patterns:", "  - include: packs/none.yaml"}));
+  const std::vector<ConfigIssue> issues = load_issues((dir.path() / "main.yaml").string());
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 1);
+  CHECK(issues[0].file.empty());
+  CHECK(issues[0].path == "patterns[0].include");
+  CHECK(issues[0].line == 12);
+  CHECK_THAT(issues[0].message, Catch::Contains("cannot read pattern pack"));
+}
+
+TEST_CASE("a pack cannot include packs, needs patterns and takes no other keys",
+          "[config][pack]") {
+  const TempDir dir;
+  write_pack_dir(dir, "inner.yaml", pack_with_pattern("inner"));
+  dir.write("nested.yaml", yaml({"patterns:", "  - include: inner.yaml"}));
+  dir.write("empty.yaml", yaml({"description: nothing else"}));
+  dir.write("main.yaml", with_devices({"patterns:", "  - include: nested.yaml",
+                                       "  - include: empty.yaml",
+                                       "  - {include: inner.yaml, name: extra}"}));
+  const std::vector<ConfigIssue> issues = load_issues((dir.path() / "main.yaml").string());
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 3);
+  // The config's own issue first, then the packs' in include order.
+  CHECK(issues[0].path == "patterns[2].name");
+  CHECK(issues[0].line == 14);
+  CHECK_THAT(issues[0].message, Catch::Contains("unknown key"));
+  CHECK(issues[1].file == normal(dir.path() / "nested.yaml"));
+  CHECK(issues[1].path == "patterns[0].include");
+  CHECK(issues[1].line == 2);
+  CHECK_THAT(issues[1].message, Catch::Contains("cannot include other packs"));
+  CHECK(issues[2].file == normal(dir.path() / "empty.yaml"));
+  CHECK(issues[2].path == "patterns");
+  CHECK_THAT(issues[2].message, Catch::Contains("missing required key"));
+}
+
+TEST_CASE("pattern names are unique across packs", "[config][pack]") {
+  const TempDir dir;
+  write_pack_dir(dir, "a.yaml", pack_with_pattern("same"));
+  write_pack_dir(dir, "b/b.yaml", pack_with_pattern("same"));
+  dir.write("main.yaml", with_devices({"patterns:", "  - include: a.yaml", "  - include: b/b.yaml"}));
+  const std::vector<ConfigIssue> issues = load_issues((dir.path() / "main.yaml").string());
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 1);
+  CHECK(issues[0].file == normal(dir.path() / "b/b.yaml"));
+  CHECK(issues[0].path == "patterns[0].name");
+  CHECK(issues[0].line == 5);
+  CHECK_THAT(issues[0].message, Catch::Contains("duplicate pattern name 'same'"));
 }

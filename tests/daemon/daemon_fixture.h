@@ -36,6 +36,41 @@ constexpr double kSpeed = 40;
 
 // A temp dir holding a copy of the shipped config with loopback ports chosen
 // now, an absolute example path and a temp database.
+// `patterns` (a config's list, relative paths against base_dir) with each
+// `{include: PACK}` replaced by the pack's patterns, and every example's
+// file and template made absolute (against the directory of the file the
+// pattern stood in).
+inline YAML::Node inline_packs(const YAML::Node& patterns, const fs::path& base_dir) {
+  const auto absolute = [](YAML::Node example, const fs::path& dir) {
+    for (const char* key : {"file", "template"})
+      if (example[key]) example[key] = (dir / example[key].as<std::string>()).string();
+  };
+  const auto absolute_paths = [&](YAML::Node pattern, const fs::path& dir) {
+    if (pattern["example"]) absolute(pattern["example"], dir);
+    if (pattern["template"]) pattern["template"] = (dir / pattern["template"].as<std::string>()).string();
+    for (const char* list : {"examples", "negatives"})
+      if (pattern[list])
+        for (auto example : pattern[list]) absolute(example, dir);
+  };
+  YAML::Node out(YAML::NodeType::Sequence);
+  for (const auto& item : patterns) {
+    if (item["include"]) {
+      const fs::path pack_path = base_dir / item["include"].as<std::string>();
+      const YAML::Node pack = YAML::LoadFile(pack_path.string());
+      for (const auto& pattern : pack["patterns"]) {
+        YAML::Node copy = YAML::Clone(pattern);
+        absolute_paths(copy, pack_path.parent_path());
+        out.push_back(copy);
+      }
+    } else {
+      YAML::Node copy = YAML::Clone(item);
+      absolute_paths(copy, base_dir);
+      out.push_back(copy);
+    }
+  }
+  return out;
+}
+
 struct DaemonFixture {
   fs::path dir;
   fs::path config_path;
@@ -61,18 +96,10 @@ struct DaemonFixture {
     config["storage"]["path"] = (dir / "hits.db").string();
     config["history"]["path"] = (dir / "history.db").string();
     config["search"]["threads"] = 2;
-    // The copy lives elsewhere: make the patterns' recordings and templates absolute.
-    auto absolute = [](YAML::Node example) {
-      for (const char* key : {"file", "template"})
-        if (example[key])
-          example[key] = (fs::path(GW_CONFIG_DIR) / example[key].as<std::string>()).string();
-    };
-    for (auto pattern : config["patterns"]) {
-      if (pattern["example"]) absolute(pattern["example"]);
-      for (const char* list : {"examples", "negatives"})
-        if (pattern[list])
-          for (auto example : pattern[list]) absolute(example);
-    }
+    // The copy lives elsewhere: the packs' patterns written out in place of
+    // their includes (the tests edit config["patterns"][0], the freeze
+    // pattern), and the patterns' recordings and templates made absolute.
+    config["patterns"] = inline_packs(config["patterns"], GW_CONFIG_DIR);
     config_path = dir / "gaitwatch.yaml";
     write_config(config);
   }

@@ -250,6 +250,60 @@ TEST_CASE("SIGHUP with a broken config keeps the old one running, a valid one ap
   CHECK(sub.alerts.size() == before);
 }
 
+TEST_CASE("SIGHUP re-reads the pattern packs, and a broken pack keeps the old config",
+          "[integration]") {
+  DaemonFixture fx;
+  // The freeze pattern in a pack next to the config, included from it.
+  const fs::path pack_path = fx.dir / "packs/fog.yaml";
+  fs::create_directories(pack_path.parent_path());
+  const auto write_pack = [&](const YAML::Node& pattern) {
+    YAML::Node pack;
+    pack["description"] = "the freeze pattern, for the reload test";
+    pack["patterns"].push_back(pattern);
+    std::ofstream(pack_path) << YAML::Dump(pack) << "\n";
+  };
+  const YAML::Node fog = YAML::Clone(fx.config["patterns"][0]);
+  write_pack(fog);
+  YAML::Node with_pack = YAML::Clone(fx.config);
+  with_pack["patterns"] = YAML::Node(YAML::NodeType::Sequence);
+  YAML::Node include;
+  include["include"] = "packs/fog.yaml";
+  with_pack["patterns"].push_back(include);
+  fx.write_config(with_pack);
+
+  Process daemon = start_daemon(fx);
+  Subscriber sub(fx.endpoint());
+  REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
+
+  YAML::Node broken = YAML::Clone(fog);
+  broken["threshold"] = -1;
+  write_pack(broken);
+  daemon.signal(SIGHUP);
+  REQUIRE(gw::test::eventually(
+      [&] { return daemon.err().find("reload rejected") != std::string::npos; },
+      std::chrono::seconds(10)));
+  CHECK(daemon.err().find("packs/fog.yaml") != std::string::npos);
+  CHECK(daemon.err().find("patterns[0].threshold") != std::string::npos);
+  REQUIRE(daemon.running());
+
+  // The pack's file gone: rejected at the include.
+  fs::remove(pack_path);
+  daemon.signal(SIGHUP);
+  REQUIRE(gw::test::eventually(
+      [&] { return daemon.err().find("cannot read pattern pack") != std::string::npos; },
+      std::chrono::seconds(10)));
+  CHECK(daemon.err().find("reload applied") == std::string::npos);
+  REQUIRE(daemon.running());
+
+  // A valid pack again: the reload applies.
+  write_pack(fog);
+  daemon.signal(SIGHUP);
+  REQUIRE(gw::test::eventually(
+      [&] { return daemon.err().find("reload applied") != std::string::npos; },
+      std::chrono::seconds(10)));
+  stop_and_collect(daemon, sub);
+}
+
 TEST_CASE("check-config accepts the shipped config and rejects errors with the key path",
           "[integration]") {
   DaemonFixture fx;

@@ -1,7 +1,7 @@
 // Integration: what `cmake --install` puts on a machine works there. The build
 // directory is installed into a temp prefix; the installed daemon accepts the
 // installed config, which names only files under the prefix (the pattern
-// templates, not the recordings of the source tree) and state paths under
+// packs and their templates, not the source tree) and state paths under
 // its var/lib/gaitwatch; the installed unit names the installed binary,
 // config and documentation; the installed daemon starts and stops cleanly.
 #include <unistd.h>
@@ -77,25 +77,41 @@ TEST_CASE("the installed config validates and names only files under the prefix"
       installed.prefix, "check", std::chrono::seconds(60));
   INFO(check.out << check.err);
   REQUIRE(check.code == 0);
+  // Both shipped packs load from the installed prefix.
+  CHECK_THAT(check.out + check.err, Catch::Contains("2 patterns"));
+  const std::string config_text = gw::test::read_file(installed.config());
+  for (const char* pack : {"fog.yaml", "falls.yaml"}) {
+    INFO(pack);
+    CHECK(fs::is_regular_file(installed.prefix / "share/gaitwatch/patterns" / pack));
+    CHECK_THAT(config_text,
+               Catch::Contains("- include: " +
+                               (installed.prefix / "share/gaitwatch/patterns" / pack).string()));
+  }
+  CHECK(fs::is_directory(installed.prefix / "share/gaitwatch/patterns/fog"));
+  CHECK(fs::is_directory(installed.prefix / "share/gaitwatch/patterns/falls"));
 
   const gw::config::Config config = gw::config::load_config(installed.config().string());
   CHECK(config.storage.path == (installed.prefix / "var/lib/gaitwatch/hits.db").string());
   CHECK(config.history.path == (installed.prefix / "var/lib/gaitwatch/history.db").string());
   // The control socket lives in the unit's RuntimeDirectory.
   CHECK(config.control.endpoint == "ipc:///run/gaitwatch/control.sock");
-  REQUIRE_FALSE(config.patterns.empty());
+  std::set<std::string> names;
+  for (const auto& pattern : config.patterns) names.insert(pattern.name);
+  CHECK(names == std::set<std::string>{"fog_freeze_index", "fall_impact_orientation"});
+  const std::string source_dir = fs::path(GW_SOURCE_DIR).lexically_normal().string();
   for (const auto& pattern : config.patterns) {
     for (const auto& example : pattern.examples) {
       INFO(pattern.name << ": " << example.describe());
       CHECK_FALSE(example.source.has_value());  // no recordings
       CHECK(installed.under_prefix(example.template_file));
+      CHECK(example.template_file.find(source_dir) == std::string::npos);
       CHECK(fs::path(example.template_file).parent_path().parent_path() ==
             installed.prefix / "share/gaitwatch/patterns");
     }
   }
   // The attribution of the data the templates were cut from comes with them.
   CHECK(fs::exists(installed.prefix / "share/gaitwatch/patterns/README.md"));
-  CHECK(fs::exists(installed.prefix / "share/gaitwatch/patterns/fog/README.md"));
+
 }
 
 TEST_CASE("the installed unit names the installed binary, config and documentation",
