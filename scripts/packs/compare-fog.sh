@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Compares FoG pack variants leave-one-subject-out (docs/detection.md §6), one
+# process per subject and variant, on every core; lines of fog_variants.txt are
+# NAME|ARGS of fog_candidates.py, M:NAME adds hard negatives mined per subject.
+# On the GPU machine: carry .offline-deps (its packages are unpacked to /tmp/p).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+FINAL=${OUT:-$PWD/build/packs-out}; OUT=/tmp/exp-out; rm -rf $OUT; mkdir -p "$OUT" "$FINAL"
+P=/tmp/p
+if [ ! -d $P/usr ]; then mkdir -p $P; for f in .offline-deps/*.deb; do dpkg -x "$f" $P; done; fi
+export CMAKE_PREFIX_PATH=$P/usr LD_LIBRARY_PATH=$P/usr/lib/x86_64-linux-gnu
+B=/tmp/gw-cpu
+T0=$SECONDS
+[ -f $B/CMakeCache.txt ] || cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DGAITWATCH_CUDA=OFF > $OUT/configure.log 2>&1 || { tail -20 $OUT/configure.log; exit 1; }
+cmake --build $B -j"$(nproc)" --target gaitwatch > $OUT/build.log 2>&1 || { grep -A3 error $OUT/build.log | head -40; exit 1; }
+echo "built in $((SECONDS-T0)) s"
+G=$B/daemon/gaitwatch
+D=data/daphnet
+S02="--file $D/S02R01.txt --file $D/S02R02.txt"
+S03="--file $D/S03R02.txt --file $D/S03R03.txt"
+W=build/packs; mkdir -p $W
+# Stage 1: hard negatives, per subject, in-sample with only that subject's examples.
+jobs1=()
+while IFS='|' read -r name args; do
+  [[ $name == M:* ]] || continue
+  v=${name#M:}
+  for s in S02 S03; do
+    python3 scripts/packs/fog_candidates.py --out $W/mine_${v}_$s.yaml --subjects $s $args 2>/dev/null
+    rm -rf $W/mined_${v}_$s; files=$S02; [ $s = S03 ] && files=$S03
+    jobs1+=("$G eval --config $W/mine_${v}_$s.yaml --backend cpu --json $files --mine-negatives $W/mined_${v}_$s > $OUT/mine_${v}_$s.json 2>$OUT/mine_${v}_$s.err")
+  done
+done < ${VARIANTS:-scripts/packs/fog_variants.txt}
+printf '%s\n' "${jobs1[@]}" | xargs -P "$(nproc)" -I{} bash -c '{}'
+echo "mined at $((SECONDS-T0)) s"
+# Stage 2: every variant, leave-one-subject-out, each subject its own process.
+jobs2=()
+while IFS='|' read -r name args; do
+  v=${name#M:}; tag=$v; extra=""
+  if [[ $name == M:* ]]; then tag=${v}_mined; extra="--extra-neg $W/mined_${v}_S02 --extra-neg $W/mined_${v}_S03"; fi
+  python3 scripts/packs/fog_candidates.py --out $W/$tag.yaml $args $extra 2>$OUT/$tag.gen
+  for s in S02 S03; do
+    files=$S02; [ $s = S03 ] && files=$S03
+    jobs2+=("$G eval --config $W/$tag.yaml --backend cpu --loso --json $files ${EVAL_EXTRA:-} > $OUT/$tag.$s.json 2>$OUT/$tag.$s.err")
+  done
+done < ${VARIANTS:-scripts/packs/fog_variants.txt}
+printf '%s\n' "${jobs2[@]}" | xargs -P "$(nproc)" -I{} bash -c '{}'
+echo "evaluated at $((SECONDS-T0)) s"
+cp -r $W $OUT/work 2>/dev/null
+tar czf $FINAL/results.tgz -C $OUT .

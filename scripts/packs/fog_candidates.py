@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Candidate configs for the FoG pack (docs/detection.md §6): one pattern whose examples
+are windows of the bundled Daphnet recordings, tagged by subject through their file names."""
+import argparse, csv, os
+ap = argparse.ArgumentParser()
+ap.add_argument('--out', required=True)
+ap.add_argument('--pos-step', type=float, default=0)   # extra positives every N s inside an episode (0 = one)
+ap.add_argument('--neg-step', type=float, default=20)  # a negative every N s of label-1 activity
+ap.add_argument('--neg-gap', type=float, default=5)    # seconds away from any freeze
+ap.add_argument('--threshold', type=float, default=6.0)
+ap.add_argument('--min-dims', type=int, default=2)
+ap.add_argument('--margin', type=float, default=0)
+ap.add_argument('--hysteresis', type=float, default=2)
+ap.add_argument('--neighbours', type=int, default=0)
+ap.add_argument('--min-duration', type=float, default=0.5)
+ap.add_argument('--cooldown', type=float, default=5)
+ap.add_argument('--length', type=int, default=128)
+ap.add_argument('--window-s', type=float, default=3)
+ap.add_argument('--power-floor', type=float, default=3000)
+ap.add_argument('--band', type=float, default=0.1)
+ap.add_argument('--extra-neg', action='append', default=[])  # template CSV dirs
+ap.add_argument('--transforms', default='')
+ap.add_argument('--subjects', default='S02,S03')
+ap.add_argument('--pos-offset', type=float, default=1.0)
+a = ap.parse_args()
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+base = open(f'{root}/config/gaitwatch.yaml').read()
+base = base[:base.index('\npatterns:')] + '\n'
+eps = {}
+for r in csv.DictReader(open(f'{root}/data/daphnet/FOG_EPISODES.tsv'), delimiter='\t'):
+    eps.setdefault(r['file'], []).append((int(r['start_row']) - 1, int(r['end_row'])))
+rate = 64
+m = a.length
+lead = int(round(a.window_s * rate)) + 2
+pos, neg = [], []
+for f in ['S02R01.txt', 'S02R02.txt', 'S03R02.txt', 'S03R03.txt']:
+    if f[:3] not in a.subjects.split(','): continue
+    path = f'{root}/data/daphnet/{f}'; rel = os.path.relpath(path, os.path.dirname(os.path.abspath(a.out)))
+    labels = [int(l.split()[10]) for l in open(path)]
+    n = len(labels)
+    for (s, e) in eps.get(f, []):
+        t = s + int(a.pos_offset * rate)
+        while True:
+            if t - lead >= 0 and t + m <= n:
+                pos.append((rel, t, t + m))
+            if a.pos_step <= 0: break
+            t += int(a.pos_step * rate)
+            if t + m > e + rate: break
+    fr = eps.get(f, [])
+    gap = int(a.neg_gap * rate)
+    step = int(a.neg_step * rate)
+    t = lead + 10
+    while t + m < n:
+        ok = all(labels[i] == 1 for i in range(t - lead, t + m, 8))
+        far = all(t + m + gap < s or t > e + gap for (s, e) in fr)
+        if ok and far:
+            neg.append((rel, t, t + m)); t += step
+        else:
+            t += rate
+out = [base, 'patterns:\n  - name: fog\n    kind: freezing_of_gait\n    device: daphnet_body\n',
+       '    channels: [ankle_fwd, ankle_vert, ankle_lat, thigh_fwd, thigh_vert, thigh_lat, trunk_fwd, trunk_vert, trunk_lat]\n']
+tr = a.transforms or f'[magnitude, {{kind: freeze_index, window_s: {a.window_s}, power_floor: {a.power_floor}}}]'
+out.append(f'    transforms: {tr}\n')
+out.append(f'    length: {m}\n    band: {a.band}\n    znorm: false\n    threshold: {a.threshold}\n    min_dims: {a.min_dims}\n')
+out.append(f'    margin: {a.margin}\n    hysteresis: {a.hysteresis}\n    neighbours: {a.neighbours}\n    min_duration_s: {a.min_duration}\n    cooldown_s: {a.cooldown}\n')
+out.append('    examples:\n')
+for p in pos: out.append(f'      - {{file: {p[0]}, format: daphnet, start: {p[1]}, end: {p[2]}}}\n')
+out.append('    negatives:\n')
+for p in neg: out.append(f'      - {{file: {p[0]}, format: daphnet, start: {p[1]}, end: {p[2]}}}\n')
+for d in a.extra_neg:
+    for fn in sorted(os.listdir(d)):
+        out.append(f'      - {{template: {os.path.relpath(os.path.join(d, fn), os.path.dirname(os.path.abspath(a.out)))}}}\n')
+open(a.out, 'w').write(''.join(out))
+import sys; print(f'{len(pos)} positives, {len(neg)} negatives', file=sys.stderr)
