@@ -127,8 +127,11 @@ TEST_CASE("replay over UDP: alerts published, stored, equal to the offline detec
   REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
 
   replay(fx, "udp://127.0.0.1:" + std::to_string(fx.udp_port));
-  // Metrics over HTTP while it runs: self-consistent and matching what was published.
-  sub.until([] { return false; }, std::chrono::milliseconds(1500));
+  // Metrics over HTTP while it runs: self-consistent and matching what was
+  // published. Scraped once the first alert is out (under load the search
+  // lags the replay), and a moment later so that more is in flight.
+  REQUIRE(sub.until([&] { return !sub.alerts.empty(); }, std::chrono::seconds(60)));
+  sub.until([] { return false; }, std::chrono::milliseconds(500));
   const auto [status, metrics] = http_get(fx.metrics_port, "/metrics");
   CHECK(status == 200);
   const double published_alerts = metric(metrics, "gaitwatch_sink_published_alerts_total");
