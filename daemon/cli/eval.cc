@@ -27,6 +27,7 @@
 #include "common/error.h"
 #include "daemon/cli/cli.h"
 #include "pipeline/evaluation.h"
+#include "pipeline/marks.h"
 
 namespace gw::cli {
 namespace {
@@ -186,24 +187,14 @@ std::int64_t tolerance_of(const EvalOptions& o, const ScoredFile& f) {
 config::PatternExample window_example(const config::PatternConfig& pattern, const ScoredFile& f,
                                       std::int64_t last, const config::DeviceProfile& device,
                                       std::optional<std::uint32_t> wearer = std::nullopt) {
-  config::PatternExample example;
-  example.negative = true;
-  example.lead_in = config::transform_history(pattern.transforms, device.sample_rate_hz);
-  const std::int64_t begin = last + 1 - pattern.length - example.lead_in;
-  const std::int64_t rows = pattern.length + example.lead_in;
-  if (begin < 0 || last >= static_cast<std::int64_t>(f.rec.samples()))
-    throw Error("an alert window of " + f.file + " starts before the recording");
-  example.raw.resize(static_cast<std::size_t>(rows) * pattern.channels.size());
-  for (std::size_t d = 0; d < pattern.channels.size(); ++d) {
-    const std::size_t column = f.rec.channel_index(pattern.channels[d]);
-    for (std::int64_t s = 0; s < rows; ++s)
-      example.raw[d * static_cast<std::size_t>(rows) + static_cast<std::size_t>(s)] =
-          f.rec.at(static_cast<std::size_t>(begin + s), column);
-  }
+  const pipeline::AlertWindow window =
+      pipeline::window_from_recording(pattern, device, f.rec, last, wearer.value_or(0));
+  config::PatternExample example = pipeline::example_from_window(
+      pattern, device.sample_rate_hz, window, pipeline::MarkVerdict::kFalse);
   const std::int64_t start = last + 1 - pattern.length;
   example.source = config::ExampleSource{f.file, "", start, last + 1};
   example.subject = f.name.subject;
-  // As the daemon makes a carer's mark: for the marked wearer only.
+  // Scoped like a carer's mark when a wearer is given; a mined negative is not.
   example.wearer = wearer;
   return example;
 }
