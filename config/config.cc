@@ -1617,6 +1617,62 @@ void read_recall_options(const MapReader& map, PatternConfig& pattern) {
                   "1 with exhaust_band equal to band searches nothing looser; raise either");
 }
 
+YAML::Node parse_yaml(const std::string& yaml_text, const std::string& source_name);
+
+// The pattern's `decision: {learned: FILE}`: the file `gaitwatch train`
+// writes (bias, weights per feature name; the rest documents how it was
+// fitted). Problems inside the file are reported at decision.learned, each
+// naming the file, its line and the key path inside it.
+void read_decision(const MapReader& map, const std::string& base_dir, PatternConfig& pattern) {
+  if (!map.has("decision")) return;
+  const MapReader decision(map.value("decision"), map.key_path("decision"), {"learned"},
+                           map.issues());
+  if (!decision.valid()) return;
+  if (map.value("decision").IsNull()) {
+    map.add_issue("decision", "expected a map with 'learned: FILE', got nothing");
+    return;
+  }
+  std::string file;
+  if (!decision.require("learned") || !read_string(decision, "learned", file)) return;
+  if (pattern.neighbours > 0) {
+    decision.add_issue("learned", "a learned decision replaces the vote: set neighbours to 0");
+    return;
+  }
+  LearnedDecision learned;
+  learned.file = resolve_path(base_dir, file);
+  std::ifstream in(learned.file, std::ios::binary);
+  if (!in) {
+    decision.add_issue("learned", "cannot read decision file '" + learned.file +
+                                      "': " + std::strerror(errno));
+    return;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  IssueList inner;
+  try {
+    const YAML::Node document = parse_yaml(text.str(), learned.file);
+    const MapReader root(document, "", {"rule", "bias", "weights", "trained", "evaluation", "command"},
+                         inner);
+    if (root.valid()) {
+      std::string rule = "logistic";
+      read_choice(root, "rule", {"logistic"}, rule);
+      if (root.require("bias")) read_number(root, "bias", Range{}, learned.bias);
+      std::vector<std::string> names(kDecisionFeatureNames.begin(), kDecisionFeatureNames.end());
+      const MapReader weights(root.value("weights"), root.key_path("weights"), names, inner);
+      if (root.require("weights") && weights.valid())
+        for (std::size_t f = 0; f < kDecisionFeatureCount; ++f)
+          read_number(weights, names[f], Range{}, learned.weights[f]);
+    }
+  } catch (const ConfigError& error) {
+    for (const ConfigIssue& issue : error.issues()) inner.add(issue.path, issue.line, issue.message);
+  }
+  std::vector<ConfigIssue> found = inner.take();
+  for (const ConfigIssue& issue : found)
+    decision.add_issue("learned", file + ":" + std::to_string(issue.line) + ": " +
+                                      (issue.path.empty() ? "" : issue.path + ": ") + issue.message);
+  if (found.empty()) pattern.learned_decision = std::move(learned);
+}
+
 void read_pattern(const YAML::Node& node, const std::string& path, const std::string& base_dir,
                   const std::vector<DeviceProfile>& devices,
                   const std::vector<bool>& device_channels_ok, RecordingCache& cache,
@@ -1626,7 +1682,8 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
                    "length",     "measure",  "band",     "znorm",    "mode",       "nr",
                    "threshold",  "min_dims", "alpha",    "margin",   "hysteresis", "min_duration_s",
                    "cooldown_s", "example",  "template", "examples", "negatives",
-                   "segments",   "exhaust_factor", "exhaust_band", "neighbours"},
+                   "segments",   "exhaust_factor", "exhaust_band", "neighbours",
+                   "decision"},
       issues);
   if (!map.valid()) return;
   pattern.kind = "other";
@@ -1750,9 +1807,12 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
                                   ", got " + std::to_string(pattern.min_dims));
   }
   read_number(map, "alpha", at_least(1), pattern.alpha);
-  read_number(map, "margin", at_least(0), pattern.margin);
-  read_number(map, "hysteresis", at_least(0), pattern.hysteresis);
   read_int(map, "neighbours", 0, 1024, pattern.neighbours);
+  read_decision(map, base_dir, pattern);
+  // A learned decision's evidence is a log-odds: a negative margin (a
+  // probability below one half) is meaningful there, not in distance units.
+  read_number(map, "margin", pattern.learned_decision ? Range{} : at_least(0), pattern.margin);
+  read_number(map, "hysteresis", at_least(0), pattern.hysteresis);
   read_number(map, "min_duration_s", at_least(0), pattern.min_duration_s);
   read_number(map, "cooldown_s", at_least(0), pattern.cooldown_s);
 

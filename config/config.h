@@ -198,6 +198,35 @@ struct PatternExample {
   std::string describe() const;  // "FILE:START:END" or the template path, for messages
 };
 
+// The inputs of a learned decision (docs/detection.md, "A learned decision"),
+// computed by pipeline::decision_features from the examples' matches at one
+// window end. Distances are completed distances over dims * unmatched cost,
+// so 0 = identical and 1 = nothing matched; an example nothing matched counts
+// as 1.
+enum class DecisionFeature {
+  kNearestPositive,   // nearest positive example
+  kNearestNegative,   // nearest negative example (1 without negatives)
+  kPositiveMean3,     // mean of the 3 nearest positives
+  kNegativeMean3,     // mean of the 3 nearest negatives
+  kPositiveDims,      // matched dims of the nearest positive / dims
+  kVote5,             // (positives - negatives) among the 5 nearest matched, / 5
+};
+inline constexpr std::size_t kDecisionFeatureCount = 6;
+// The names the decision file uses, in DecisionFeature order.
+inline constexpr std::array<const char*, kDecisionFeatureCount> kDecisionFeatureNames = {
+    "nearest_positive", "nearest_negative", "positive_mean3",
+    "negative_mean3",   "positive_dims",    "vote5"};
+
+// A logistic decision over the features: evidence = bias + sum of
+// weight * feature (the log-odds that the window is an event), fitted by
+// `gaitwatch train` and read from the file a pattern's `decision.learned`
+// names. margin and hysteresis then apply in log-odds.
+struct LearnedDecision {
+  std::string file;  // where it was read from (resolved path)
+  double bias = 0;
+  std::array<double, kDecisionFeatureCount> weights{};
+};
+
 struct PatternConfig {
   std::string name;
   std::string kind;              // fall | stumble | freezing_of_gait | limp | other
@@ -222,6 +251,8 @@ struct PatternConfig {
   // nearest negative (evidence in distance units); k >= 1 = a vote of the k
   // nearest matched examples (evidence = positive minus negative votes).
   int neighbours = 0;
+  // Set: the decision is this learned rule instead (neighbours must be 0).
+  std::optional<LearnedDecision> learned_decision;
   double min_duration_s = 0;     // the decision must hold this long before an alert
   double cooldown_s = 5;         // no second alert of this pattern for this stream within this time
   // Query segmentation (seed 000 §7.4.4): 0 = off; N >= 2 also searches each

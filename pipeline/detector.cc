@@ -499,6 +499,8 @@ DecisionSummary summarize_decision(const CompiledPattern& pattern,
     }
     summary.evidence = votes;
   }
+  if (pc.learned_decision)
+    summary.evidence = learned_evidence(*pc.learned_decision, decision_features(pattern, per_example));
   const int needed = euclidean ? dims : pc.min_dims;
   summary.hold =
       summary.positive >= 0 &&
@@ -513,6 +515,61 @@ DecisionSummary summarize_decision(const CompiledPattern& pattern,
 bool by_end(const DimCandidate& a, const DimCandidate& b) { return a.end < b.end; }
 
 }  // namespace
+
+DecisionFeatures decision_features(const CompiledPattern& pattern,
+                                   const std::vector<ExampleMatch>& per_example) {
+  using config::DecisionFeature;
+  const config::PatternConfig& pc = pattern.config;
+  const bool euclidean = pc.measure == "euclidean";
+  const double dims = static_cast<double>(pattern.home_channel.size());
+  const double scale = dims * (euclidean ? 1.0 : pc.alpha) * pc.threshold;
+  // Matched examples, nearest first, as (scaled completed distance, negative).
+  thread_local std::vector<std::pair<double, bool>> nearest_first;
+  nearest_first.clear();
+  int positive_dims = 0;
+  double nearest_positive = 1;
+  for (const ExampleMatch& match : per_example) {
+    if (match.example < 0) continue;
+    const bool negative = pattern.examples[static_cast<std::size_t>(match.example)].negative;
+    const double scaled = std::min(1.0, match.completed / scale);
+    nearest_first.emplace_back(scaled, negative);
+    if (!negative && scaled < nearest_positive) {
+      nearest_positive = scaled;
+      positive_dims = static_cast<int>(match.combination.edges.size());
+    }
+  }
+  std::sort(nearest_first.begin(), nearest_first.end());
+  // Mean of the `count` nearest of one sign, unmatched ones counting as 1.
+  const auto mean_nearest = [&](bool negative, int count) {
+    double sum = 0;
+    int taken = 0;
+    for (const auto& [distance, is_negative] : nearest_first) {
+      if (is_negative != negative) continue;
+      sum += distance;
+      if (++taken == count) break;
+    }
+    return (sum + (count - taken)) / count;
+  };
+  DecisionFeatures features{};
+  const auto at = [&](DecisionFeature f) -> double& { return features[static_cast<std::size_t>(f)]; };
+  at(DecisionFeature::kNearestPositive) = mean_nearest(false, 1);
+  at(DecisionFeature::kNearestNegative) = mean_nearest(true, 1);
+  at(DecisionFeature::kPositiveMean3) = mean_nearest(false, 3);
+  at(DecisionFeature::kNegativeMean3) = mean_nearest(true, 3);
+  at(DecisionFeature::kPositiveDims) = dims > 0 ? positive_dims / dims : 0;
+  constexpr std::size_t kVoters = 5;
+  int votes = 0;
+  for (std::size_t n = 0; n < std::min(kVoters, nearest_first.size()); ++n)
+    votes += nearest_first[n].second ? -1 : 1;
+  at(DecisionFeature::kVote5) = static_cast<double>(votes) / kVoters;
+  return features;
+}
+
+double learned_evidence(const config::LearnedDecision& decision, const DecisionFeatures& features) {
+  double evidence = decision.bias;
+  for (std::size_t f = 0; f < features.size(); ++f) evidence += decision.weights[f] * features[f];
+  return evidence;
+}
 
 bool example_applies(const CompiledExample& example, std::uint32_t wearer) {
   return !example.wearer || *example.wearer == wearer;
@@ -752,6 +809,8 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
     // window changed: after a gap (active_ cleared) an episode may re-enter.
     if (changed || (t == first_end && examples > 0)) {
       decision = summarize_decision(pattern, per_example, euclidean);
+      if (recording_)
+        trace_.push_back({t, decision_features(pattern, per_example), decision.evidence, decision.hold});
       if (active_ && !decision.hold) active_ = false;
       if (!active_ && decision.enter) {
         active_ = true;

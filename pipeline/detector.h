@@ -10,11 +10,13 @@
 // Thread safety: none; owned by the pipeline thread (or one offline caller).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -172,6 +174,17 @@ struct Decision {
 };
 Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>& per_example);
 
+// The inputs of a learned decision (config::DecisionFeature) at one window
+// end, from the same per-example matches decide() takes. Completed distances
+// are divided by dims * the unmatched dim's cost, so every feature lies in
+// [0, 1] (vote5 in [-1, 1]) whatever the pattern's threshold and dims.
+using DecisionFeatures = std::array<double, config::kDecisionFeatureCount>;
+DecisionFeatures decision_features(const CompiledPattern& pattern,
+                                   const std::vector<ExampleMatch>& per_example);
+// bias + weights . features: the log-odds a learned decision compares with
+// margin (hold) and margin + hysteresis (enter).
+double learned_evidence(const config::LearnedDecision& decision, const DecisionFeatures& features);
+
 // decide() in two steps, for PatternTracker, which decides again at every
 // change of an example's match but needs the nearest matches themselves only
 // for an alert: which entries of per_example are nearest (-1: none) and the
@@ -225,6 +238,18 @@ class PatternTracker {
                    double sample_rate_hz, std::vector<Detection>& alerts);
   void reset();
 
+  // Offline training (`gaitwatch train`): while on, every time the decision
+  // is taken again its features are recorded. An entry holds from its end
+  // until the next entry's end (the decision does not change in between).
+  struct TracedDecision {
+    std::int64_t end = 0;
+    DecisionFeatures features{};
+    double evidence = 0;
+    bool hold = false;
+  };
+  void record_decisions(bool on) { recording_ = on; }
+  std::vector<TracedDecision> take_decision_trace() { return std::exchange(trace_, {}); }
+
  private:
   // One (pattern dim, stream dim) window of one example: the candidates of the
   // current window that can still become the pair's best, best first (a
@@ -273,6 +298,8 @@ class PatternTracker {
   bool active_ = false;              // inside a detection episode (entered, still holding)
   std::int64_t episode_start_ = 0;   // window end the episode entered at
   std::int64_t cooldown_until_ = 0;  // first end index allowed to alert again
+  bool recording_ = false;
+  std::vector<TracedDecision> trace_;
 };
 
 }  // namespace gw::pipeline

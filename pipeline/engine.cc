@@ -65,6 +65,7 @@ void Engine::reconfigure(const config::Config& config) {
   deadline_ms_ = config.search.deadline_ms;
   for (auto& [key, stream] : streams_) {
     stream.trackers.assign(library_.patterns.size(), PatternTracker(stream.wearer));
+    for (PatternTracker& tracker : stream.trackers) tracker.record_decisions(record_decisions_);
     stream.views.assign(library_.views.size(), ViewCache{});
     stream.pending.assign(library_.views.size(), {0, 0});
   }
@@ -72,6 +73,21 @@ void Engine::reconfigure(const config::Config& config) {
   // due ends afresh.
   counters_.lost_windows += counters_.pending_windows;
   counters_.pending_windows = 0;
+}
+
+void Engine::record_decisions(bool on) {
+  record_decisions_ = on;
+  for (auto& [key, stream] : streams_)
+    for (PatternTracker& tracker : stream.trackers) tracker.record_decisions(on);
+}
+
+std::vector<PatternTracker::TracedDecision> Engine::take_decision_trace(std::uint32_t wearer,
+                                                                        std::uint16_t device,
+                                                                        std::size_t pattern) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(wearer) << 16) | device;
+  const auto found = stream_index_.find(key);
+  if (found == stream_index_.end() || pattern >= found->second->trackers.size()) return {};
+  return found->second->trackers[pattern].take_decision_trace();
 }
 
 Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
@@ -91,6 +107,7 @@ Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
                                             PatternTracker(frame.wearer_id)),
                 std::vector<ViewCache>(library_.views.size()),
                 std::vector<std::pair<std::int64_t, std::int64_t>>(library_.views.size())};
+  for (PatternTracker& tracker : stream.trackers) tracker.record_decisions(record_decisions_);
   Stream& added = streams_.emplace(key, std::move(stream)).first->second;
   stream_index_.emplace(key, &added);
   counters_.streams = streams_.size();

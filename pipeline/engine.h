@@ -200,6 +200,15 @@ class Engine {
   // A line saying the search backend failed and the engine switched to the
   // CPU backend, once (empty otherwise); the daemon logs it.
   std::string take_backend_note() { return std::exchange(backend_note_, std::string()); }
+
+  // Offline training: every tracker, of streams present and to come, records
+  // its decisions (PatternTracker::record_decisions). take_decision_trace
+  // returns and clears what one (wearer, device)'s tracker of library
+  // pattern `pattern` (config order) recorded; empty for an unknown stream.
+  void record_decisions(bool on);
+  std::vector<PatternTracker::TracedDecision> take_decision_trace(std::uint32_t wearer,
+                                                                  std::uint16_t device,
+                                                                  std::size_t pattern);
   int tick_ms() const { return tick_ms_; }
 
  private:
@@ -352,6 +361,7 @@ class Engine {
   std::vector<double> work_per_end_;  // per view: dim pairs searched per window end
   std::vector<int> view_priority_;    // per view: highest severity of its patterns (0..2)
   std::string backend_note_;
+  bool record_decisions_ = false;
   std::string backend_name_;
   CompiledLibrary library_;
   // Per library pattern: its device and the device channel of each of its

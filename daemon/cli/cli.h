@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "daemon/cli/usage.h"
 #include "pipeline/alert.h"
+#include "pipeline/detector.h"
 #include "sensors/frame.h"
 #include "sensors/framing.h"
 #include "sensors/recording.h"
@@ -155,6 +156,11 @@ struct OfflineRun {
   // Throws gw::Error.
   nlohmann::json run(config::Config cfg, const sensors::Recording& rec,
                      const std::function<void(std::vector<pipeline::Alert>)>& on_alerts) const;
+  // When set, run() records the decisions of every tracker and hands the
+  // trace of the run's wearer and device for each config pattern (config
+  // order) to this at the end (`gaitwatch train`).
+  std::function<void(std::vector<std::vector<pipeline::PatternTracker::TracedDecision>>)>
+      on_decision_traces;
 };
 
 // Registers what every command that runs the engine over a recording takes:
@@ -203,6 +209,7 @@ void add_search(CLI::App& app, int& exit_code);
 void add_hits(CLI::App& app, int& exit_code);
 void add_detect(CLI::App& app, int& exit_code);
 void add_eval(CLI::App& app, int& exit_code);
+void add_train(CLI::App& app, int& exit_code);
 void add_plot(CLI::App& app, int& exit_code);
 // status, slots, alerts and control: requests to a running daemon.
 void add_control_commands(CLI::App& app, int& exit_code);

@@ -26,6 +26,7 @@
 
 #include "common/error.h"
 #include "daemon/cli/cli.h"
+#include "daemon/cli/eval.h"
 #include "pipeline/evaluation.h"
 #include "pipeline/marks.h"
 
@@ -34,36 +35,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct EvalOptions {
-  std::string config_path;
-  RecordingSource source;
-  std::vector<std::string> files;
-  std::vector<std::string> subjects;  // FILE=ID overrides
-  OfflineRun run;
-  std::vector<std::string> events_files;  // one EVENTS, or FILE=EVENTS per recording
-  std::string pattern;  // empty = every pattern of the device
-  bool cv = false;
-  bool loso = false;
-  std::string leave_out;  // subject | recording; --loso = subject
-  bool json = false;
-  int ndcg_k = 20;
-  double tolerance_s = 1.0;
-  int simulate_marks = 0;
-  std::string mine_negatives;  // directory for the false alerts' windows
-};
-
-// One scored recording: what it is and how it is labelled.
-struct ScoredFile {
-  std::string file;
-  pipeline::RecordingName name;
-  sensors::Recording rec;
-  bool trial = false;                   // SisFall: labelled per file
-  std::vector<pipeline::Event> events;  // recording indices, inside [first, stop)
-  std::vector<pipeline::Event> unannotated;
-  std::int64_t first = 0;
-  std::int64_t stop = 0;
-};
-
 // The alerts of one pattern on one file, scored where they can be.
 struct FileAlerts {
   std::vector<pipeline::ScoredAlert> scored;
@@ -71,14 +42,16 @@ struct FileAlerts {
   int unannotated = 0;
 };
 
+}  // namespace
+
 pipeline::LeaveOut leave_out_of(const EvalOptions& o) {
   if (o.loso || o.leave_out == "subject") return pipeline::LeaveOut::kSubject;
   if (o.leave_out == "recording") return pipeline::LeaveOut::kRecording;
   return pipeline::LeaveOut::kNothing;
 }
 
-ScoredFile load_file(const EvalOptions& o, const config::DeviceProfile& device, const std::string& file,
-                     bool single) {
+ScoredFile load_file(const EvalOptions& o, const config::DeviceProfile& device,
+                     const std::string& file, bool single) {
   ScoredFile f;
   f.file = file;
   f.name = pipeline::recording_name(file);
@@ -130,6 +103,8 @@ ScoredFile load_file(const EvalOptions& o, const config::DeviceProfile& device, 
                  f.events.end());
   return f;
 }
+
+namespace {
 
 // Samples of the recording that are scored: the range minus unannotated stretches.
 double scored_hours(const ScoredFile& f) {
@@ -219,6 +194,16 @@ void print_trials(const pipeline::TrialSummary& t) {
                 a.fall ? "fall" : "everyday", a.trials_alerted, a.trials, a.alerts);
 }
 
+// The library `pattern` scores `group` with: without the group's examples
+// (leave_out), then refitted when the options say so (`gaitwatch train`).
+config::PatternConfig fold_for(const EvalOptions& o, const config::PatternConfig& pattern,
+                               pipeline::LeaveOut leave_out, const std::string& group,
+                               int* removed = nullptr) {
+  config::PatternConfig fold = pipeline::without_group(pattern, leave_out, group, removed);
+  if (o.refit) fold = o.refit(fold, group);
+  return fold;
+}
+
 int run_single_cv(const EvalOptions& o, const config::Config& cfg,
                   const std::vector<const config::PatternConfig*>& evaluated, const ScoredFile& f) {
   // The folds join the config as patterns of their own; identical examples
@@ -275,7 +260,9 @@ struct MarksOutcome {
   int detected_after_with = 0;
 };
 
-int run(const EvalOptions& o) {
+}  // namespace
+
+int run_eval(const EvalOptions& o) {
   const config::Config cfg = config::load_config(o.config_path);
   const config::DeviceProfile& device = o.run.device_of(cfg);
   std::vector<std::string> files = o.files;
@@ -296,6 +283,14 @@ int run(const EvalOptions& o) {
     throw Error("no pattern " + (o.pattern.empty() ? "" : "'" + o.pattern + "' ") +
                 "for device '" + device.name + "' in " + o.config_path);
 
+  if (leave_out != pipeline::LeaveOut::kNothing && !o.refit)
+    for (const auto* p : evaluated)
+      if (p->learned_decision)
+        std::cerr << "eval: note: pattern '" << p->name << "' decides with "
+                  << p->learned_decision->file
+                  << ", fitted on whatever recordings it was trained on; leaving out examples "
+                     "does not leave out that fit (gaitwatch train --evaluate scores each "
+                     "subject with a decision fitted without it)\n";
   std::vector<ScoredFile> scored;
   for (const auto& file : files) scored.push_back(load_file(o, device, file, single));
   if (o.cv) return run_single_cv(o, cfg, evaluated, scored.front());
@@ -318,7 +313,7 @@ int run(const EvalOptions& o) {
     std::vector<int> left;
     for (const auto* p : evaluated) {
       int removed = 0;
-      folds.push_back(pipeline::without_group(*p, leave_out, group, &removed));
+      folds.push_back(fold_for(o, *p, leave_out, group, &removed));
       left.push_back(removed);
     }
     auto alerts_of = run_file(o, cfg, folds, f);
@@ -363,7 +358,7 @@ int run(const EvalOptions& o) {
           const ScoredFile& f = scored[i];
           const std::string group =
               leave_out == pipeline::LeaveOut::kSubject ? f.name.subject : f.name.recording;
-          const auto fold = pipeline::without_group(*p, leave_out, group);
+          const auto fold = fold_for(o, *p, leave_out, group);
           before.push_back(run_file(o, cfg, {fold}, f));
           for (const auto& s : before.back()[p->name].scored) {
             if (static_cast<int>(negatives.size()) >= o.simulate_marks) break;
@@ -381,7 +376,7 @@ int run(const EvalOptions& o) {
           if (i < mark_file) continue;
           const std::string group =
               leave_out == pipeline::LeaveOut::kSubject ? f.name.subject : f.name.recording;
-          config::PatternConfig marked = pipeline::without_group(*p, leave_out, group);
+          config::PatternConfig marked = fold_for(o, *p, leave_out, group);
           marked.examples.insert(marked.examples.end(), negatives.begin(), negatives.end());
           auto after = run_file(o, cfg, {marked}, f);
           auto count = [&](const FileAlerts& a, int& falses, int& detected) {
@@ -538,36 +533,38 @@ int run(const EvalOptions& o) {
   return 0;
 }
 
-}  // namespace
+void add_scoring_flags(CLI::App& cmd, EvalOptions& options) {
+  cmd.add_option("--config", options.config_path, "daemon config file")->required();
+  options.source.add_flags(cmd, true, true, &options.files);
+  options.run.add_flags(cmd);
+  cmd.add_option("--subject", options.subjects,
+                 "FILE=ID: the subject of a recording (default: from its name, "
+                 "docs/detection.md)");
+  cmd.add_option("--events", options.events_files,
+                 "events file: START END sample indices per line; with several files "
+                 "FILE=EVENTS, repeated (default: the recording's annotation, Daphnet column "
+                 "11 == 2; SisFall: F trials are falls)");
+  cmd.add_option("--pattern", options.pattern, "evaluate only this pattern");
+  cmd.add_flag("--loso", options.loso,
+               "leave-one-subject-out: score each subject without its own examples");
+  cmd.add_option("--leave-out", options.leave_out,
+                 "what to leave out of the library while scoring a recording: subject "
+                 "(= --loso) or recording")
+      ->check(CLI::IsMember({"subject", "recording"}));
+  cmd.add_flag("--json", options.json, "one JSON object per pattern");
+  cmd.add_option("--tolerance", options.tolerance_s,
+                 "seconds an alert may lie outside an event and still overlap it (default 1)");
+}
 
 void add_eval(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<EvalOptions>();
   options->run.batch_frames = 200;  // whole recordings: fewer, larger batches, same alerts
   auto* cmd = app.add_subcommand(
       "eval", "score each pattern's alerts on annotated recordings (precision, recall, latency)");
-  cmd->add_option("--config", options->config_path, "daemon config file")->required();
-  options->source.add_flags(*cmd, true, true, &options->files);
-  options->run.add_flags(*cmd);
-  cmd->add_option("--subject", options->subjects,
-                  "FILE=ID: the subject of a recording (default: from its name, "
-                  "docs/detection.md)");
-  cmd->add_option("--events", options->events_files,
-                  "events file: START END sample indices per line; with several files "
-                  "FILE=EVENTS, repeated (default: the recording's annotation, Daphnet column "
-                  "11 == 2; SisFall: F trials are falls)");
-  cmd->add_option("--pattern", options->pattern, "evaluate only this pattern");
+  add_scoring_flags(*cmd, *options);
   cmd->add_flag("--cv", options->cv, "leave-one-episode-out cross-validation (one recording)");
-  cmd->add_flag("--loso", options->loso,
-                "leave-one-subject-out: score each subject without its own examples");
-  cmd->add_option("--leave-out", options->leave_out,
-                  "what to leave out of the library while scoring a recording: subject "
-                  "(= --loso) or recording")
-      ->check(CLI::IsMember({"subject", "recording"}));
-  cmd->add_flag("--json", options->json, "one JSON object per pattern");
   cmd->add_option("--ndcg-k", options->ndcg_k, "k of nDCG@k (default 20)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--tolerance", options->tolerance_s,
-                  "seconds an alert may lie outside an event and still overlap it (default 1)");
   cmd->add_option("--simulate-marks", options->simulate_marks,
                   "mark each subject's first K false alerts false and count the false alerts "
                   "after them again")
@@ -575,7 +572,7 @@ void add_eval(CLI::App& app, int& exit_code) {
   cmd->add_option("--mine-negatives", options->mine_negatives,
                   "write every false alert's window as a template CSV into this directory "
                   "(hard negatives)");
-  on_run(*cmd, exit_code, [options] { return run(*options); });
+  on_run(*cmd, exit_code, [options] { return run_eval(*options); });
 }
 
 }  // namespace gw::cli

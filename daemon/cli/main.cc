@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   gw::cli::add_hits(app, exit_code);
   gw::cli::add_detect(app, exit_code);
   gw::cli::add_eval(app, exit_code);
+  gw::cli::add_train(app, exit_code);
   gw::cli::add_plot(app, exit_code);
   gw::cli::add_control_commands(app, exit_code);
   gw::cli::add_mark(app, exit_code);

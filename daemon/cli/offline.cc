@@ -99,11 +99,18 @@ nlohmann::json OfflineRun::run(
     on_alerts(dedup ? pipeline::admit_new_alerts(*dedup, engine.batch_stream_clocks(), std::move(alerts))
                     : std::move(alerts));
   };
+  if (on_decision_traces) engine.record_decisions(true);
   for (std::size_t i = 0; i < frames.size(); ++i) {
     engine.on_frame(frames[i], 0.0);
     if ((i + 1) % static_cast<std::size_t>(std::max(1, batch_frames)) == 0) search();
   }
   search();
+  if (on_decision_traces) {
+    std::vector<std::vector<pipeline::PatternTracker::TracedDecision>> traces;
+    for (std::size_t p = 0; p < cfg.patterns.size(); ++p)
+      traces.push_back(engine.take_decision_trace(wearer, profile.id, p));
+    on_decision_traces(std::move(traces));
+  }
   nlohmann::json stats = engine.stats_json();
   if (dedup)
     stats["dedup"] = {{"admitted", dedup->counters().admitted},

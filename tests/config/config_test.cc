@@ -1612,3 +1612,60 @@ TEST_CASE("pattern names are unique across packs", "[config][pack]") {
   CHECK(issues[0].line == 5);
   CHECK_THAT(issues[0].message, Catch::Contains("duplicate pattern name 'same'"));
 }
+
+TEST_CASE("a learned decision is read from the file the pattern names, relative to the pack",
+          "[config][pack][learned]") {
+  const TempDir dir;
+  write_pack_dir(dir, "packs/a.yaml",
+                 pack_with_pattern("learned") + "    decision: {learned: a_decision.yaml}\n" +
+                     "    margin: -1.5\n");
+  dir.write("packs/a_decision.yaml",
+            yaml({"rule: logistic", "bias: 0.5",
+                  "weights: {nearest_positive: -4, vote5: 2.5}",
+                  "trained: {files: [x.txt], positives: 3}", "command: gaitwatch train"}));
+  dir.write("main.yaml", with_devices({"patterns:", "  - include: packs/a.yaml"}));
+  const Config config = load_config((dir.path() / "main.yaml").string());
+  REQUIRE(config.patterns.size() == 1);
+  const auto& d = config.patterns[0].learned_decision;
+  REQUIRE(d.has_value());
+  CHECK(d->file == normal(dir.path() / "packs/a_decision.yaml"));
+  CHECK(d->bias == 0.5);
+  CHECK(d->weights[0] == -4);  // nearest_positive
+  CHECK(d->weights[1] == 0);   // not given
+  CHECK(d->weights[5] == 2.5);  // vote5
+  // With a learned decision the margin is a log-odds and may be negative.
+  CHECK(config.patterns[0].margin == -1.5);
+}
+
+TEST_CASE("a bad learned decision is reported at decision.learned with the file's own line",
+          "[config][learned]") {
+  const TempDir dir;
+  write_pack_dir(dir, "p.yaml", pack_with_pattern("learned") +
+                                    "    decision: {learned: d.yaml}\n");
+  dir.write("d.yaml", yaml({"bias: 0.5", "weights: {nearest_positiv: -4}"}));
+  dir.write("main.yaml", with_devices({"patterns:", "  - include: p.yaml"}));
+  std::vector<ConfigIssue> issues = load_issues((dir.path() / "main.yaml").string());
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 1);
+  CHECK(issues[0].path == "patterns[0].decision.learned");
+  CHECK(issues[0].line == 10);
+  CHECK_THAT(issues[0].message, Catch::Contains("d.yaml:2: weights.nearest_positiv: unknown key"));
+  CHECK_THAT(issues[0].message, Catch::Contains("did you mean 'nearest_positive'"));
+
+  // A missing file, a vote beside it, a negative margin without it.
+  write_pack_dir(dir, "p.yaml", pack_with_pattern("learned") +
+                                    "    decision: {learned: none.yaml}\n");
+  issues = load_issues((dir.path() / "main.yaml").string());
+  REQUIRE(issues.size() == 1);
+  CHECK_THAT(issues[0].message, Catch::Contains("cannot read decision file"));
+  dir.write("d.yaml", yaml({"bias: 0", "weights: {}"}));
+  write_pack_dir(dir, "p.yaml", pack_with_pattern("learned") +
+                                    "    neighbours: 3\n    decision: {learned: d.yaml}\n");
+  issues = load_issues((dir.path() / "main.yaml").string());
+  REQUIRE(issues.size() == 1);
+  CHECK_THAT(issues[0].message, Catch::Contains("set neighbours to 0"));
+  write_pack_dir(dir, "p.yaml", pack_with_pattern("learned") + "    margin: -1\n");
+  issues = load_issues((dir.path() / "main.yaml").string());
+  REQUIRE(issues.size() == 1);
+  CHECK(issues[0].path == "patterns[0].margin");
+}

@@ -279,3 +279,60 @@ TEST_CASE("eval --simulate-marks: a marked false alert's window stops its repeat
   REQUIRE(subject_row(marked, "bob")["simulated_marks"]["marks"] == 0);
   CHECK(m["false_alerts_after_with_marks"] == 0);
 }
+
+// gaitwatch train on the same people: the decision file it writes, a config
+// that uses it, and --evaluate scoring each subject as eval --loso does.
+TEST_CASE("train writes a learned decision that eval and the config take", "[integration]") {
+  const People people;
+  const std::string decision = (people.dir / "decision.yaml").string();
+  std::vector<std::string> argv = {kTool, "train", "--config",
+                                   (people.dir / "gaitwatch.yaml").string(), "--format", "csv",
+                                   "--out", decision, "--step-s", "0.05"};
+  for (const char* name : {"alice", "bob", "carol"}) {
+    const std::string file = (people.dir / (std::string(name) + ".csv")).string();
+    argv.insert(argv.end(), {"--file", file, "--events",
+                             file + "=" + (people.dir / (std::string(name) + ".events")).string()});
+  }
+  auto r = gw::test::run_process(argv, people.dir, "train", std::chrono::seconds(60));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("wrote " + decision));
+  const std::string text = gw::test::read_file(decision);
+  CHECK_THAT(text, Catch::Contains("rule: logistic"));
+  CHECK_THAT(text, Catch::Contains("leave_out: subject"));
+
+  // The pattern with the decision: each person's own event is nearest to an
+  // example (the others' or its own); noise is near none: the event alerts.
+  std::string config = gw::test::read_file(people.dir / "gaitwatch.yaml");
+  config += "    decision: {learned: decision.yaml}\n";
+  std::ofstream(people.dir / "learned.yaml") << config;
+  std::vector<std::string> eval = {kTool, "eval", "--config", (people.dir / "learned.yaml").string(),
+                                   "--format", "csv", "--json", "--file",
+                                   (people.dir / "bob.csv").string(), "--events",
+                                   (people.dir / "bob.events").string()};
+  r = gw::test::run_process(eval, people.dir, "eval_learned", std::chrono::seconds(60));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const json scored = json::parse(r.out);
+  CHECK(scored["detected"] == 1);
+  CHECK(scored["false_alerts"] == 0);
+
+  // --evaluate: bob's shape B has no example but bob's own, so without it
+  // bob's event is missed, as in eval --loso; alice's is found.
+  argv.push_back("--evaluate");
+  argv.push_back("--json");
+  r = gw::test::run_process(argv, people.dir, "train_evaluate", std::chrono::seconds(60));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const json held_out = json::parse(r.out);
+  CHECK(held_out["leave_out"] == "subject");
+  CHECK(subject_row(held_out, "bob")["detected"] == 0);
+  CHECK(subject_row(held_out, "alice")["detected"] == 1);
+
+  // Without --out the pattern must name its decision file.
+  argv = {kTool, "train", "--config", (people.dir / "gaitwatch.yaml").string(), "--format", "csv",
+          "--file", (people.dir / "bob.csv").string(), "--events", (people.dir / "bob.events").string()};
+  r = gw::test::run_process(argv, people.dir, "train_no_out", std::chrono::seconds(60));
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--out FILE is needed"));
+}

@@ -439,3 +439,82 @@ TEST_CASE("a wearer's negative example suppresses that wearer's alert only", "[t
   p.examples[1].wearer = 3;
   CHECK(wearer2.update(fresh, 0, 100, p, 10.0).size() == 1);
 }
+
+TEST_CASE("the learned decision's features and its log-odds", "[decide][learned]") {
+  using gw::config::DecisionFeature;
+  using gw::pipeline::ExampleMatch;
+  // Examples 0..3 positive, 4..6 negative; one dim, threshold 5: every
+  // completed distance is divided by 5.
+  CompiledPattern p = make_pattern(1, {false, false, false, false, true, true, true}, 5.0);
+  p.config.min_dims = 1;
+  auto match = [&](int example, double distance) {
+    ExampleMatch m{example, combine_matches({{3, 0, 0, distance}}, p.home_channel, 1.0), 0};
+    m.completed = distance;
+    return m;
+  };
+  const std::vector<ExampleMatch> matches = {match(0, 1.0), match(1, 2.0), ExampleMatch{},
+                                             match(3, 4.5), match(4, 0.5), ExampleMatch{},
+                                             ExampleMatch{}};
+  const auto f = gw::pipeline::decision_features(p, matches);
+  const auto at = [&](DecisionFeature k) { return f[static_cast<std::size_t>(k)]; };
+  CHECK(at(DecisionFeature::kNearestPositive) == Approx(0.2));
+  CHECK(at(DecisionFeature::kNearestNegative) == Approx(0.1));
+  CHECK(at(DecisionFeature::kPositiveMean3) == Approx((0.2 + 0.4 + 0.9) / 3));
+  // One negative matched: the two missing count as unmatched (1).
+  CHECK(at(DecisionFeature::kNegativeMean3) == Approx((0.1 + 1 + 1) / 3));
+  CHECK(at(DecisionFeature::kPositiveDims) == Approx(1.0));
+  // The 5 nearest: only 4 matched (3 positive, 1 negative) vote.
+  CHECK(at(DecisionFeature::kVote5) == Approx((3 - 1) / 5.0));
+  // Nothing matched at all: every distance feature is 1, no dims, no votes.
+  const auto none = gw::pipeline::decision_features(p, std::vector<ExampleMatch>(7));
+  CHECK(none[0] == 1.0);
+  CHECK(none[3] == 1.0);
+  CHECK(none[4] == 0.0);
+  CHECK(none[5] == 0.0);
+
+  // The decision: bias + weights . features against margin and hysteresis.
+  gw::config::LearnedDecision learned;
+  learned.bias = 1.0;
+  learned.weights[static_cast<std::size_t>(DecisionFeature::kNearestPositive)] = -10;
+  learned.weights[static_cast<std::size_t>(DecisionFeature::kNearestNegative)] = 10;
+  p.config.learned_decision = learned;
+  const auto d = gw::pipeline::decide(p, matches);
+  CHECK(d.evidence == Approx(1.0 - 10 * 0.2 + 10 * 0.1));
+  CHECK(d.hold);  // margin 0 <= 0.0
+  CHECK(d.positive.example == 0);
+  p.config.margin = 0.5;
+  CHECK_FALSE(gw::pipeline::decide(p, matches).hold);
+  p.config.margin = -0.5;
+  p.config.hysteresis = 1.0;
+  const auto weak = gw::pipeline::decide(p, matches);
+  CHECK(weak.hold);
+  CHECK_FALSE(weak.enter);
+  // Without a matched positive nothing holds, whatever the log-odds.
+  learned.bias = 100;
+  p.config.learned_decision = learned;
+  CHECK_FALSE(gw::pipeline::decide(p, std::vector<ExampleMatch>(7)).hold);
+}
+
+TEST_CASE("a recording tracker traces every decision it takes again", "[track][learned]") {
+  CompiledPattern p = make_pattern(1, {false}, 5.0);
+  p.config.min_dims = 1;
+  PatternTracker tracker;
+  tracker.record_decisions(true);
+  std::vector<std::vector<DimCandidate>> fresh(1);
+  fresh[0] = {{12, 0, 0, 2.0}, {30, 0, 0, 1.0}};
+  tracker.update(fresh, 0, 50, p, 100.0);
+  const auto trace = tracker.take_decision_trace();
+  // The first end, the arrival at 12, its expiry at 22, the arrival at 30 and its expiry at 40.
+  REQUIRE(trace.size() == 5);
+  CHECK(trace[0].end == 0);
+  CHECK(trace[1].end == 12);
+  CHECK(trace[1].features[0] == Approx(0.4));
+  CHECK(trace[1].hold);
+  CHECK(trace[2].end == 22);
+  CHECK_FALSE(trace[2].hold);
+  CHECK(trace[3].features[0] == Approx(0.2));
+  CHECK(tracker.take_decision_trace().empty());
+  tracker.record_decisions(false);
+  tracker.update(fresh, 50, 100, p, 100.0);
+  CHECK(tracker.take_decision_trace().empty());
+}
