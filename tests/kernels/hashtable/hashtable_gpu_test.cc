@@ -1,9 +1,10 @@
 // GPU tests of the lock-free parallel hash table (ctest -L gpu): every
 // scenario of hashtable_test_support.h against the CUDA implementation, the
 // GPU against the CPU implementation on identical batches, and large
-// contended batches. Each case prints WARN("skipped: ...") and passes when
+// contended batches. Each case prints WARN("skipped: ...") and CTest reports it skipped when
 // gaitwatch was built without CUDA or no GPU is present.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -302,9 +303,12 @@ TEST_CASE("gpu: a 2^18-op contended batch over few keys stays consistent", "[has
 
 TEST_CASE("gpu: the random-access ceiling is measurable", "[hashtable][gpu]") {
   if (skip_without_gpu()) return;
+  // How fast is for bench/ (docs/benchmarks.md); here only that it measures.
   const RandomAccessCeiling ceiling = measure_gpu_random_access(256ull << 20);
-  CHECK(ceiling.reads_per_s > 1e8);
-  CHECK(ceiling.cas_per_s > 1e8);
+  CHECK(std::isfinite(ceiling.reads_per_s));
+  CHECK(ceiling.reads_per_s > 0);
+  CHECK(std::isfinite(ceiling.cas_per_s));
+  CHECK(ceiling.cas_per_s > 0);
 }
 
 }  // namespace
