@@ -176,14 +176,9 @@ void on_run(CLI::App& cmd, int& exit_code, std::function<int()> body);
 
 // Unix time now, in seconds.
 double unix_time_now();
-// "YYYY-MM-DD HH:MM:SS" of a unix time, in local time.
+// "YYYY-MM-DD HH:MM:SS" of a unix time, in local time. Times users type are
+// parsed by gw::parse_time_text (common/time_text.h).
 std::string local_time_text(double unix_s);
-// A point in time for --since/--until, as unix seconds: "now"; unix seconds
-// ("1700000000", "1700000000.5"); -N{s,m,h,d} (before `now`); HH:MM[:SS]
-// (local time: today's, or yesterday's when today's is after `now`);
-// YYYY-MM-DD HH:MM[:SS] or YYYY-MM-DDTHH:MM[:SS] (local time). Throws
-// gw::Error naming the accepted forms.
-double parse_time_arg(const std::string& text, double now);
 
 // The table `gaitwatch hits`, `gaitwatch alerts` and `gaitwatch detect` print:
 // the header line (on stdout, flushed), one row per alert (no newline), and

@@ -207,51 +207,6 @@ std::string local_time_text(double unix_s) {
   return text;
 }
 
-double parse_time_arg(const std::string& text, double now) {
-  const std::string forms =
-      "now, unix seconds, -N{s,m,h,d}, HH:MM[:SS] or YYYY-MM-DD[T ]HH:MM[:SS] (local time)";
-  if (text == "now") return now;
-  char* end = nullptr;
-  if (!text.empty() && text[0] == '-') {
-    const double amount = std::strtod(text.c_str() + 1, &end);
-    const std::string unit(end);
-    const double scale = unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : 0;
-    if (end == text.c_str() + 1 || scale == 0 || !(amount >= 0))
-      throw Error("time '" + text + "': expected " + forms);
-    return now - amount * scale;
-  }
-  const double unix_s = std::strtod(text.c_str(), &end);
-  if (!text.empty() && *end == '\0' && text.find(':') == std::string::npos) return unix_s;
-
-  std::tm tm{};
-  const std::time_t now_t = static_cast<std::time_t>(now);
-  localtime_r(&now_t, &tm);
-  tm.tm_sec = 0;
-  const char* rest = nullptr;
-  bool clock_only = false;
-  for (const char* format : {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M",
-                             "%Y-%m-%d %H:%M", "%H:%M:%S", "%H:%M"}) {
-    std::tm parsed = tm;
-    const char* done = strptime(text.c_str(), format, &parsed);
-    if (done && *done == '\0') {
-      tm = parsed;
-      rest = done;
-      clock_only = format[1] == 'H';
-      break;
-    }
-  }
-  if (!rest) throw Error("time '" + text + "': expected " + forms);
-  tm.tm_isdst = -1;  // let mktime decide for that date
-  double t = static_cast<double>(std::mktime(&tm));
-  if (clock_only && t > now) {
-    // The latest such time: yesterday's.
-    tm.tm_mday -= 1;
-    tm.tm_isdst = -1;
-    t = static_cast<double>(std::mktime(&tm));
-  }
-  return t;
-}
-
 sensors::DeviceKind parse_device_kind(const std::string& name) {
   if (name == "pressure_insole_left") return sensors::DeviceKind::kPressureInsoleLeft;
   if (name == "pressure_insole_right") return sensors::DeviceKind::kPressureInsoleRight;

@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "common/error.h"
+#include "common/time_text.h"
 #include "daemon/cli/cli.h"
 #include "daemon/control_client.h"
 #include "daemon/ipc_socket.h"
@@ -73,8 +74,8 @@ struct SlotsOptions {
 
 int run_slots(const SlotsOptions& o) {
   const double now = unix_time_now();
-  json args = {{"wearer", o.wearer}, {"since", parse_time_arg(o.since, now)}};
-  if (!o.until.empty()) args["until"] = parse_time_arg(o.until, now);
+  json args = {{"wearer", o.wearer}, {"since", parse_time_text(o.since, now)}};
+  if (!o.until.empty()) args["until"] = parse_time_text(o.until, now);
   if (!o.activity.empty()) args["activity"] = o.activity;
   if (!o.posture.empty()) args["posture"] = o.posture;
   if (!o.loading.empty()) args["loading"] = o.loading;

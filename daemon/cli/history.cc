@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/time_text.h"
 #include "daemon/cli/cli.h"
 #include "kernels/search.h"
 #include "pipeline/history_recorder.h"
@@ -33,34 +34,15 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Seconds of device time, or ISO 8601 UTC (YYYY-MM-DDTHH:MM:SS[.f][Z]) as
-// unix seconds; empty = `open_end`.
+// `text` by the one time rule (common/time_text.h); empty = `open_end`.
+// Errors name the flag.
 double parse_time(const std::string& text, const char* flag, double open_end) {
   if (text.empty()) return open_end;
-  std::size_t used = 0;
   try {
-    const double value = std::stod(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
+    return parse_time_text(text, unix_time_now());
+  } catch (const Error& e) {
+    throw Error(std::string(flag) + ": " + e.what());
   }
-  std::tm tm{};
-  std::istringstream in(text);
-  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  if (in.fail())
-    throw Error(std::string(flag) +
-                " must be seconds or ISO 8601 UTC (2024-05-01T10:00:00Z), got '" + text + "'");
-  double fraction = 0;
-  if (in.peek() == '.') {
-    std::string digits;
-    in.get();
-    while (std::isdigit(in.peek())) digits += static_cast<char>(in.get());
-    if (!digits.empty()) fraction = std::stod("0." + digits);
-  }
-  if (in.peek() == 'Z') in.get();
-  if (in.peek() != std::char_traits<char>::eof())
-    throw Error(std::string(flag) +
-                ": only UTC times (ending in Z or nothing) are accepted, got '" + text + "'");
-  return static_cast<double>(timegm(&tm)) + fraction;
 }
 
 std::vector<std::uint32_t> parse_wearers(const std::string& list) {
