@@ -733,18 +733,6 @@ void read_ingest(const MapReader& root, const std::string& base_dir, IngestConfi
                       ")");
 }
 
-struct DeviceKindName {
-  const char* name;
-  sensors::DeviceKind kind;
-};
-constexpr DeviceKindName kDeviceKinds[] = {
-    {"pressure_insole_left", sensors::DeviceKind::kPressureInsoleLeft},
-    {"pressure_insole_right", sensors::DeviceKind::kPressureInsoleRight},
-    {"force_insole_8", sensors::DeviceKind::kForceInsole8},
-    {"accelerometer_3", sensors::DeviceKind::kAccelerometer3},
-    {"generic", sensors::DeviceKind::kGeneric},
-};
-
 // Channel names a fixed kind gets when the profile lists none.
 std::vector<std::string> default_channel_names(sensors::DeviceKind kind) {
   const int count = sensors::fixed_channel_count(kind);
@@ -920,11 +908,10 @@ bool read_device(const YAML::Node& node, const std::string& path, IssueList& iss
   std::string kind_name;
   if (map.require("kind")) {
     std::vector<std::string> kind_names;
-    for (const DeviceKindName& entry : kDeviceKinds) kind_names.push_back(entry.name);
+    for (const sensors::DeviceKind kind : sensors::kDeviceKinds)
+      kind_names.push_back(sensors::to_string(kind));
     if (read_choice(map, "kind", kind_names, kind_name)) {
-      for (const DeviceKindName& entry : kDeviceKinds) {
-        if (kind_name == entry.name) device.kind = entry.kind;
-      }
+      device.kind = *sensors::device_kind_from_name(kind_name);
       kind_ok = true;
     }
   }

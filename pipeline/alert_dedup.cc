@@ -30,28 +30,6 @@ std::uint64_t fnv1a64(const std::string& text) {
 
 }  // namespace
 
-std::unique_ptr<ht::HashTableBackend> make_hash_table_backend(const std::string& kind,
-                                                              std::string* note,
-                                                              const ht::HashTableConfig& config) {
-  if (note) note->clear();
-  if (kind == "cpu") return ht::make_cpu_hash_table(config);
-  if (kind == "cuda") return ht::make_gpu_hash_table(config);
-  if (kind != "auto")
-    throw Error("hash table backend '" + kind + "' is not one of auto, cpu, cuda");
-  if (!ht::gpu_hash_table_available()) {
-    if (note) *note = "hash table: no usable CUDA device (or built without CUDA); using the CPU table";
-    return ht::make_cpu_hash_table(config);
-  }
-  try {
-    return ht::make_gpu_hash_table(config);
-  } catch (const Error& e) {
-    // A device that is listed but cannot be used (allocation failure, busy
-    // device) must not stop the daemon when the user asked for "auto".
-    if (note) *note = std::string("hash table: GPU table failed (") + e.what() + "); using the CPU table";
-    return ht::make_cpu_hash_table(config);
-  }
-}
-
 std::uint64_t delete_keys(ht::HashTableBackend& table, const std::vector<ht::HashKey>& keys) {
   if (keys.empty()) return 0;
   std::vector<ht::HashOp> ops(keys.size());

@@ -43,20 +43,6 @@
 
 namespace gw::pipeline {
 
-// Creates a table backend by name, shared by AlertDeduplicator and SlotIndex:
-//   "cpu"  : the multi-threaded CPU table.
-//   "cuda" : the GPU table; throws gw::Error (with the reason) when gaitwatch
-//            was built without CUDA or no device is usable: an explicit
-//            request is never silently downgraded.
-//   "auto" : the GPU table when gpu_hash_table_available(), else the CPU one.
-//            If it falls back, or the GPU table fails to start, `note`
-//            (when non-null) receives a one-line reason to log; otherwise it
-//            is cleared.
-// Any other kind throws gw::Error. `config` is validated by the factories.
-std::unique_ptr<kernels::hashtable::HashTableBackend> make_hash_table_backend(
-    const std::string& kind, std::string* note,
-    const kernels::hashtable::HashTableConfig& config = {});
-
 struct AlertDedupOptions {
   // Length of an event bucket [s]; candidates of one (wearer, pattern) whose
   // t_end fall in the same bucket are one event. > 0.

@@ -28,11 +28,11 @@ namespace gw::pipeline {
 kernels::hashtable::HashTableConfig hash_table_config(const config::Config& cfg,
                                                       std::uint64_t node_capacity);
 
-// nullptr when dedup.enabled is false. `note` as make_hash_table_backend().
+// nullptr when dedup.enabled is false. `note` as kernels::hashtable::make_hash_table_backend().
 std::unique_ptr<AlertDeduplicator> make_alert_deduplicator(const config::Config& cfg,
                                                            std::string* note);
 
-// nullptr when slots.enabled is false. `note` as make_hash_table_backend().
+// nullptr when slots.enabled is false. `note` as kernels::hashtable::make_hash_table_backend().
 std::unique_ptr<SlotIndex> make_slot_index(const config::Config& cfg, std::string* note);
 SlotRecorderOptions slot_recorder_options(const config::Config& cfg);
 // Every device whose `status` names inputs, by device id.

@@ -161,6 +161,12 @@ const char* to_string(DeviceKind kind) {
   return "unknown";
 }
 
+std::optional<DeviceKind> device_kind_from_name(const std::string& name) {
+  for (const DeviceKind kind : kDeviceKinds)
+    if (name == to_string(kind)) return kind;
+  return std::nullopt;
+}
+
 int fixed_channel_count(DeviceKind kind) {
   switch (kind) {
     case DeviceKind::kPressureInsoleLeft:

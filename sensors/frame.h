@@ -5,9 +5,10 @@
 // Thread safety: free functions, no shared state.
 #pragma once
 
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,7 +81,13 @@ enum class DecodeStatus : std::uint8_t {
 };
 inline constexpr int kDecodeStatusCount = 12;
 const char* to_string(DecodeStatus status);
+// The kind's name in configs and on command lines ("accelerometer_3"), and
+// back; every kind in wire-code order, for listing the names.
 const char* to_string(DeviceKind kind);
+std::optional<DeviceKind> device_kind_from_name(const std::string& name);
+inline constexpr DeviceKind kDeviceKinds[] = {
+    DeviceKind::kPressureInsoleLeft, DeviceKind::kPressureInsoleRight, DeviceKind::kForceInsole8,
+    DeviceKind::kAccelerometer3, DeviceKind::kGeneric};
 // Channel count a kind fixes, or 0 for kGeneric.
 int fixed_channel_count(DeviceKind kind);
 

@@ -208,11 +208,7 @@ std::string local_time_text(double unix_s) {
 }
 
 sensors::DeviceKind parse_device_kind(const std::string& name) {
-  if (name == "pressure_insole_left") return sensors::DeviceKind::kPressureInsoleLeft;
-  if (name == "pressure_insole_right") return sensors::DeviceKind::kPressureInsoleRight;
-  if (name == "force_insole_8") return sensors::DeviceKind::kForceInsole8;
-  if (name == "accelerometer_3") return sensors::DeviceKind::kAccelerometer3;
-  if (name == "generic") return sensors::DeviceKind::kGeneric;
+  if (const auto kind = sensors::device_kind_from_name(name)) return *kind;
   throw Error("unknown device kind '" + name + "'");
 }
 

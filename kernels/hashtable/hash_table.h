@@ -189,6 +189,21 @@ std::unique_ptr<HashTableBackend> make_gpu_hash_table(const HashTableConfig& con
 // True when built with CUDA and at least one CUDA device is usable. Never throws.
 bool gpu_hash_table_available();
 
+// Creates a table backend by name (the config's hashtable.backend), shared by
+// the daemon's jobs (alert de-duplication, the time-slot index):
+//   "cpu"  : the multi-threaded CPU table.
+//   "cuda" : the GPU table; throws gw::Error (with the reason) when gaitwatch
+//            was built without CUDA or no device is usable: an explicit
+//            request is never silently downgraded.
+//   "auto" : the GPU table when gpu_hash_table_available(), else the CPU one.
+//            If it falls back, or the GPU table fails to start, `note`
+//            (when non-null) receives a one-line reason to log; otherwise it
+//            is cleared.
+// Any other kind throws gw::Error. `config` is validated by the factories.
+std::unique_ptr<HashTableBackend> make_hash_table_backend(const std::string& kind,
+                                                          std::string* note,
+                                                          const HashTableConfig& config = {});
+
 // The memory system's random-access ceiling on one GPU: independent random
 // 8-byte reads, and random 64-bit atomicCAS, over a device table of
 // `table_bytes` (choose it far larger than L2). Synchronizes; about a second.

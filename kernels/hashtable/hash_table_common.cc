@@ -286,4 +286,27 @@ void count_statuses(const HashResult* results, std::size_t count, StatusCounters
 }
 
 }  // namespace internal
+
+std::unique_ptr<HashTableBackend> make_hash_table_backend(const std::string& kind,
+                                                          std::string* note,
+                                                          const HashTableConfig& config) {
+  if (note) note->clear();
+  if (kind == "cpu") return make_cpu_hash_table(config);
+  if (kind == "cuda") return make_gpu_hash_table(config);
+  if (kind != "auto")
+    throw Error("hash table backend '" + kind + "' is not one of auto, cpu, cuda");
+  if (!gpu_hash_table_available()) {
+    if (note) *note = "hash table: no usable CUDA device (or built without CUDA); using the CPU table";
+    return make_cpu_hash_table(config);
+  }
+  try {
+    return make_gpu_hash_table(config);
+  } catch (const Error& e) {
+    // A device that is listed but cannot be used (allocation failure, busy
+    // device) must not stop the daemon when the user asked for "auto".
+    if (note) *note = std::string("hash table: GPU table failed (") + e.what() + "); using the CPU table";
+    return make_cpu_hash_table(config);
+  }
+}
+
 }  // namespace gw::kernels::hashtable

@@ -230,17 +230,17 @@ TEST_CASE("the backend factory picks the table and falls back to the CPU", "[ale
   ht::HashTableConfig config;
   config.node_capacity = 64;
   std::string note = "stale";
-  CHECK(make_hash_table_backend("cpu", &note, config)->name() == "cpu");
+  CHECK(gw::kernels::hashtable::make_hash_table_backend("cpu", &note, config)->name() == "cpu");
   CHECK(note.empty());
-  const auto automatic = make_hash_table_backend("auto", &note, config);
+  const auto automatic = gw::kernels::hashtable::make_hash_table_backend("auto", &note, config);
   if (ht::gpu_hash_table_available()) {
     CHECK((automatic->name() == "cuda" || !note.empty()));
   } else {
     CHECK(automatic->name() == "cpu");
     CHECK_FALSE(note.empty());
-    CHECK_THROWS_AS(make_hash_table_backend("cuda", &note, config), gw::Error);
+    CHECK_THROWS_AS(gw::kernels::hashtable::make_hash_table_backend("cuda", &note, config), gw::Error);
   }
-  CHECK_THROWS_AS(make_hash_table_backend("gpu-please", &note, config), gw::Error);
+  CHECK_THROWS_AS(gw::kernels::hashtable::make_hash_table_backend("gpu-please", &note, config), gw::Error);
 }
 
 }  // namespace
