@@ -227,6 +227,31 @@ std::string PatternExample::describe() const {
   return template_file;
 }
 
+int NormaliseConfig::learn_samples(double rate_hz) const {
+  return std::max(1, static_cast<int>(std::lround(learn_s * rate_hz)));
+}
+
+const char* NormaliseConfig::name(Statistic statistic) {
+  return statistic == Statistic::kMean ? "mean" : "median";
+}
+
+const char* NormaliseConfig::name(Scale scale) {
+  switch (scale) {
+    case Scale::kMad:
+      return "mad";
+    case Scale::kStd:
+      return "std";
+    case Scale::kNone:
+      break;
+  }
+  return "none";
+}
+
+bool NormaliseConfig::operator==(const NormaliseConfig& other) const {
+  return enabled == other.enabled && learn_s == other.learn_s && statistic == other.statistic &&
+         scale == other.scale;
+}
+
 bool PatternConfig::has_negatives() const {
   return std::any_of(examples.begin(), examples.end(),
                      [](const PatternExample& e) { return e.negative; });
@@ -1308,7 +1333,127 @@ struct ExampleContext {
   const DeviceProfile* device = nullptr;
   int lead_in = 0;  // samples the transforms need before a window
   RecordingCache& cache;
+  // Per recording file: its first lead_in + learn rows of the pattern's
+  // channels, from which a normalised pattern's examples learn their
+  // wearer's baseline (PatternExample::baseline_rows).
+  std::map<std::string, std::shared_ptr<const std::vector<float>>> baseline_rows = {};
 };
+
+// A normalised pattern's example cut from a recording learns its wearer's
+// baseline from the same recording's first rows, as a live stream of that
+// recording would (pipeline/baseline.h, when the pattern is compiled).
+void attach_baseline_rows(const sensors::Recording& recording, const std::string& file,
+                          const MapReader& map, ExampleContext& ctx, const PatternConfig& pattern,
+                          PatternExample& out) {
+  if (const auto known = ctx.baseline_rows.find(file); known != ctx.baseline_rows.end()) {
+    out.baseline_rows = known->second;
+    return;
+  }
+  const int rows = ctx.lead_in + pattern.normalise.learn_samples(ctx.device->sample_rate_hz);
+  if (static_cast<std::int64_t>(recording.samples()) < rows) {
+    map.add_issue("file", "the recording has " + std::to_string(recording.samples()) +
+                              " samples; learning its wearer's baseline (normalise.learn_s " +
+                              format_number(pattern.normalise.learn_s) + ") needs " +
+                              std::to_string(rows) + " (or give the example a baseline)");
+    return;
+  }
+  PatternExample first_rows;
+  if (!cut_raw(recording, 0, rows, map, "file", pattern, first_rows)) return;
+  const std::size_t channels = pattern.channels.size();
+  auto sample_major = std::make_shared<std::vector<float>>(first_rows.raw.size());
+  for (std::size_t c = 0; c < channels; ++c)
+    for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r)
+      (*sample_major)[r * channels + c] = first_rows.raw[c * static_cast<std::size_t>(rows) + r];
+  ctx.baseline_rows.emplace(file, sample_major);
+  out.baseline_rows = std::move(sample_major);
+}
+
+// Reads an example's `baseline:` {learn_s, statistic, scale, center, spread}:
+// the pattern's normalise settings it was learned with (they must be the
+// pattern's) and one center (and spread, unless the scale is none) per
+// pattern dim.
+void read_example_baseline(const MapReader& example_map, const PatternConfig& pattern,
+                           PatternExample& out) {
+  if (!example_map.has("baseline")) return;
+  const NormaliseConfig& normalise = pattern.normalise;
+  if (!normalise.enabled) {
+    example_map.add_issue("baseline", "the pattern has no 'normalise' (a baseline is only used "
+                                      "by a normalised pattern)");
+    return;
+  }
+  const MapReader map(example_map.value("baseline"), example_map.key_path("baseline"),
+                      {"learn_s", "statistic", "scale", "center", "spread"}, example_map.issues());
+  if (!map.valid()) return;
+  bool ok = map.require("learn_s") & map.require("statistic") & map.require("scale") &
+            map.require("center");
+  double learn_s = 0;
+  std::string statistic, scale;
+  if (read_number(map, "learn_s", above(0), learn_s) && learn_s != normalise.learn_s) {
+    map.add_issue("learn_s", "learned over " + format_number(learn_s) +
+                                 " s, the pattern's normalise.learn_s is " +
+                                 format_number(normalise.learn_s) + " (export the pattern again)");
+    ok = false;
+  }
+  if (read_choice(map, "statistic", {"median", "mean"}, statistic) &&
+      statistic != NormaliseConfig::name(normalise.statistic)) {
+    map.add_issue("statistic", "learned as the " + statistic +
+                                   ", the pattern's normalise.statistic is " +
+                                   NormaliseConfig::name(normalise.statistic) +
+                                   " (export the pattern again)");
+    ok = false;
+  }
+  if (read_choice(map, "scale", {"none", "mad", "std"}, scale) &&
+      scale != NormaliseConfig::name(normalise.scale)) {
+    map.add_issue("scale", "learned with scale " + scale + ", the pattern's normalise.scale is " +
+                               NormaliseConfig::name(normalise.scale) +
+                               " (export the pattern again)");
+    ok = false;
+  }
+  const bool scaled = normalise.scale != NormaliseConfig::Scale::kNone;
+  if (scaled && !map.require("spread")) ok = false;
+  if (!scaled && map.has("spread")) {
+    map.add_issue("spread", "the pattern's normalise.scale is none: no spread");
+    ok = false;
+  }
+  ChannelBaseline baseline;
+  const auto read_values = [&](const std::string& key, bool positive, std::vector<float>& values) {
+    if (!map.has(key)) return false;
+    const YAML::Node node = map.value(key);
+    if (!node.IsSequence()) {
+      map.add_issue(key, "expected a list of numbers, got " + describe(node));
+      return false;
+    }
+    if (static_cast<int>(node.size()) != pattern.dim_count) {
+      map.add_issue(key, "expected one value per pattern dim (" +
+                             std::to_string(pattern.dim_count) + " after the transforms), got " +
+                             std::to_string(node.size()));
+      return false;
+    }
+    bool values_ok = true;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      std::string error;
+      const std::optional<double> value = parse_number(node[i], error);
+      const std::string path = index_path(map.key_path(key), i);
+      const int line = line_of(node[i]) > 0 ? line_of(node[i]) : map.line(key);
+      if (!value || !std::isfinite(*value)) {
+        map.issues().add(path, line, value ? "must be a finite number" : error);
+        values_ok = false;
+      } else if (positive && *value <= 0) {
+        map.issues().add(path, line, "must be > 0, got " + node[i].Scalar());
+        values_ok = false;
+      } else {
+        values.push_back(static_cast<float>(*value));
+      }
+    }
+    return values_ok;
+  };
+  ok &= read_values("center", false, baseline.center);
+  if (scaled)
+    ok &= read_values("spread", true, baseline.spread);
+  else
+    baseline.spread.assign(baseline.center.size(), 1.0f);
+  if (ok) out.baseline = std::move(baseline);
+}
 
 // Reads a {file, format, start, end} example and loads its raw values.
 void read_window_example(const MapReader& map, ExampleContext& ctx, PatternConfig& pattern,
@@ -1411,8 +1556,11 @@ void read_window_example(const MapReader& map, ExampleContext& ctx, PatternConfi
     return;
   }
   out.lead_in = ctx.lead_in;
-  cut_raw(*recording, example.start - ctx.lead_in, ctx.lead_in + pattern.length, map, "file",
-          pattern, out);
+  if (!cut_raw(*recording, example.start - ctx.lead_in, ctx.lead_in + pattern.length, map, "file",
+               pattern, out))
+    return;
+  if (pattern.normalise.enabled && !out.baseline)
+    attach_baseline_rows(*recording, example.file, map, ctx, pattern, out);
 }
 
 // Reads a template file (under `key` of `map`) and loads its raw values: its
@@ -1453,6 +1601,10 @@ void read_template_example(const MapReader& map, const std::string& key, Example
   ctx.length_known = true;
   out.lead_in = ctx.lead_in;
   cut_raw(*recording, 0, ctx.lead_in + pattern.length, map, key, pattern, out);
+  // A template holds the window only, not its wearer's first minutes.
+  if (pattern.normalise.enabled && !out.baseline && !map.has("baseline"))
+    map.add_issue(key, "the pattern normalises per wearer (normalise): a template example needs "
+                       "its wearer's 'baseline' (gaitwatch pattern export writes it)");
 }
 
 // Reads the list under `key` (examples | negatives): each item is a window
@@ -1461,13 +1613,15 @@ void read_example_list(const std::string& key, bool negative, ExampleContext& ct
                        PatternConfig& pattern) {
   for_each_item(ctx.pattern_map, key,
                 [&](const YAML::Node& node, const std::string& path, std::size_t) {
-                  const MapReader map(node, path,
-                                      {"file", "format", "start", "end", "template", "subject"},
-                                      ctx.pattern_map.issues());
+                  const MapReader map(
+                      node, path,
+                      {"file", "format", "start", "end", "template", "subject", "baseline"},
+                      ctx.pattern_map.issues());
                   if (!map.valid()) return;
                   PatternExample example;
                   example.negative = negative;
                   read_string(map, "subject", example.subject);
+                  read_example_baseline(map, pattern, example);
                   if (map.has("template")) {
                     for (const char* other : {"file", "format", "start", "end"}) {
                       if (map.has(other)) {
@@ -1660,6 +1814,34 @@ void read_decision(const MapReader& map, const std::string& base_dir, PatternCon
   if (found.empty()) pattern.learned_decision = std::move(learned);
 }
 
+// Reads `normalise: {learn_s, statistic, scale}` (before the examples, whose
+// baselines depend on it).
+void read_normalise(const MapReader& pattern_map, PatternConfig& pattern) {
+  if (!pattern_map.has("normalise")) return;
+  const MapReader map(pattern_map.value("normalise"), pattern_map.key_path("normalise"),
+                      {"learn_s", "statistic", "scale"}, pattern_map.issues());
+  if (!map.valid()) return;
+  NormaliseConfig& normalise = pattern.normalise;
+  normalise.enabled = true;
+  // At most an hour: a stream holds the samples it learns from until it has
+  // them all (the median needs every one).
+  read_number(map, "learn_s", between(1, 3600), normalise.learn_s);
+  std::string statistic = NormaliseConfig::name(normalise.statistic);
+  if (read_choice(map, "statistic", {"median", "mean"}, statistic))
+    normalise.statistic = statistic == "mean" ? NormaliseConfig::Statistic::kMean
+                                              : NormaliseConfig::Statistic::kMedian;
+  std::string scale = NormaliseConfig::name(normalise.scale);
+  if (read_choice(map, "scale", {"none", "mad", "std"}, scale))
+    normalise.scale = scale == "mad"   ? NormaliseConfig::Scale::kMad
+                      : scale == "std" ? NormaliseConfig::Scale::kStd
+                                       : NormaliseConfig::Scale::kNone;
+  // The raw view is shared by every raw pattern of a device; a normalised
+  // view is a transformed one of its own.
+  if (uses_raw_channels(pattern.transforms))
+    pattern_map.add_issue("normalise", "needs transforms (a pattern on the raw channels shares "
+                                       "them with every other raw pattern of the device)");
+}
+
 void read_pattern(const YAML::Node& node, const std::string& path, const std::string& base_dir,
                   const std::vector<DeviceProfile>& devices,
                   const std::vector<bool>& device_channels_ok, RecordingCache& cache,
@@ -1669,7 +1851,7 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
                    "length",     "measure",  "band",     "znorm",    "mode",       "nr",
                    "threshold",  "min_dims", "alpha",    "margin",   "hysteresis", "min_duration_s",
                    "cooldown_s", "example",  "template", "examples", "negatives",
-                   "segments",   "exhaust_factor", "exhaust_band", "neighbours",
+                   "segments",   "exhaust_factor", "exhaust_band", "neighbours", "normalise",
                    "decision"},
       issues);
   if (!map.valid()) return;
@@ -1802,6 +1984,7 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
   read_number(map, "hysteresis", at_least(0), pattern.hysteresis);
   read_number(map, "min_duration_s", at_least(0), pattern.min_duration_s);
   read_number(map, "cooldown_s", at_least(0), pattern.cooldown_s);
+  read_normalise(map, pattern);
 
   // Shapes are only loaded when what selects them is right: otherwise the
   // file read would only add follow-on noise to the issues already found.

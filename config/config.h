@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -177,6 +178,33 @@ int transform_history(const std::vector<TransformStep>& steps, double rate_hz);
 // such patterns search the device's own channels (its groups bound nr).
 bool uses_raw_channels(const std::vector<TransformStep>& steps);
 
+// Per-wearer normalisation of a pattern's transformed channels
+// (`normalise:`, docs/detection.md "Per-wearer normalisation"): each channel
+// becomes (x - center) / spread, where center and spread are learned from the
+// first learn_s seconds of the stream's own transformed samples (then frozen),
+// and an example is normalised with the baseline of its own wearer's recording.
+struct NormaliseConfig {
+  enum class Statistic { kMedian, kMean };  // the center
+  enum class Scale { kNone, kMad, kStd };   // the spread: 1, median |x - median|, standard deviation
+  bool enabled = false;
+  double learn_s = 120;
+  Statistic statistic = Statistic::kMedian;
+  Scale scale = Scale::kNone;
+  // Samples learned at `rate_hz` (at least 1).
+  int learn_samples(double rate_hz) const;
+  static const char* name(Statistic statistic);
+  static const char* name(Scale scale);
+  bool operator==(const NormaliseConfig& other) const;
+  bool operator!=(const NormaliseConfig& other) const { return !(*this == other); }
+};
+
+// A wearer's baseline of a normalised pattern's transformed channels: one
+// center and one spread per pattern dim (spread 1 where the scale is none).
+struct ChannelBaseline {
+  std::vector<float> center;
+  std::vector<float> spread;
+};
+
 // One example of a pattern: a window of a recording or a template file.
 struct PatternExample {
   bool negative = false;                // a counter-example (normal activity)
@@ -195,6 +223,13 @@ struct PatternExample {
   // pipeline/marks.h): only that wearer's streams decide with it; unset =
   // every wearer (the config file's examples).
   std::optional<std::uint32_t> wearer;
+  // The baseline of the example's wearer (normalised patterns only): given as
+  // `baseline:` in the config (pattern export writes it), or else learned when
+  // the pattern is compiled from baseline_rows, the first transform-history +
+  // learn samples of the example's recording (sample-major, the pattern's
+  // channels; shared by the examples of one recording).
+  std::optional<ChannelBaseline> baseline;
+  std::shared_ptr<const std::vector<float>> baseline_rows;
   std::string describe() const;  // "FILE:START:END" or the template path, for messages
 };
 
@@ -264,6 +299,8 @@ struct PatternConfig {
   // feasible match misses from those looser matches (docs/detection.md).
   double exhaust_factor = 0;
   double exhaust_band = -1;  // R of the exhausting search; < 0 = the pattern's band
+  // Per-wearer normalisation of the transformed channels; off by default.
+  NormaliseConfig normalise;
   // Positive examples first (example, template, examples), then negatives.
   std::vector<PatternExample> examples;
   bool has_negatives() const;

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <utility>
 
 #include "common/error.h"
+#include "pipeline/baseline.h"
 
 namespace gw::pipeline {
 
@@ -55,7 +57,9 @@ std::size_t view_for(const config::PatternConfig& pc, const config::DeviceProfil
   for (std::size_t v = 0; v < views.size(); ++v) {
     if (views[v].device != device.id || views[v].raw != raw) continue;
     if (raw) return v;
-    if (views[v].inputs == channels && same_steps(view_steps[v], pc.transforms)) return v;
+    if (views[v].inputs == channels && same_steps(view_steps[v], pc.transforms) &&
+        views[v].normalise == pc.normalise)
+      return v;
   }
   ChannelView view;
   view.device = device.id;
@@ -77,6 +81,8 @@ std::size_t view_for(const config::PatternConfig& pc, const config::DeviceProfil
     view.inputs = channels;
     view.chain =
         std::make_shared<TransformChain>(channels, dims, pc.transforms, device.sample_rate_hz);
+    view.steps = pc.transforms;
+    view.normalise = pc.normalise;
     view.history = view.chain->history();
     for (const auto& dim : dims) {
       view.channel_names.push_back(dim.name);
@@ -117,7 +123,40 @@ std::vector<float> example_shape(const config::PatternExample& example,
   return shape;
 }
 
+// The baseline of a normalised pattern's example: its own, or learned from
+// its recording's first rows (once per recording: `learned` keeps them by
+// their rows and view).
+const config::ChannelBaseline& example_baseline(
+    const config::PatternExample& example, const config::PatternConfig& pc,
+    const ChannelView& view, double rate_hz,
+    std::size_t view_index,
+    std::map<std::pair<const std::vector<float>*, std::size_t>, config::ChannelBaseline>& learned) {
+  if (example.baseline) {
+    if (example.baseline->center.size() != view.channel_names.size() ||
+        example.baseline->spread.size() != view.channel_names.size())
+      throw Error("pattern '" + pc.name + "': example " + example.describe() +
+                  " has a baseline of the wrong size");
+    return *example.baseline;
+  }
+  if (!example.baseline_rows)
+    throw Error("pattern '" + pc.name + "' normalises per wearer, but example " +
+                example.describe() + " has no baseline of its wearer");
+  const std::vector<float>& rows = *example.baseline_rows;
+  const auto key = std::make_pair(&rows, view_index);
+  auto known = learned.find(key);
+  if (known == learned.end()) {
+    const auto count = static_cast<int>(rows.size() / view.inputs.size());
+    known = learned.emplace(key, learn_view_baseline(view, rows.data(), count, rate_hz)).first;
+  }
+  return known->second;
+}
+
 }  // namespace
+
+bool same_view_samples(const ChannelView& a, const ChannelView& b) {
+  return a.device == b.device && a.raw == b.raw && a.inputs == b.inputs &&
+         same_steps(a.steps, b.steps) && a.normalise == b.normalise;
+}
 
 void view_samples(const ChannelView& view, const float* raw, int rows, int device_channels,
                   std::vector<float>& out) {
@@ -140,6 +179,8 @@ CompiledLibrary compile_library(const config::Config& config) {
   auto library = std::make_shared<kernels::PatternLibrary>();
   std::vector<std::vector<config::TransformStep>> view_steps;
   std::vector<std::vector<int>> view_groups;
+  std::map<std::pair<const std::vector<float>*, std::size_t>, config::ChannelBaseline>
+      learned_baselines;
   for (const auto& pc : config.patterns) {
     const config::DeviceProfile* device = config.device_by_name(pc.device);
     if (!device) throw Error("pattern '" + pc.name + "': unknown device '" + pc.device + "'");
@@ -186,6 +227,17 @@ CompiledLibrary compile_library(const config::Config& config) {
     for (const auto& example : pc.examples) {
       kp.dims = example_shape(example, pc, view);
       CompiledExample ce;
+      if (view.normalise.enabled) {
+        // kp.dims is dim-major: normalise each dim's row as one channel.
+        const config::ChannelBaseline& wearer =
+            example_baseline(example, pc, view, device->sample_rate_hz, v, learned_baselines);
+        for (int j = 0; j < kp.dim_count; ++j)
+          apply_baseline({{wearer.center[static_cast<std::size_t>(j)]},
+                          {wearer.spread[static_cast<std::size_t>(j)]}},
+                         kp.dims.data() + static_cast<std::ptrdiff_t>(j) * pc.length,
+                         static_cast<std::size_t>(pc.length));
+        ce.baseline = wearer;
+      }
       ce.kernel = intern(kp);
       ce.negative = example.negative;
       ce.wearer = example.wearer;

@@ -34,6 +34,11 @@ struct ChannelView {
   bool raw = true;            // the device's own channels, no transform
   std::vector<int> inputs;    // device channels the chain reads (transformed views)
   std::shared_ptr<const TransformChain> chain;  // null for the raw view
+  std::vector<config::TransformStep> steps;     // the chain's steps (empty for the raw view)
+  // Per-wearer normalisation of the chain's output (pipeline/baseline.h):
+  // patterns that differ in it search different views, since the engine
+  // normalises a view's samples before the search.
+  config::NormaliseConfig normalise;
   std::vector<std::string> channel_names;
   int history = 0;  // raw samples before a view sample that it depends on
   int longest_pattern = 0;
@@ -45,6 +50,9 @@ struct CompiledExample {
   // The example's wearer scope (config::PatternExample::wearer): decisions
   // for other wearers' streams leave it out. Unset = every wearer.
   std::optional<std::uint32_t> wearer;
+  // The wearer's baseline the example was normalised with (normalised
+  // patterns only; pattern export writes it out).
+  std::optional<config::ChannelBaseline> baseline;
   // Query segmentation (config `segments`): one kernel pattern per part of
   // the example, samples [begin, begin + length) of it, searched at
   // threshold * sqrt(length / m) so that its partial distance (below) stays
@@ -85,9 +93,16 @@ struct CompiledLibrary {
 void view_samples(const ChannelView& view, const float* raw, int rows, int device_channels,
                   std::vector<float>& out);
 
+// Whether two views yield the same samples for the same stream: same device,
+// inputs, transform steps and normalisation (a learned baseline of one holds
+// for the other, e.g. across a reload).
+bool same_view_samples(const ChannelView& a, const ChannelView& b);
+
 // Pairs: dim j on view channel c is compared with channels c-nr..c+nr of the
 // same channel group. Transformed examples are computed here from their raw
-// values. Throws gw::Error for inconsistent input (load_config has already
+// values; a normalised pattern's examples are then normalised with their own
+// wearer's baseline (PatternExample::baseline, or learned from its
+// baseline_rows with learn_view_baseline). Throws gw::Error for inconsistent input (load_config has already
 // validated a config, so that means a bug).
 CompiledLibrary compile_library(const config::Config& config);
 

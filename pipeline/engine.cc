@@ -30,6 +30,7 @@ void Engine::reconfigure(const config::Config& config) {
     throw Error("engine: reconfigure while a batch is in flight or waits for its phase 2");
   CompiledLibrary compiled = compile_library(config);
   backend_->set_library(compiled.kernel_library);
+  const std::vector<ChannelView> old_views = std::move(library_.views);
   library_ = std::move(compiled);
   config_ = config;
   pattern_channels_.clear();
@@ -58,16 +59,30 @@ void Engine::reconfigure(const config::Config& config) {
   if (!host_pool_ || host_pool_->size() != host_threads)
     host_pool_ = std::make_unique<kernels::WorkerPool>(host_threads, "gw-engine");
   scratch_.resize(static_cast<std::size_t>(host_threads));
+  baseline_scratch_.resize(static_cast<std::size_t>(host_threads));
   phase2_scratch_.assign(static_cast<std::size_t>(host_threads), Phase2Scratch{});
   for (Phase2Scratch& scratch : phase2_scratch_)
     scratch.by_kernel.resize(library_.kernel_library->patterns.size());
   tick_ms_ = config.search.tick_ms;
   deadline_ms_ = config.search.deadline_ms;
+  // A view that yields the same samples as before keeps its streams'
+  // baselines (learned or being learned): a reload does not send every
+  // wearer back to learning.
+  std::vector<std::size_t> old_view_of(library_.views.size(), old_views.size());
+  for (std::size_t v = 0; v < library_.views.size(); ++v)
+    for (std::size_t o = 0; o < old_views.size(); ++o)
+      if (library_.views[v].normalise.enabled && same_view_samples(library_.views[v], old_views[o]))
+        old_view_of[v] = o;
   for (auto& [key, stream] : streams_) {
     stream.trackers.assign(library_.patterns.size(), PatternTracker(stream.wearer));
     for (PatternTracker& tracker : stream.trackers) tracker.record_decisions(record_decisions_);
     stream.views.assign(library_.views.size(), ViewCache{});
     stream.pending.assign(library_.views.size(), {0, 0});
+    std::vector<ViewBaseline> baselines = fresh_baselines(stream.device);
+    for (std::size_t v = 0; v < baselines.size(); ++v)
+      if (old_view_of[v] < stream.baselines.size())
+        baselines[v] = std::move(stream.baselines[old_view_of[v]]);
+    stream.baselines = std::move(baselines);
   }
   // What was pending belonged to the old views; the new ones count their
   // due ends afresh.
@@ -108,11 +123,55 @@ Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
                 std::vector<ViewCache>(library_.views.size()),
                 std::vector<std::pair<std::int64_t, std::int64_t>>(library_.views.size())};
   for (PatternTracker& tracker : stream.trackers) tracker.record_decisions(record_decisions_);
+  stream.baselines = fresh_baselines(frame.device_id);
   Stream& added = streams_.emplace(key, std::move(stream)).first->second;
   stream_index_.emplace(key, &added);
   counters_.streams = streams_.size();
   stream_order_stale_ = true;
   return &added;
+}
+
+std::vector<Engine::ViewBaseline> Engine::fresh_baselines(std::uint16_t device) const {
+  std::vector<ViewBaseline> baselines(library_.views.size());
+  for (std::size_t v = 0; v < library_.views.size(); ++v) {
+    const ChannelView& view = library_.views[v];
+    if (view.device != device || !view.normalise.enabled) continue;
+    const config::DeviceProfile* profile = config_.device_by_id(device);
+    if (!profile) continue;
+    baselines[v].learner = BaselineLearner(view.normalise, view.chain->output_channels(),
+                                           profile->sample_rate_hz);
+  }
+  return baselines;
+}
+
+void Engine::advance_baseline(Stream& stream, std::size_t v, std::vector<float>& rows,
+                              std::vector<float>& values) const {
+  const ChannelView& view = library_.views[v];
+  ViewBaseline& b = stream.baselines[v];
+  const StreamState& st = stream.state;
+  if (b.restarts != st.restarts()) {
+    // A device restart may mean another placement or another wearer: learn again.
+    const std::uint64_t restarts = st.restarts();
+    b = std::move(fresh_baselines(stream.device)[v]);
+    b.restarts = restarts;
+  }
+  if (b.learned()) return;
+  // The view's samples from where learning stopped, never across a gap (the
+  // transforms' history restarts there) nor from samples the ring lost.
+  const std::int64_t from = std::max(b.fed_until, st.window_floor() + view.history);
+  const std::int64_t end = st.next_index();
+  if (from >= end) return;
+  rows.clear();
+  values.clear();
+  st.copy(from - view.history, end, rows);
+  view_samples(view, rows.data(), static_cast<int>(end - (from - view.history)), st.channels(),
+               values);
+  const int taken = b.learner.add(values.data(), static_cast<int>(end - from));
+  b.fed_until = from + taken;
+  if (b.learner.learned()) {
+    b.baseline = b.learner.finish();
+    b.learned_at = b.fed_until;
+  }
 }
 
 Engine::Stream* Engine::admit_frame(const sensors::Frame& frame, double arrival_s) {
@@ -289,7 +348,14 @@ std::pair<std::int64_t, std::int64_t> Engine::unsearched_ends(const Stream& stre
   // samples the view's transforms read before it.
   const std::int64_t floor = st.window_floor() + view.history;
   const std::int64_t end = st.next_index();
-  const std::int64_t first_new = std::max(st.searched_until(), floor);
+  std::int64_t first_new = std::max(st.searched_until(), floor);
+  if (view.normalise.enabled) {
+    // A normalised view searches nothing before its baseline is learned;
+    // from then on every window end, with all samples normalised alike.
+    const ViewBaseline& baseline = stream.baselines[v];
+    if (!baseline.learned()) return {end, end};
+    first_new = std::max(first_new, baseline.learned_at);
+  }
   if (view.longest_pattern == 0 || first_new >= end) return {end, end};
   return {first_new, end};
 }
@@ -349,7 +415,13 @@ void Engine::fill_view_slice(Stream& stream, std::size_t v, const kernels::Strea
       // Raw inputs of the new samples, with the history they read.
       st.copy(cache.end - view.history, end, scratch);
       const auto rows = static_cast<int>(end - (cache.end - view.history));
+      const std::size_t appended_at = cache.values.size();
       view_samples(view, scratch.data(), rows, st.channels(), cache.values);
+      // Slices of a normalised view are planned only once it is learned, so
+      // every cached sample is normalised with the one frozen baseline.
+      if (view.normalise.enabled)
+        apply_baseline(stream.baselines[v].baseline, cache.values.data() + appended_at,
+                       static_cast<std::size_t>(end - cache.end));
       cache.end = end;
     }
     const auto out_channels = static_cast<std::size_t>(view.chain->output_channels());
@@ -584,6 +656,9 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
     double* view_work = due_view_work_.data() + i * views;
     for (std::size_t v = 0; v < views; ++v) {
       if (library_.views[v].device != stream.device) continue;
+      if (library_.views[v].normalise.enabled)
+        advance_baseline(stream, v, scratch_[static_cast<std::size_t>(worker)],
+                         baseline_scratch_[static_cast<std::size_t>(worker)]);
       const auto [first, end] = unsearched_ends(stream, v);
       account_due(stream, v, first, end, tallies[static_cast<std::size_t>(worker)]);
       view_work[v] = static_cast<double>(end - first) * work_per_end_[v];

@@ -30,6 +30,7 @@
 #include "config/config.h"
 #include "kernels/search.h"
 #include "pipeline/alert.h"
+#include "pipeline/baseline.h"
 #include "pipeline/cost_model.h"
 #include "pipeline/detector.h"
 #include "pipeline/stream_clock.h"
@@ -220,6 +221,18 @@ class Engine {
     std::int64_t end = 0;
     std::vector<float> values;
   };
+  // Per-wearer normalisation of one normalised view for a stream
+  // (pipeline/baseline.h): learned from the stream's first view samples (its
+  // own wearer's), then frozen; learned afresh after a device restart. The
+  // view's window ends are not searched before it is learned.
+  struct ViewBaseline {
+    BaselineLearner learner;
+    std::int64_t fed_until = 0;    // the next stream sample to learn from
+    std::int64_t learned_at = -1;  // after its last learned sample; -1: still learning
+    std::uint64_t restarts = 0;    // the stream's restarts() it was learned after
+    config::ChannelBaseline baseline;
+    bool learned() const { return learned_at >= 0; }
+  };
   struct Stream {
     std::uint32_t wearer;
     std::uint16_t device;
@@ -231,7 +244,15 @@ class Engine {
     // shed or dropped, [first, second).
     std::vector<std::pair<std::int64_t, std::int64_t>> pending;
     double last_frame_s = 0;  // arrival of its newest frame (any verdict)
+    std::vector<ViewBaseline> baselines;  // one per library view; used by normalised views
   };
+  // Fresh baselines for a stream of `device`, one per library view.
+  std::vector<ViewBaseline> fresh_baselines(std::uint16_t device) const;
+  // Feeds the stream's new samples of normalised view `v` to its learner
+  // until it has learned (restarting it after a device restart). `rows` and
+  // `values` are scratch. Streams may advance at once on different threads.
+  void advance_baseline(Stream& stream, std::size_t v, std::vector<float>& rows,
+                        std::vector<float>& values) const;
   // Counts the view's due ends [first, end) of `stream`: those new since the
   // last batch into tally.due (due_windows), pending ones now before `first`
   // into tally.lost (lost_windows); the stream's pending range becomes
@@ -356,6 +377,7 @@ class Engine {
   };
   std::unique_ptr<std::FILE, FileCloser> batch_log_;
   std::vector<std::vector<float>> scratch_;                          // per worker
+  std::vector<std::vector<float>> baseline_scratch_;                 // per worker
   std::vector<Phase2Scratch> phase2_scratch_;  // per worker
   BatchCostModel cost_model_;
   std::vector<double> work_per_end_;  // per view: dim pairs searched per window end

@@ -24,6 +24,11 @@ HistoryPattern compile_single(const config::Config& config, const config::Patter
                 " mode; the history search needs a window-mode pattern");
   const config::DeviceProfile* device = config.device_by_name(pc.device);
   if (!device) throw Error("pattern '" + pc.name + "': unknown device '" + pc.device + "'");
+  // The history holds no learned baselines: its windows would be compared
+  // unnormalised with normalised examples.
+  if (pc.normalise.enabled)
+    throw Error("pattern '" + pc.name +
+                "' normalises per wearer (normalise); the history search does not support that");
   bool positive = false;
   for (const auto& e : pc.examples) positive = positive || !e.negative;
   if (!positive) throw Error("pattern '" + pc.name + "' has no positive example");

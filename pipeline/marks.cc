@@ -113,6 +113,11 @@ config::PatternExample example_from_window(const config::PatternConfig& pattern,
   if (window.pattern != pattern.name)
     throw Error("the window was cut for pattern '" + window.pattern + "', not '" + pattern.name +
                 "'");
+  // An alert window keeps no baseline of its wearer, which a normalised
+  // pattern's example needs.
+  if (pattern.normalise.enabled)
+    throw Error("pattern '" + pattern.name +
+                "' normalises per wearer (normalise); marks of its alerts are not supported");
   const std::string shape = pattern_shape_key(pattern, sample_rate_hz);
   if (window.shape != shape)
     throw Error("pattern '" + pattern.name + "' changed its shape since the window was cut (" +

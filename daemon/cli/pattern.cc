@@ -3,6 +3,7 @@
 // then the window), and prints the YAML items that use them, so that a
 // pattern cut from recordings can be shipped without the recordings.
 #include <charconv>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,6 +11,7 @@
 
 #include "common/error.h"
 #include "daemon/cli/cli.h"
+#include "pipeline/detector.h"
 
 namespace gw::cli {
 namespace {
@@ -32,6 +34,30 @@ std::string template_name(const config::PatternExample& example, int number) {
   return name + ".csv";
 }
 
+// `{learn_s: .., statistic: .., scale: .., center: [..], spread: [..]}`, the
+// values exact as floats.
+std::string baseline_yaml(const config::NormaliseConfig& normalise,
+                          const config::ChannelBaseline& baseline) {
+  const auto list = [](const std::vector<float>& values) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.9g", static_cast<double>(values[i]));
+      out += (i == 0 ? "" : ", ") + std::string(text);
+    }
+    return out + "]";
+  };
+  char learn[32];
+  std::snprintf(learn, sizeof learn, "%.17g", normalise.learn_s);
+  std::string out = std::string("{learn_s: ") + learn +
+                    ", statistic: " + config::NormaliseConfig::name(normalise.statistic) +
+                    ", scale: " + config::NormaliseConfig::name(normalise.scale) +
+                    ", center: " + list(baseline.center);
+  if (normalise.scale != config::NormaliseConfig::Scale::kNone)
+    out += ", spread: " + list(baseline.spread);
+  return out + "}";
+}
+
 int run(const ExportOptions& o) {
   const config::Config cfg = config::load_config(o.config_path);
   const config::PatternConfig* pattern = nullptr;
@@ -46,14 +72,26 @@ int run(const ExportOptions& o) {
   const fs::path config_dir = fs::absolute(o.config_path).parent_path();
   const fs::path out_dir = fs::absolute(o.out_dir);
 
+  // A normalised pattern's templates need their wearers' baselines, as the
+  // engine's compiler learned them (a template holds only the window).
+  std::vector<pipeline::CompiledExample> compiled;
+  if (pattern->normalise.enabled) {
+    config::Config single = cfg;
+    single.patterns = {*pattern};
+    compiled = pipeline::compile_library(single).patterns.at(0).examples;
+  }
   std::string positives, negatives;
   int positive_count = 0, negative_count = 0;
-  for (const auto& example : pattern->examples) {
+  for (std::size_t e = 0; e < pattern->examples.size(); ++e) {
+    const config::PatternExample& example = pattern->examples[e];
     const int number = example.negative ? ++negative_count : ++positive_count;
     const fs::path file = out_dir / template_name(example, number);
     write_template_csv(file.string(), *pattern, example);
     std::string item = "      - {template: " +
-                       file.lexically_normal().lexically_relative(config_dir).string() + "}";
+                       file.lexically_normal().lexically_relative(config_dir).string();
+    if (!compiled.empty() && compiled[e].baseline)
+      item += ", baseline: " + baseline_yaml(pattern->normalise, *compiled[e].baseline);
+    item += "}";
     if (example.source)
       item += "  # " + fs::path(example.source->file).filename().string() + ":" +
               std::to_string(example.source->start) + ":" + std::to_string(example.source->end);

@@ -22,6 +22,9 @@ ap.add_argument('--extra-neg', action='append', default=[])  # template CSV dirs
 ap.add_argument('--transforms', default='')
 ap.add_argument('--subjects', default='S02,S03')
 ap.add_argument('--pos-offset', type=float, default=1.0)
+# per-wearer normalisation, e.g. '{learn_s: 120, statistic: median, scale: none}'; the
+# examples' baselines are learned by gaitwatch from each recording's first learn_s seconds
+ap.add_argument('--normalise', default='')
 a = ap.parse_args()
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 base = open(f'{root}/config/gaitwatch.yaml').read()
@@ -62,6 +65,7 @@ out = [base, 'patterns:\n  - name: fog\n    kind: freezing_of_gait\n    device: 
 tr = a.transforms or f'[magnitude, {{kind: freeze_index, window_s: {a.window_s}, power_floor: {a.power_floor}}}]'
 out.append(f'    transforms: {tr}\n')
 out.append(f'    length: {m}\n    band: {a.band}\n    znorm: false\n    threshold: {a.threshold}\n    min_dims: {a.min_dims}\n')
+if a.normalise: out.append(f'    normalise: {a.normalise}\n')
 out.append(f'    margin: {a.margin}\n    hysteresis: {a.hysteresis}\n    neighbours: {a.neighbours}\n    min_duration_s: {a.min_duration}\n    cooldown_s: {a.cooldown}\n')
 out.append('    examples:\n')
 for p in pos: out.append(f'      - {{file: {p[0]}, format: daphnet, start: {p[1]}, end: {p[2]}}}\n')

@@ -1669,3 +1669,115 @@ TEST_CASE("a bad learned decision is reported at decision.learned with the file'
   REQUIRE(issues.size() == 1);
   CHECK(issues[0].path == "patterns[0].margin");
 }
+
+// ---------------------------------------------------------------------------
+// Per-wearer normalisation: `normalise:` and examples' `baseline:`
+
+TEST_CASE("normalise and example baselines: values, and each mistake at its key path",
+          "[config][baseline]") {
+  // Lines 16..: the magnitude's freeze index (a transformed view), then the
+  // item under test.
+  const auto pattern = [](std::initializer_list<const char*> lines) {
+    std::vector<const char*> all = {
+        "    transforms: [magnitude, {kind: freeze_index, window_s: 1}]",  // 16
+        "    length: 64",                                                 // 17
+    };
+    all.insert(all.end(), lines);
+    std::string text = with_devices({GW_PATTERN_HEAD});
+    for (const char* line : all) text += std::string(line) + "\n";
+    return text;
+  };
+  const char* const window = "      - {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 9000}";
+  SECTION("read, and a window of a recording gets its recording's first rows") {
+    const Config config = parse_config(
+        pattern({"    normalise: {learn_s: 30, statistic: mean, scale: mad}",  // 18
+                 "    examples:",                                           // 19
+                 window, window}),
+        "test.yaml", kConfigDir);
+    const auto& p = config.patterns.at(0);
+    CHECK(p.normalise.enabled);
+    CHECK(p.normalise.learn_s == 30);
+    CHECK(p.normalise.statistic == gw::config::NormaliseConfig::Statistic::kMean);
+    CHECK(p.normalise.scale == gw::config::NormaliseConfig::Scale::kMad);
+    const auto& rows = p.examples.at(0).baseline_rows;
+    REQUIRE(rows);
+    // The freeze index's lead-in (64 + 2 rows at 64 Hz) and 30 s, 3 channels.
+    CHECK(rows->size() == static_cast<std::size_t>((p.examples[0].lead_in + 30 * 64) * 3));
+    CHECK(p.examples.at(1).baseline_rows == rows);  // one recording: shared
+    CHECK_FALSE(p.examples[0].baseline);
+  }
+  SECTION("a baseline given in YAML") {
+    const Config config = parse_config(
+        pattern({"    normalise: {learn_s: 30}",  // 18
+                 "    examples:",                 // 19
+                 "      - {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 9000,",
+                 "         baseline: {learn_s: 30, statistic: median, scale: none, center: [-0.5]}}"}),
+        "test.yaml", kConfigDir);
+    const auto& example = config.patterns.at(0).examples.at(0);
+    REQUIRE(example.baseline);
+    CHECK(example.baseline->center == std::vector<float>{-0.5f});
+    CHECK(example.baseline->spread == std::vector<float>{1.0f});
+    CHECK_FALSE(example.baseline_rows);
+  }
+  SECTION("an unknown normalise key, a bad statistic, learn_s out of range") {
+    auto issues = issues_of(pattern({"    normalise: {learn_s: 30, center: median}",  // 18
+                                     "    examples:", window}));
+    require_single_issue(issues, "patterns[0].normalise.center", 18, "unknown key");
+    issues = issues_of(pattern({"    normalise: {statistic: mode}", "    examples:", window}));
+    require_single_issue(issues, "patterns[0].normalise.statistic", 18,
+                         "must be one of median | mean, got 'mode'");
+    issues = issues_of(pattern({"    normalise: {learn_s: 0}", "    examples:", window}));
+    require_single_issue(issues, "patterns[0].normalise.learn_s", 18, "must be in [1, 3600]");
+    issues = issues_of(pattern({"    normalise: {scale: iqr}", "    examples:", window}));
+    require_single_issue(issues, "patterns[0].normalise.scale", 18,
+                         "must be one of none | mad | std");
+  }
+  SECTION("normalise on the raw channels") {
+    const auto issues = issues_of(with_devices({GW_PATTERN_HEAD, "    length: 64",
+                                                "    normalise: {learn_s: 30}",  // 17
+                                                "    examples:", window}));
+    require_single_issue(issues, "patterns[0].normalise", 17, "needs transforms");
+  }
+  SECTION("a template without its wearer's baseline") {
+    // The freeze index's lead-in (window 64 at 64 Hz: 63 rows) and 64 rows.
+    TempDir dir;
+    std::string csv = "ankle_fwd,ankle_vert,ankle_lat\n";
+    for (int row = 0; row < 63 + 64; ++row) csv += "1,2,3\n";
+    dir.write("t.csv", csv);
+    const std::string item = "      - {template: " + (dir.path() / "t.csv").string() + "}";  // 20
+    const auto issues = issues_of(pattern({"    normalise: {learn_s: 30}",  // 18
+                                           "    examples:",                 // 19
+                                           item.c_str()}));
+    require_single_issue(issues, "patterns[0].examples[0].template", 20,
+                         "needs its wearer's 'baseline'");
+  }
+  SECTION("a baseline of the wrong size, settings or values") {
+    const auto one = [&](const char* baseline) {
+      const std::string item = std::string("      - {file: ../data/daphnet/S02R01.txt, format: "
+                                           "daphnet, start: 9000, baseline: ") +
+                               baseline + "}";  // 20
+      return issues_of(pattern({"    normalise: {learn_s: 30, scale: std}",  // 18
+                                "    examples:",                             // 19
+                                item.c_str()}));
+    };
+    require_single_issue(
+        one("{learn_s: 30, statistic: median, scale: std, center: [0, 1], spread: [1]}"),
+        "patterns[0].examples[0].baseline.center", 20, "one value per pattern dim (1 after");
+    require_single_issue(one("{learn_s: 60, statistic: median, scale: std, center: [0], spread: [1]}"),
+                         "patterns[0].examples[0].baseline.learn_s", 20,
+                         "the pattern's normalise.learn_s is 30");
+    require_single_issue(one("{learn_s: 30, statistic: mean, scale: std, center: [0], spread: [1]}"),
+                         "patterns[0].examples[0].baseline.statistic", 20,
+                         "the pattern's normalise.statistic is median");
+    require_single_issue(one("{learn_s: 30, statistic: median, scale: std, center: [0], spread: [0]}"),
+                         "patterns[0].examples[0].baseline.spread[0]", 20, "must be > 0");
+    require_single_issue(one("{learn_s: 30, statistic: median, scale: std, center: [0]}"),
+                         "patterns[0].examples[0].baseline.spread", 20, "missing required key");
+  }
+  SECTION("a baseline on a pattern that does not normalise") {
+    const auto issues = issues_of(pattern(
+        {"    examples:",  // 18
+         "      - {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 9000, baseline: {}}"}));
+    require_single_issue(issues, "patterns[0].examples[0].baseline", 19, "has no 'normalise'");
+  }
+}
