@@ -30,6 +30,7 @@
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/preflight.h"
+#include "daemon/tick_scheduler.h"
 #include "kernels/search.h"
 #include "pipeline/daemon_jobs.h"
 #include "pipeline/engine.h"
@@ -473,7 +474,10 @@ class Daemon {
   }
 
   void pipeline_loop(Pipeline& p, std::chrono::milliseconds watchdog) {
-    auto next_tick = Clock::now() + std::chrono::milliseconds(p.engine.tick_ms());
+    // When to tick, end a search, record slots, reconfigure and drain: the
+    // scheduler decides, this loop does.
+    TickScheduler schedule([] { return Clock::now(); }, p.engine.tick_ms(),
+                           TickRules::from_environment());
     auto next_stats = Clock::now() + stats_interval();
     auto next_ping = Clock::now();
     auto publish_stats = [&](const char* reason) {
@@ -495,25 +499,11 @@ class Daemon {
     double newest_arrival = 0;
     // A tick starts a batch; the search runs on the engine's thread while
     // this one goes on taking frames, and the tick ends (phase 2, alerts out)
-    // when the search is done. Ticks are tick_ms apart at the most often;
-    // one that falls while a search runs starts its batch when it ends.
-    // GW_DAEMON_SERIAL_BATCH (any value): each tick's batch runs whole on
-    // this thread before the next frame is taken (run_batch's way), as before
-    // overlapping; for A/B measurements.
-    const bool overlap_search = std::getenv("GW_DAEMON_SERIAL_BATCH") == nullptr;
-    // GW_DAEMON_TICK_WAITS (any value): a search still running at the next
-    // tick is waited for there (this thread stops taking frames until it
-    // ends), as before batches ran back to back; for A/B measurements.
-    const bool wait_at_tick = std::getenv("GW_DAEMON_TICK_WAITS") != nullptr;
-    // A search that ends after the next tick, or so shortly before it that
-    // the tick would fall during its phase 2 (as long as the last one took),
-    // starts that tick's batch before its own phase 2: the next search then
-    // runs during the phase 2, and the ticks do not slip by a phase 2 each
-    // (docs/design.md, "Pipelined batches"). GW_DAEMON_PHASE2_FIRST (any
-    // value): the phase 2 first, as before; for A/B measurements.
-    const bool next_search_first =
-        overlap_search && std::getenv("GW_DAEMON_PHASE2_FIRST") == nullptr;
-    constexpr int kHungSearchTicks = 50;
+    // when the search is done (the rules: daemon/tick_scheduler.h).
+    const auto batch_state = [&p] {
+      const bool in_flight = p.engine.batch_in_flight();
+      return BatchState{in_flight, in_flight && p.engine.search_done(), p.engine.batch_searched()};
+    };
     // GW_DAEMON_TICK_LOG=FILE: one line per tick step of this thread, with
     // its parts' times in ms (docs/benchmarks.md reads them): where a tick's
     // time goes when the GPU waits for the next batch.
@@ -532,14 +522,13 @@ class Daemon {
     const auto ms_between = [](Clock::time_point a, Clock::time_point b) {
       return 1e3 * seconds_between(a, b);
     };
-    auto flight_start = Clock::now();
     auto begin_tick = [&] {
-      // A reload changes the patterns the waiting phase 2 reads: it waits
-      // for a tick without one.
-      if (!p.engine.batch_searched()) apply_pending_reload(p.engine);
+      // A reload (or changed marks) changes the patterns the waiting phase 2
+      // reads: it waits for a tick without one.
+      if (TickScheduler::may_reconfigure(batch_state())) apply_pending_reload(p.engine);
       if (history_) history_->flush_idle(unix_now());
       const auto started = Clock::now();
-      p.engine.start_batch(unix_now, overlap_search ? std::launch::async : std::launch::deferred);
+      p.engine.start_batch(unix_now, schedule.search_launch());
       const double took = seconds_between(started, Clock::now());
       pipeline_seconds_.batch += took;
       pipeline_seconds_.batch_start += took;
@@ -563,47 +552,30 @@ class Daemon {
     };
     // The wearer-seconds completed by the frames taken so far go to the
     // slot index after each batch. At 10,000 W1 wearers the seconds of all
-    // wearers complete in the same tick (~10,000 to classify and insert,
-    // ~3 µs each on the H100 machine), so they go in steps of
-    // kSlotSecondsPerStep, each while a search is in flight or with the next
-    // tick far enough away (twice a full step at the last pace), never between a phase 2
-    // and the next batch's start: they are on neither an alert's way nor the
-    // next batch's, and a step is short enough not to hold a search's end
-    // for long (docs/design.md, "Pipelined batches"). Within a second,
-    // whatever the load.
-    constexpr std::size_t kSlotSecondsPerStep = 2048;
-    bool slots_due = false;
-    auto slots_due_since = Clock::now();
-    double slot_second_ms = 0;  // the last step's time per wearer-second
+    // wearers complete in the same tick (~10,000 to classify and insert), so
+    // they go in steps (TickScheduler::slot_step_due says when): they are on
+    // neither an alert's way nor the next batch's, and a step is short enough
+    // not to hold a search's end for long (docs/design.md, "Pipelined
+    // batches").
     auto record_slots = [&](bool final) {
       const auto started = Clock::now();
       // While frames wait in the queue, the slot recorder's clock is the
       // arrival of the newest frame it was given: a stream whose next frames
       // are queued is late here, not silent.
-      const std::size_t seconds_recorded = p.jobs.record_slots(
-          p.queue.size() > 0 ? newest_arrival : unix_now(), final, kSlotSecondsPerStep);
+      const std::size_t seconds_recorded =
+          p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final,
+                              TickScheduler::kSlotSecondsPerStep);
       const auto ended = Clock::now();
       const double step_ms = ms_between(started, ended);
-      if (seconds_recorded > 0) slot_second_ms = step_ms / static_cast<double>(seconds_recorded);
       pipeline_seconds_.after_batch += seconds_between(started, ended);
-      // A full step may have left complete seconds: another step follows.
-      slots_due = !final && seconds_recorded == kSlotSecondsPerStep;
+      schedule.on_slot_step(seconds_recorded, step_ms, final);
       if (tick_log)
         fmt::print(tick_log.get(), "R {:.3f} {:.2f} {} {}\n", unix_now(), step_ms,
                    seconds_recorded, p.engine.batch_in_flight() ? 1 : 0);
     };
-    auto record_slots_when_idle = [&](Clock::time_point now) {
-      if (!slots_due) return;
-      // Room for twice what a full step would take at the last step's pace.
-      const auto room = std::chrono::duration<double, std::milli>(next_tick - now).count();
-      const double full_step_ms = slot_second_ms * static_cast<double>(kSlotSecondsPerStep);
-      if (p.engine.batch_in_flight() || room > 2 * full_step_ms + 1 ||
-          now - slots_due_since > std::chrono::seconds(1))
-        record_slots(/*final=*/false);
-    };
     // Phase 2 of the searched batch (if any), and its alerts out.
     auto detect_and_send = [&](bool final) {
-      if (!slots_due) slots_due_since = Clock::now();
+      schedule.on_phase2_started();
       const auto batch_start = Clock::now();
       auto batch = p.engine.detect_searched(unix_now);
       const auto batch_end = Clock::now();
@@ -639,7 +611,7 @@ class Daemon {
       const auto published = Clock::now();
       metrics_board_.publish({p.counters(), alert_latency_, batch_time_});
       const auto metrics_done = Clock::now();
-      slots_due = true;
+      schedule.on_phase2_done();
       const auto after_end = Clock::now();
       pipeline_seconds_.after_batch += seconds_between(batch_end, after_end);
       if (final) record_slots(/*final=*/true);  // counts its own time
@@ -690,15 +662,13 @@ class Daemon {
       if (drained > 0) take_all(arrived);
       const auto taken = Clock::now();
       pipeline_seconds_.frames += seconds_between(tick_start, taken);
-      flight_start = now;
       begin_tick();
       if (tick_log)
         fmt::print(tick_log.get(), "S {:.3f} {} {:.2f} {:.2f} {:.2f}\n", unix_now(), drained,
                    ms_between(tick_start, taken), ms_between(taken, Clock::now()),
-                   ms_between(next_tick, tick_start));
-      if (!overlap_search || !p.engine.batch_in_flight()) end_tick(/*final=*/false);
-      next_tick += std::chrono::milliseconds(p.engine.tick_ms());
-      if (next_tick < now) next_tick = now + std::chrono::milliseconds(p.engine.tick_ms());
+                   ms_between(schedule.next_tick(), tick_start));
+      if (schedule.finish_at_start(p.engine.batch_in_flight())) end_tick(/*final=*/false);
+      schedule.on_batch_started(now, p.engine.tick_ms());
     };
     // About once a second: the streams' states, and idle streams removed
     // (Engine::sweep_streams); refusals and removals logged, paced.
@@ -718,10 +688,7 @@ class Daemon {
     };
     auto turn_start = Clock::now();
     while (!stopping_) {
-      // While a search runs, the loop comes round at least every millisecond
-      // (after each bunch of frames) to see whether it is done.
-      const auto longest_wait = std::chrono::milliseconds(p.engine.batch_in_flight() ? 1 : 50);
-      auto frame = p.queue.pop_for(std::min(next_tick - turn_start, Clock::duration(longest_wait)));
+      auto frame = p.queue.pop_for(schedule.frame_wait(turn_start, p.engine.batch_in_flight()));
       const auto popped = Clock::now();
       auto frame_done = popped;
       if (frame) {
@@ -744,25 +711,17 @@ class Daemon {
         fmt::print(tick_log.get(), "P {:.3f} {:.2f}\n", unix_now(), ms_between(frame_done, now));
       // A search still running at the tick is not waited for: the next batch
       // starts as soon as it ends (so with a short tick_ms the batches run
-      // back to back, each taking what arrived during the one before). Only
-      // a search that has run for kHungSearchTicks ticks is waited for here,
-      // so that a hung device stops the watchdog pings.
-      if (p.engine.batch_in_flight() &&
-          (p.engine.search_done() || (wait_at_tick && now >= next_tick) ||
-           now >= flight_start + std::chrono::milliseconds(
-                                     kHungSearchTicks * std::max(p.engine.tick_ms(), 100)))) {
+      // back to back, each taking what arrived during the one before).
+      if (schedule.search_end(now, batch_state(), p.engine.tick_ms()) != SearchEnd::kKeepRunning) {
         end_search();
         const auto ended = Clock::now();
-        const auto phase2_takes = std::chrono::duration_cast<Clock::duration>(
-            std::chrono::duration<double, std::milli>(p.engine.counters().last_phase2_ms));
-        // A pending reload takes the plain order (phase 2, then a tick that
-        // applies it), or under load it could wait for ever.
-        if (next_search_first && ended + phase2_takes >= next_tick && !reload_pending())
+        if (schedule.after_search(ended, p.engine.counters().last_phase2_ms, reload_pending()) ==
+            AfterSearch::kNextBatchFirst)
           start_tick(ended);
         detect_and_send(/*final=*/false);
       }
-      if (now >= next_tick && !p.engine.batch_in_flight()) start_tick(now);
-      record_slots_when_idle(Clock::now());
+      if (schedule.batch_due(now, p.engine.batch_in_flight())) start_tick(now);
+      if (schedule.slot_step_due(p.engine.batch_in_flight())) record_slots(/*final=*/false);
       if (now >= next_sweep) {
         sweep_streams();
         next_sweep = now + std::chrono::seconds(1);
@@ -789,21 +748,31 @@ class Daemon {
     // kSearchShareOfStop of the limit, the final commits the rest; what is
     // not done by then is counted and logged.
     const StopLimits limits = stop_limits();
-    end_tick(/*final=*/false);  // the batch in flight, if any
-    p.queue.close();
+    StopDrain drain([] { return Clock::now(); }, limits);
     std::vector<ReceivedFrame> rest;
-    while (Clock::now() < limits.searches_end) {
-      rest.clear();
-      if (p.queue.drain(rest, kFramesAtTick) == 0) break;
-      take_all(rest);
+    for (DrainStep step = drain.next(); step != DrainStep::kDone; step = drain.next()) {
+      switch (step) {
+        case DrainStep::kEndBatchInFlight:
+          end_tick(/*final=*/false);
+          p.queue.close();
+          break;
+        case DrainStep::kTakeQueuedFrames:
+          rest.clear();
+          drain.on_frames_taken(p.queue.drain(rest, kFramesAtTick));
+          if (!rest.empty()) take_all(rest);
+          break;
+        case DrainStep::kAbandonQueuedFrames:
+          rest.clear();
+          stop_abandoned_frames_ = p.queue.drain(rest);
+          break;
+        case DrainStep::kFinalBatch:
+          run_tick(/*final=*/true);
+          drain.on_final_batch(p.engine.counters().pending_windows);
+          break;
+        case DrainStep::kDone:
+          break;
+      }
     }
-    rest.clear();
-    stop_abandoned_frames_ = p.queue.drain(rest);
-    // Under overload_policy defer a batch may leave streams for the next
-    // one; the drain searches until nothing is pending (each batch takes at
-    // least one stream, so this ends) or the searches' time is up.
-    do run_tick(/*final=*/true);
-    while (p.engine.counters().pending_windows > 0 && Clock::now() < limits.searches_end);
     stop_abandoned_windows_ = p.engine.counters().pending_windows;
     if (stop_abandoned_frames_ > 0 || stop_abandoned_windows_ > 0)
       spdlog::warn("stop: daemon.stop_timeout_s ({} s) left no time to search {} queued frames "
@@ -829,21 +798,12 @@ class Daemon {
 
   // When the stop's searches and its final commits must end, counted from
   // the stop signal (or from now, when the loop ended otherwise).
-  struct StopLimits {
-    Clock::time_point searches_end, commits_end;
-  };
   StopLimits stop_limits() const {
     const Clock::rep requested = stop_requested_at_.load();
-    const Clock::time_point start =
-        requested != 0 ? Clock::time_point(Clock::duration(requested)) : Clock::now();
-    const auto limit = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(config_.daemon.stop_timeout_s));
-    return {start + std::chrono::duration_cast<Clock::duration>(limit * kSearchShareOfStop),
-            start + limit};
+    std::optional<Clock::time_point> stop_requested;
+    if (requested != 0) stop_requested = Clock::time_point(Clock::duration(requested));
+    return StopLimits::from(stop_requested, config_.daemon.stop_timeout_s, Clock::now());
   }
-  // The searches' share of daemon.stop_timeout_s; the final commits (with
-  // their retries on a failing store) have the rest.
-  static constexpr double kSearchShareOfStop = 0.75;
 
   bool reload_pending() {
     std::lock_guard<std::mutex> lock(reload_mu_);
