@@ -715,7 +715,8 @@ class Daemon {
       if (schedule.search_end(now, batch_state(), p.engine.tick_ms()) != SearchEnd::kKeepRunning) {
         end_search();
         const auto ended = Clock::now();
-        if (schedule.after_search(ended, p.engine.counters().last_phase2_ms, reload_pending()) ==
+        if (schedule.after_search(ended, p.engine.counters().last_phase2_ms,
+                                 reload_pending() || (marks_ && marks_->changed())) ==
             AfterSearch::kNextBatchFirst)
           start_tick(ended);
         detect_and_send(/*final=*/false);

@@ -49,6 +49,8 @@ class MarkBook {
   // Whether effective_config() changed since the last call (then false until
   // the next change).
   bool take_changed() { return std::exchange(changed_, false); }
+  // Whether effective_config() changed since take_changed() last ran.
+  bool changed() const { return changed_; }
 
   // The control commands; arguments and replies as docs/interfaces.md says.
   // Throw daemon::ControlError for requests the store refuses.

@@ -40,10 +40,10 @@ SearchEnd TickScheduler::search_end(TickClock::time_point now, const BatchState&
 }
 
 AfterSearch TickScheduler::after_search(TickClock::time_point ended, double last_phase2_ms,
-                                        bool reload_pending) const {
+                                        bool reconfigure_pending) const {
   const auto phase2_takes = std::chrono::duration_cast<TickClock::duration>(
       std::chrono::duration<double, std::milli>(last_phase2_ms));
-  if (rules_.next_search_first && ended + phase2_takes >= next_tick_ && !reload_pending)
+  if (rules_.next_search_first && ended + phase2_takes >= next_tick_ && !reconfigure_pending)
     return AfterSearch::kNextBatchFirst;
   return AfterSearch::kPhase2First;
 }

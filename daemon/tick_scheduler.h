@@ -98,10 +98,11 @@ class TickScheduler {
   // What follows a search that `ended` then: the next tick's batch first when
   // next_search_first and the tick falls before the ended batch's phase 2
   // would be over (it takes `last_phase2_ms`, as long as the last one took).
-  // A pending reload keeps phase 2 first, so that a tick without a batch
-  // waiting for phase 2 comes and applies it even under load.
+  // A pending reconfiguration (a reload, or carers' marks that changed)
+  // keeps phase 2 first, so that a tick without a batch waiting for phase 2
+  // comes and applies it even under load.
   AfterSearch after_search(TickClock::time_point ended, double last_phase2_ms,
-                           bool reload_pending) const;
+                           bool reconfigure_pending) const;
 
   // Whether a tick starts its batch at `now`: the tick has come and no search
   // is in flight (a tick that falls during a search starts its batch when
