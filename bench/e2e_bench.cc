@@ -1,4 +1,5 @@
-// e2e_bench: W1 wearers through the whole daemon (issue 6, "Soft deadlines").
+// e2e_bench: W1 wearers through the whole daemon (docs/design.md, "Soft
+// deadlines").
 //
 // Each run starts the real gaitwatchd on a W1 configuration written to a
 // temporary directory (a real SQLite file, real ZeroMQ, its Prometheus
@@ -19,15 +20,16 @@
 // same random-walk library as search_bench (bench/w1_workload.h), or windows
 // cut from the synthetic source (--patterns synthetic).
 //
-// --overload runs the daemon once through a load change instead (issue 6,
-// "Overload"): --wearers N for the warm-up, --overload-factor x N wearers for
-// --overload-s, N again for --recover-s, then stops sending, waits for the
-// drain and stops the daemon with SIGTERM. One JSON line "e2e_overload":
-// per phase what the engine did (deadline misses, deferred, shed, dropped,
-// lost, latency and batch p99 from histogram deltas, queue depth at the
-// phase end), whether the configured degradation happened and the last part
-// of the recovery was clean, and the final accounting from the counters the
-// daemon publishes at shutdown (docs/reliability.md, "Overload").
+// --overload runs the daemon once through a load change instead
+// (docs/reliability.md, "Overload"): --wearers N for the warm-up,
+// --overload-factor x N wearers for --overload-s, N again for --recover-s, then
+// stops sending, waits for the drain and stops the daemon with SIGTERM. One
+// JSON line "e2e_overload": per phase what the engine did (deadline misses,
+// deferred, shed, dropped, lost, latency and batch p99 from histogram deltas,
+// queue depth at the phase end), whether the configured degradation happened
+// and the last part of the recovery was clean, and the final accounting from
+// the counters the daemon publishes at shutdown (docs/reliability.md,
+// "Overload").
 //
 // --micro prints micro benchmarks instead: frames/s one thread decodes (the
 // real decoder on W1 frames, no socket), frames/s the daemon's ingest thread

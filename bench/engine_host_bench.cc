@@ -1,6 +1,7 @@
 // engine_host_bench: the pipeline thread's host work per W1 wearer and tick,
-// apart from the search (issue 6: the H100 daemon sustains far fewer wearers
-// than its GPU search handles).
+// apart from the search: the work that can keep the whole daemon below the
+// wearer count its GPU search alone sustains (docs/benchmarks.md, "Engine
+// host path").
 //
 // Drives the real pipeline::Engine with N synthetic W1 wearers
 // (sensors/synthetic.h, synthetic from gaitpdb; the W1 configuration of

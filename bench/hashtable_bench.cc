@@ -1,6 +1,6 @@
-// hashtable_bench: the experiments of seed 000 §4.6 for the lock-free
+// hashtable_bench: the experiments of Moazeni 2013, §4.6, for the lock-free
 // parallel hash table (kernels/hashtable/hash_table.h), one JSON object per
-// measurement on stdout, then "summary" objects with the seed's comparisons
+// measurement on stdout, then "summary" objects with the thesis's comparisons
 // side by side; a readable digest goes to stderr.
 //
 // Workload (§4.6.1): keys are doubles in [0, 1), uniform or normal with mean
@@ -11,7 +11,7 @@
 // order; inserts use fresh keys; searches and deletes hit a preloaded key with
 // probability --hit-ratio, else a fresh one. Times: the batch's compute only
 // (GPU: CUDA events around the batch kernel and the reclamation kernels;
-// CPU: wall clock of the parallel section); the seed excludes transfers, and
+// CPU: wall clock of the parallel section); the thesis excludes transfers, and
 // the end-to-end figure with transfers is reported beside it.
 //
 // Variants: GPU_PH (n tables of m buckets), GPU_BASIC (n = 1), GPU_BIG (one
@@ -351,7 +351,7 @@ double mops(const Result* r) { return r ? r->ops_per_s / 1e6 : 0.0; }
 
 int main(int argc, char** argv) {
   Options options;
-  CLI::App app{"Lock-free parallel hash table benchmark (seed 000 §4.6); JSON lines on stdout"};
+  CLI::App app{"Lock-free parallel hash table benchmark (Moazeni 2013 §4.6); JSON lines on stdout"};
   app.add_flag("--quick", options.quick, "a small smoke subset (2 reps)");
   app.add_flag(
       "--full", options.full,
@@ -445,7 +445,7 @@ int main(int argc, char** argv) {
           bench.run(make("GPU_PH", n, kMixes[0], big_batch, normal005, hash));
     }
 
-    // ---- the seed's comparisons, side by side, from this run's numbers.
+    // ---- the thesis's comparisons, side by side, from this run's numbers.
     auto get = [&](const std::string& variant, int tables, const Mix& mix, int batch,
                    const Distribution& d = Distribution{true, 0.05}) {
       return bench.lookup(make(variant, tables, mix, batch, d));

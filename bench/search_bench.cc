@@ -1,5 +1,5 @@
 // search_bench: throughput of a search backend on a W1-shaped load
-// (docs/ARCHITECTURE.md, "Workload W1"), one JSON object per measurement on
+// (docs/search.md, "Workload W1"), one JSON object per measurement on
 // stdout. Every line names "backend" (cpu or cuda), "device" (the GPU's name
 // or "cpu N threads"), "mode" (window or streaming) and "pruning".
 //

@@ -1,5 +1,5 @@
 // The W1 workload's shape and pattern library for the benchmarks
-// (docs/ARCHITECTURE.md, "Workload W1"), shared by search_bench (the search
+// (docs/search.md, "Workload W1"), shared by search_bench (the search
 // alone) and e2e_bench (the whole daemon), so that both measure the same
 // library: 16 patterns spanning all 201 dims, m = 128, band 12, neighbour
 // range 3 inside each insole and 2 on the accelerometer.

@@ -70,7 +70,8 @@ struct RowPairsView {
 // one window per filter thread, all of one profile slot. One block tests one
 // group on one stream dim, so the W1 shape (~10 new ends per slice and tick,
 // ~110 pairs per stream dim) gives every thread a window of its own and every
-// pair is read by a whole block (seed 002: many tasks against one query).
+// pair is read by a whole block (Ino et al. 2013: many tasks against one
+// query).
 struct FilterSegment {
   int slice = 0;
   int first_end = 0;     // window end (relative to the slice) of the segment's first window

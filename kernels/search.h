@@ -1,7 +1,7 @@
 // The one search interface (faiss-style): a CPU implementation and, when built
 // with CUDA, a GPU implementation that must return the same results.
 //
-// Semantics (docs/ARCHITECTURE.md, "Search semantics", window mode):
+// Semantics (docs/search.md, "Window mode"):
 // for every searched window end t of a stream slice and every (pattern dim j,
 // stream dim i) pair of a pattern that applies to the slice's profile, the
 // window is the m samples ending at t of stream dim i; optionally both the
@@ -23,7 +23,8 @@
 
 namespace gw::kernels {
 
-// kWindow: the seed's sliding windows of length m (ARCHITECTURE.md).
+// kWindow: Moazeni's sliding windows of length m (Moazeni 2013, §7.4.1;
+// docs/search.md).
 // kStreaming: open-begin subsequence DTW (SPRING, Sakurai et al. 2007; cell
 // arithmetic in kernels/spring.h): per (stream, pattern dim, stream dim) one
 // column of m cells is kept between batches and advanced by each new sample;
@@ -38,7 +39,7 @@ struct DimPair {
 };
 
 // A Sakoe-Chiba band ratio R as samples for length m: r = floor(R * m),
-// at most m - 1 (ARCHITECTURE.md).
+// at most m - 1 (docs/search.md).
 inline int band_samples(double ratio, int length) {
   return std::min(static_cast<int>(std::floor(ratio * length)), length - 1);
 }

@@ -1,15 +1,15 @@
 // Window-mode DTW on the GPU: the fused lower-bound filter and banded DTW
 // with early abandoning.
 //
-// Filter (seed 002: load once, test many): one block per row (slice, stream
-// dim) and tile of window ends holds the row's samples, the window
+// Filter (Ino et al. 2013: load once, test many): one block per row (slice,
+// stream dim) and tile of window ends holds the row's samples, the window
 // normalisations and the data envelope in shared memory and tests every pair
 // that reads the row (LB_Kim, then LB_Keogh EQ/EC on the survivors).
 // DTW: one thread per surviving window. The band row and the band's data
-// values stay in registers (seed 003, cuDTW++): rows are processed in
-// unrolled blocks of W = 2r+1 rows, where the data value of column j lives in
-// register (j + r) mod W, so the sliding band needs no register moves and each
-// cell costs 3-4 instructions (FADD, DPX three-way min, FFMA). Bands wider
+// values stay in registers (Bednárek et al. 2016, cuDTW++): rows are processed
+// in unrolled blocks of W = 2r+1 rows, where the data value of column j lives
+// in register (j + r) mod W, so the sliding band needs no register moves and
+// each cell costs 3-4 instructions (FADD, DPX three-way min, FFMA). Bands wider
 // than kMaxRegisterBand use a general kernel.
 #include <algorithm>
 #include <cfloat>
@@ -442,8 +442,8 @@ __device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* pa
   return lb * run * (1.f - 1e-5f);
 }
 
-// Window mode filter, fused (seed 002: many tasks of one shape against one
-// query). The W1 load has ~110 pairs per stream dim but only ~10 new window
+// Window mode filter, fused (Ino et al. 2013: many tasks of one shape against
+// one query). The W1 load has ~110 pairs per stream dim but only ~10 new window
 // ends per slice and tick, so a block takes the new ends of ~25 slices (one
 // window per thread) on one stream dim: it loads those rows' samples and data
 // envelopes into shared memory once, each thread normalises its window once
@@ -739,12 +739,13 @@ struct TailBound {
   __device__ __forceinline__ float value() const { return fmaxf(remaining, 0.f); }
 };
 
-// One alignment's band in registers (seed 003, cuDTW++): row i of the band
-// holds cells (i, i - R .. i + R) in prev[0 .. W-1]; the normalised data value
-// of column j sits in c[(j + R) mod W], so the band slides without register
-// moves. Also what its rows read next: the raw window x, the normalised query
-// q and, with Tail, the query envelope for the tail bound. Each row's values
-// are loaded one row ahead, so their latency hides behind a row of cells.
+// One alignment's band in registers (Bednárek et al. 2016, cuDTW++): row i of
+// the band holds cells (i, i - R .. i + R) in prev[0 .. W-1]; the normalised
+// data value of column j sits in c[(j + R) mod W], so the band slides without
+// register moves. Also what its rows read next: the raw window x, the
+// normalised query q and, with Tail, the query envelope for the tail bound.
+// Each row's values are loaded one row ahead, so their latency hides behind a
+// row of cells.
 template <int W, bool Tail>
 struct RegisterBand {
   static_assert(W % 2 == 1, "W = 2r + 1");

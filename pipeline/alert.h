@@ -55,7 +55,8 @@ struct Alert {
   double t_start = 0;           // device time [s] of the matched window's first sample
   double t_end = 0;             // device time [s] of the sample that completed the match
   std::int64_t end_index = 0;   // absolute sample index of that sample in its stream
-  double distance = 0;          // ranking distance: sum of f * d over matched dims (seed 000 §7.4.6)
+  // Ranking distance: sum of f * d over matched dims (Moazeni 2013, §7.4.6).
+  double distance = 0;
   int matched_dims = 0;
   int pattern_dims = 0;
   double detected_at = 0;       // unix time [s] when the detector decided

@@ -1,7 +1,7 @@
-// Alert de-duplication on the lock-free parallel hash table (seed 000 chapter
-// 4; docs ARCHITECTURE "GPU hash table ... and what it does in the daemon",
-// use 2): a candidate alert is published only if its event key
-// (wearer, pattern, event bucket) inserts into the table as new.
+// Alert de-duplication on the lock-free parallel hash table (Moazeni 2013,
+// chapter 4; docs/design.md, "Alert de-duplication"): a candidate alert is
+// published only if its event key (wearer, pattern, event bucket) inserts
+// into the table as new.
 //
 // Why a table insert and not a host-side set: the engine hands over all
 // candidates of one detection round at once, and one run_batch() of inserts

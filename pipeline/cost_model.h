@@ -1,4 +1,4 @@
-// The batch latency model of seed 001: a batch of `work` items takes
+// The batch latency model of Ma 2014: a batch of `work` items takes
 // floor + slope * work milliseconds. Fitted online by exponentially weighted
 // least squares over the batches the engine measured, so it follows the
 // backend actually running (CPU, GPU, a GPU shared with other work) and

@@ -114,7 +114,7 @@ bool overlaps(const ScoredAlert& a, const Event& e, std::int64_t tolerance) {
   return a.first <= e.end - 1 + tolerance && a.last >= e.start - tolerance;
 }
 
-// §7.4.6 order: more matched dims first, then lower distance.
+// Moazeni 2013, §7.4.6 order: more matched dims first, then lower distance.
 std::vector<ScoredAlert> ranked(std::vector<ScoredAlert> alerts) {
   std::stable_sort(alerts.begin(), alerts.end(), [](const ScoredAlert& a, const ScoredAlert& b) {
     if (a.matched_dims != b.matched_dims) return a.matched_dims > b.matched_dims;

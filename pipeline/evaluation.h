@@ -53,7 +53,7 @@ struct Score {
   double precision = 0;         // true / (true + false); 0 without alerts
   double recall = 0;            // detected / events; 0 without events
   double median_latency_s = 0;  // first overlapping alert's end minus the event onset
-  double ndcg = 0;              // nDCG@k of the alerts ranked by §7.4.6 (seed §7.5.2)
+  double ndcg = 0;              // nDCG@k of the alerts ranked by §7.4.6 (Moazeni 2013, §7.5.2)
   int ndcg_k = 0;
   int folds = 0;              // --cv: patterns built (0 without --cv)
   std::vector<Event> missed;  // the events no (fold's) alert overlapped
@@ -131,9 +131,9 @@ struct TrialSummary {
 };
 TrialSummary summarize_trials(const std::vector<TrialOutcome>& trials);
 
-// nDCG@k (seed §7.5.2, binary relevance): DCG = sum over the first k results
-// of rel_i / log2(i + 1); the ideal list has min(k, ideal_relevant) relevant
-// results first.
+// nDCG@k (Moazeni 2013, §7.5.2, binary relevance): DCG = sum over the first k
+// results of rel_i / log2(i + 1); the ideal list has min(k, ideal_relevant)
+// relevant results first.
 double ndcg_at(const std::vector<bool>& relevance_in_rank_order, int k, int ideal_relevant);
 
 // Scores one pattern's alerts against the events. The ranked list for nDCG

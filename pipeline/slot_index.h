@@ -1,6 +1,6 @@
-// The time-slot status index on the lock-free parallel hash table (seed 000
-// §4.6.2.9; docs ARCHITECTURE "GPU hash table ... and what it does in the
-// daemon", use 1): for every wearer-second the daemon stores one key
+// The time-slot status index on the lock-free parallel hash table (Moazeni
+// 2013, §4.6.2.9; docs/design.md, "Time-slot index"): for every
+// wearer-second the daemon stores one key
 //   (wearer, status, zone, slot second) -> packed slot summary
 // so that a range question ("when was wearer 17 walking in zone 3 between
 // t0 and t1?") is ONE batch of point searches, one per (second, status code,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The end-to-end benchmark of issue 6 in one run: the micro benchmarks (frames/s
-# one ingest thread decodes, hits/s the SQLite writer commits), then W1 wearers
+# The end-to-end benchmark (docs/benchmarks.md, "End to end") in one run: the
+# micro benchmarks (frames/s one ingest thread decodes, hits/s the SQLite
+# writer commits), then W1 wearers
 # through the whole daemon: a search (doubling, then bisection, with short
 # runs) and a confirmation run at the full duration. JSON lines on stdout
 # (e2e_bench's "ingest_decode", "ingest_thread", "sqlite_writer", "e2e_run" per run and one

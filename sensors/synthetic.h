@@ -1,4 +1,4 @@
-// A deterministic synthetic source of W1 wearers (docs/ARCHITECTURE.md,
+// A deterministic synthetic source of W1 wearers (docs/search.md,
 // "Workload W1") for load tests and benchmarks: 201 channels at 100 Hz per
 // wearer = left and right 99-cell pressure insoles + a 3-axis accelerometer.
 //

@@ -99,7 +99,7 @@ int run(const SearchOptions& o) {
   const kernels::SearchResult result = backend->search(batch);
 
   // Phase 2 at every window end that some pair matched: rank by matched dims,
-  // then by weighted distance (seed 000 §7.4.6), then by end.
+  // then by weighted distance (Moazeni 2013, §7.4.6), then by end.
   std::vector<pipeline::DimCandidate> candidates;
   for (const auto& match : result.matches)
     candidates.push_back({match.end, match.pattern_dim, match.stream_dim, match.distance, match.start});
@@ -113,7 +113,7 @@ int run(const SearchOptions& o) {
   for (const std::int64_t t : ends) {
     // A pair that has a window ending exactly at t contributes that window;
     // other pairs contribute their best window ending within m of t (lag
-    // between dims, seed 000 §7.4.2). With one dim this is plain top-K.
+    // between dims, Moazeni 2013, §7.4.2). With one dim this is plain top-K.
     window.clear();
     auto it = std::lower_bound(candidates.begin(), candidates.end(), t - m + 1,
                                [](const auto& c, std::int64_t e) { return c.end < e; });

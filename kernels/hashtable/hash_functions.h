@@ -1,5 +1,5 @@
-// Hash functions h(k) and table-assignment functions TA(k) of the parallel
-// hash table PH[n] (seed 000 §4.5, §4.6.2.4). Plain functions of a 64-bit key,
+// Hash functions h(k) and table-assignment functions TA(k) of the parallel hash
+// table PH[n] (Moazeni 2013, §4.5, §4.6.2.4). Plain functions of a 64-bit key,
 // callable from host code and from CUDA device code, so the CPU and GPU
 // implementations place every key in the same (table, bucket).
 //
@@ -8,7 +8,7 @@
 // classic string hashes DEK (Knuth), SDBM and PJW (Weinberger), giving 32 bits
 // that the table reduces modulo its bucket count m. TA picks one of the n
 // sub-tables and must not depend on h (requirement 2 of §4.5.3):
-//   * kScaledUnitDouble: the seed's TA(k) = floor(k * 10^6) mod n, for keys
+//   * kScaledUnitDouble: the thesis's TA(k) = floor(k * 10^6) mod n, for keys
 //     that are the bit patterns of doubles in [0, 1) (|k| is used for
 //     negative doubles, NaN maps to table 0);
 //   * kMix: the murmur3 64-bit finaliser of the key, high 32 bits mod n, for

@@ -1,4 +1,4 @@
-// Michael's CAS-based lock-free ordered list (seed 000 Figs 20-22; M. M.
+// Michael's CAS-based lock-free ordered list (Moazeni 2013, Figs 20-22; M. M.
 // Michael, "High performance dynamic lock-free hash tables and list-based
 // sets", SPAA 2002) over the node pool of hash_table_views.h, and the PH[n]
 // operations of Figure 24 on top of it. ONE source for both implementations:

@@ -1,6 +1,6 @@
-// Lock-free parallel hash table PH[n] (seed 000 chapter 4): n sub-tables of m
-// buckets, each bucket a Michael lock-free ordered list (Figs 20-22) of nodes
-// taken from a pre-allocated pool. A key k lives in bucket h(k) mod m of
+// Lock-free parallel hash table PH[n] (Moazeni 2013, chapter 4): n sub-tables
+// of m buckets, each bucket a Michael lock-free ordered list (Figs 20-22) of
+// nodes taken from a pre-allocated pool. A key k lives in bucket h(k) mod m of
 // sub-table TA(k) (kernels/hashtable/hash_functions.h). One interface, two
 // implementations of the same algorithm: a multi-threaded CPU one (the
 // reference, and the CPU_BASIC / CPU_PH baselines) and a CUDA one that runs a

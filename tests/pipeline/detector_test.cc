@@ -1,5 +1,5 @@
-// Phase 2 (seed 000 §7.4.2, §7.4.6), the positive/negative decision and the
-// alert gating, on hand-made single-dim matches.
+// Phase 2 (Moazeni 2013, §7.4.2, §7.4.6), the positive/negative decision and
+// the alert gating, on hand-made single-dim matches.
 #include "pipeline/detector.h"
 
 #include <catch2/catch.hpp>
@@ -16,7 +16,7 @@ namespace {
 
 // Every maximal set of independent edges (one candidate per (j, i) pair, the
 // best) and the best of them by §7.4.6: most edges, then least weighted
-// distance. The brute-force reading of the seed's Fig. 57.
+// distance. The brute-force reading of Moazeni 2013, Fig. 57.
 struct Ranked {
   std::size_t edges = 0;
   double distance = 0;

@@ -1,4 +1,4 @@
-// Query segmentation (seed 000 §7.4.4) and search exhausting (§7.4.5) on
+// Query segmentation (Moazeni 2013, §7.4.4) and search exhausting (§7.4.5) on
 // synthetic 3-dim series through the engine and the CPU backend: each finds a
 // planted match the plain search misses, both are off by default and change
 // nothing then, and alerts do not depend on how samples are batched.

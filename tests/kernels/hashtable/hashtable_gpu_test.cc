@@ -46,7 +46,7 @@ TEST_CASE("gpu: distinct-key mixed batches match the sequential model", "[hashta
     config.buckets_per_table = 64;
     testing::check_distinct_key_batches(gpu_factory(), config, 8, 4000, false, 1);
   }
-  SECTION("PH[4], SDBM, unit-double keys, the seed's TA") {
+  SECTION("PH[4], SDBM, unit-double keys, the thesis's TA") {
     config.tables = 4;
     config.buckets_per_table = 32;
     config.hash_function = HashFunction::kSdbm;

@@ -63,7 +63,7 @@ TEST_CASE("hash functions are DEK, SDBM and PJW over the key's 8 bytes, low byte
   }
 }
 
-TEST_CASE("table assignment: the seed's floor(k * 1e6) mod n, and a mixing TA", "[hashtable]") {
+TEST_CASE("table assignment: the thesis's floor(k * 1e6) mod n, and a mixing TA", "[hashtable]") {
   CHECK(assign_table(TableAssignment::kScaledUnitDouble, double_as_key(0.1234567), 320) ==
         123456 % 320);
   CHECK(assign_table(TableAssignment::kScaledUnitDouble, double_as_key(0.0), 7) == 0);
@@ -113,7 +113,7 @@ TEST_CASE("cpu: distinct-key mixed batches match the sequential model", "[hashta
     config.buckets_per_table = 64;
     testing::check_distinct_key_batches(cpu_factory(4), config, 8, 1500, false, 1);
   }
-  SECTION("PH[4], SDBM, unit-double keys, the seed's TA") {
+  SECTION("PH[4], SDBM, unit-double keys, the thesis's TA") {
     config.tables = 4;
     config.buckets_per_table = 32;
     config.hash_function = HashFunction::kSdbm;
