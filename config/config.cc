@@ -1929,7 +1929,7 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
   const bool euclidean = pattern.measure == "euclidean";
   const bool band_given = read_number(map, "band", between(0, 1), pattern.band);
   if (euclidean) {
-    // The seed's EDT: synchronous windows, i.e. DTW with a band of 0.
+    // Moazeni's EDT: synchronous windows, i.e. DTW with a band of 0.
     if (band_given && pattern.band != 0)
       map.add_issue("band", "measure euclidean compares synchronous samples: band must be 0");
     pattern.band = 0;

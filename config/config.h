@@ -271,11 +271,11 @@ struct PatternConfig {
   std::vector<TransformStep> transforms;  // applied in order; empty = raw channels
   int dim_count = 0;                      // pattern dimensions = derived_channels().size()
   int length = 0;                // m
-  std::string measure = "dtw";   // dtw (seed's MD-DTW) | euclidean (seed's EDT baseline: band 0,
+  std::string measure = "dtw";   // dtw (Moazeni's MD-DTW) | euclidean (Moazeni's EDT baseline: band 0,
                                  // every dim matched at the same window end, nr 0)
   double band = 0.1;             // R; r = floor(R * m)
   bool znorm = true;
-  std::string mode = "window";   // window (seed's sliding windows) | streaming (SPRING; no band, no znorm)
+  std::string mode = "window";   // window (Moazeni's sliding windows) | streaming (SPRING; no band, no znorm)
   int nr = 0;                    // neighbour range: pattern dim on channel c is compared with c-nr..c+nr
   double threshold = 0;          // per-dim DTW distance cutoff
   int min_dims = 1;              // an alert needs at least this many matched dims
@@ -290,11 +290,11 @@ struct PatternConfig {
   std::optional<LearnedDecision> learned_decision;
   double min_duration_s = 0;     // the decision must hold this long before an alert
   double cooldown_s = 5;         // no second alert of this pattern for this stream within this time
-  // Query segmentation (seed 000 §7.4.4): 0 = off; N >= 2 also searches each
+  // Query segmentation (Moazeni 2013 §7.4.4): 0 = off; N >= 2 also searches each
   // of N equal parts of every example, a part's match counting as a partial
   // match of the whole (docs/detection.md).
   int segments = 0;
-  // Search exhausting (seed §7.4.5): 0 = off; F >= 1 also searches every
+  // Search exhausting (Moazeni 2013 §7.4.5): 0 = off; F >= 1 also searches every
   // example at threshold * F with band exhaust_band, and fills pattern dims a
   // feasible match misses from those looser matches (docs/detection.md).
   double exhaust_factor = 0;

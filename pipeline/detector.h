@@ -1,5 +1,5 @@
 // Turns configured patterns into kernel patterns, and single-dimension matches
-// into multi-dimensional detections (seed 000 §7.4.2 phase 2, §7.4.6 ranking),
+// into multi-dimensional detections (Moazeni 2013 §7.4.2 phase 2, §7.4.6 ranking),
 // then into alerts (the decision between positive and negative examples, and
 // the gating: minimum duration, hysteresis, cooldown). docs/detection.md
 // describes the semantics.
@@ -131,7 +131,7 @@ void example_candidates(const CompiledPattern& pattern, const CompiledExample& e
                         const std::vector<std::vector<DimCandidate>>& by_kernel,
                         std::int64_t first_end, std::vector<DimCandidate>& out);
 
-// A feasible multi-dimensional match (seed §7.4.2): independent edges, no
+// A feasible multi-dimensional match (Moazeni 2013 §7.4.2): independent edges, no
 // pattern dim and no stream dim used twice. distance = sum of f * d with f = 1
 // when the stream dim is the pattern dim's home channel and alpha otherwise.
 struct Combination {
@@ -140,19 +140,19 @@ struct Combination {
   int recovered = 0;  // edges filled in by search exhausting (loose candidates)
 };
 
-// The best-ranked feasible match among `candidates` (seed §7.4.6: more matched
+// The best-ranked feasible match among `candidates` (Moazeni 2013 §7.4.6: more matched
 // dims first, then lower distance): the bipartite graph pattern dims x stream
 // dims gets one edge per (j, i), its best candidate (lowest distance, then
 // earliest end), weighted f * d; the result is a maximum-cardinality matching
 // of minimum total weight (exact: successive shortest augmenting paths).
-// Every maximum matching is maximal, so this is the top of the seed's ranking
+// Every maximum matching is maximal, so this is the top of the thesis's ranking
 // of all maximal independent edge sets. Deterministic for equal weights.
 Combination combine_matches(const std::vector<DimCandidate>& candidates,
                             const std::vector<int>& home_channel, double alpha);
 
 // The best-ranked feasible match of the pattern's own candidates (those not
 // `loose`), and then, when it matches some dims but not all, search
-// exhausting (seed §7.4.5): the missing pattern dims are matched among the
+// exhausting (Moazeni 2013 §7.4.5): the missing pattern dims are matched among the
 // loose candidates on stream dims the match leaves free (again a
 // maximum-cardinality matching of minimum weight); those edges are added and
 // counted in `recovered`. Without loose candidates this is combine_matches().
