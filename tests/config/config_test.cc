@@ -1642,7 +1642,7 @@ std::string with_agreement(const char* agree_line, std::initializer_list<const c
 
 }  // namespace
 
-TEST_CASE("publish and agree are read; views default to publishing and agreeing with none",
+TEST_CASE("publish and agree are read, and default to publishing and agreeing with none",
           "[config][agree]") {
   const Config config = parse_config(
       with_agreement("    agree: {with: [lying], within_s: 2.5}", {}), "test.yaml", kConfigDir);
