@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <set>
@@ -1842,17 +1843,60 @@ void read_normalise(const MapReader& pattern_map, PatternConfig& pattern) {
                                        "them with every other raw pattern of the device)");
 }
 
+// Where a pattern's `agree` was given, for the checks across patterns
+// (names, devices, cycles) that can only run once every pattern, the packs'
+// included, has been read. One per pattern, in pattern order.
+struct AgreementSite {
+  std::string path;             // the pattern item's key path
+  std::vector<int> with_lines;  // per element of agree.with
+  std::string file;             // the pack it is in; empty for the config's own
+  std::string note;             // appended to messages about a pack's pattern
+};
+
+// `agree: {with: [NAME, ...], within_s: S}`: what can be checked inside one
+// pattern (shape, within_s, no self reference, no name twice).
+void read_agreement(const MapReader& pattern_map, PatternConfig& pattern, AgreementSite& site) {
+  site.path = pattern_map.path();
+  read_bool(pattern_map, "publish", pattern.publish);
+  if (!pattern_map.has("agree")) return;
+  const MapReader map(pattern_map.value("agree"), pattern_map.key_path("agree"),
+                      {"with", "within_s"}, pattern_map.issues());
+  if (!map.valid()) return;
+  std::vector<LocatedString> names;
+  if (map.require("with") && read_string_list(map, "with", names) && names.empty())
+    map.add_issue("with", "expected at least one pattern name");
+  if (map.require("within_s")) read_number(map, "within_s", above(0), pattern.agree.within_s);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string element_path = index_path(map.key_path("with"), i);
+    if (names[i].value == pattern.name) {
+      map.issues().add(element_path, names[i].line,
+                       "a pattern cannot agree with itself; name its views");
+      continue;
+    }
+    const auto earlier = std::find_if(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i),
+                                      [&](const LocatedString& n) { return n.value == names[i].value; });
+    if (earlier != names.begin() + static_cast<std::ptrdiff_t>(i)) {
+      map.issues().add(element_path, names[i].line,
+                       "'" + names[i].value + "' is named twice (also at line " +
+                           std::to_string(earlier->line) + ")");
+      continue;
+    }
+    pattern.agree.with.push_back(names[i].value);
+    site.with_lines.push_back(names[i].line);
+  }
+}
+
 void read_pattern(const YAML::Node& node, const std::string& path, const std::string& base_dir,
                   const std::vector<DeviceProfile>& devices,
                   const std::vector<bool>& device_channels_ok, RecordingCache& cache,
-                  IssueList& issues, PatternConfig& pattern) {
+                  IssueList& issues, PatternConfig& pattern, AgreementSite& site) {
   const MapReader map(
       node, path, {"name",       "kind",     "severity", "device",   "channels",   "transforms",
                    "length",     "measure",  "band",     "znorm",    "mode",       "nr",
                    "threshold",  "min_dims", "alpha",    "margin",   "hysteresis", "min_duration_s",
                    "cooldown_s", "example",  "template", "examples", "negatives",
                    "segments",   "exhaust_factor", "exhaust_band", "neighbours", "normalise",
-                   "decision"},
+                   "decision",   "publish",  "agree"},
       issues);
   if (!map.valid()) return;
   pattern.kind = "other";
@@ -2027,6 +2071,7 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
   }
   read_example_list("negatives", true, ctx, pattern);
   read_recall_options(map, pattern);
+  read_agreement(map, pattern, site);
 }
 
 void sort_by_line(std::vector<ConfigIssue>& issues);
@@ -2042,9 +2087,11 @@ void read_named_pattern(const YAML::Node& node, const std::string& path, const s
                         const std::string& base_dir, const std::vector<DeviceProfile>& devices,
                         const std::vector<bool>& device_channels_ok, RecordingCache& cache,
                         IssueList& issues, PatternNameOrigins& origins,
-                        std::vector<PatternConfig>& patterns) {
+                        std::vector<PatternConfig>& patterns, std::vector<AgreementSite>& sites) {
   PatternConfig pattern;
-  read_pattern(node, path, base_dir, devices, device_channels_ok, cache, issues, pattern);
+  AgreementSite site;
+  read_pattern(node, path, base_dir, devices, device_channels_ok, cache, issues, pattern, site);
+  sites.push_back(std::move(site));
   if (!pattern.name.empty()) {
     const auto [it, inserted] = origins.emplace(pattern.name, origin + path);
     if (!inserted) {
@@ -2070,8 +2117,9 @@ void read_pattern_pack(const YAML::Node& node, const std::string& path,
                        const std::vector<DeviceProfile>& devices,
                        const std::vector<bool>& device_channels_ok, RecordingCache& cache,
                        IssueList& issues, PatternNameOrigins& origins,
-                       std::vector<PatternConfig>& patterns) {
+                       std::vector<PatternConfig>& patterns, std::vector<AgreementSite>& sites) {
   namespace fs = std::filesystem;
+  const std::size_t first_pattern = patterns.size();
   const MapReader item(node, path, {"include"}, issues);
   if (!item.valid()) return;
   std::string include;
@@ -2119,7 +2167,7 @@ void read_pattern_pack(const YAML::Node& node, const std::string& path,
                       }
                       read_named_pattern(pack_node, pack_item_path, pack_name + ": ",
                                          pack_base_dir, devices, device_channels_ok, cache,
-                                         pack_issues, origins, patterns);
+                                         pack_issues, origins, patterns, sites);
                     });
     }
   } catch (const ConfigError& error) {  // YAML syntax
@@ -2135,6 +2183,71 @@ void read_pattern_pack(const YAML::Node& node, const std::string& path,
     issue.message += pulled_in_by;
     issues.add(std::move(issue));
   }
+  for (std::size_t p = first_pattern; p < sites.size(); ++p) {
+    sites[p].file = pack_name;
+    sites[p].note = pulled_in_by;
+  }
+}
+
+// The checks of `agree` across patterns: every name is a pattern on the same
+// device (one stream holds both), and no pattern waits, through others, for
+// itself (it could never be confirmed).
+void check_agreements(const std::vector<PatternConfig>& patterns,
+                      const std::vector<AgreementSite>& sites, IssueList& issues) {
+  std::map<std::string, std::size_t> index_of;
+  std::vector<std::string> names;
+  for (std::size_t p = 0; p < patterns.size(); ++p) {
+    index_of.emplace(patterns[p].name, p);
+    names.push_back(patterns[p].name);
+  }
+  const auto report = [&](std::size_t p, std::size_t k, const std::string& message) {
+    const std::string path = sites[p].path + ".agree.with[" + std::to_string(k) + "]";
+    issues.add(ConfigIssue{path, sites[p].with_lines[k], message + sites[p].note, sites[p].file});
+  };
+  // Edges p -> q for the names that resolve; bad ones are reported and left out.
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> edges(patterns.size());
+  for (std::size_t p = 0; p < patterns.size(); ++p) {
+    const PatternConfig& pattern = patterns[p];
+    for (std::size_t k = 0; k < pattern.agree.with.size(); ++k) {
+      const std::string& name = pattern.agree.with[k];
+      const auto found = index_of.find(name);
+      if (found == index_of.end()) {
+        report(p, k, "no pattern '" + name + "'" + did_you_mean(name, names));
+        continue;
+      }
+      const PatternConfig& view = patterns[found->second];
+      if (view.device != pattern.device) {
+        report(p, k, "pattern '" + name + "' watches device '" + view.device + "', this one '" +
+                         pattern.device + "': views that agree must watch one stream");
+        continue;
+      }
+      edges[p].emplace_back(found->second, k);
+    }
+  }
+  // Depth-first; an edge back to a pattern on the path closes a cycle,
+  // reported once, at the element that closes it.
+  enum class Mark { kNew, kOnPath, kDone };
+  std::vector<Mark> mark(patterns.size(), Mark::kNew);
+  std::vector<std::size_t> path;
+  std::function<void(std::size_t)> visit = [&](std::size_t p) {
+    mark[p] = Mark::kOnPath;
+    path.push_back(p);
+    for (const auto& [q, k] : edges[p]) {
+      if (mark[q] == Mark::kOnPath) {
+        std::string cycle;
+        for (auto it = std::find(path.begin(), path.end(), q); it != path.end(); ++it)
+          cycle += patterns[*it].name + " -> ";
+        report(p, k, "agreement cycle " + cycle + patterns[q].name +
+                         ": each would wait for the other's confirmed detection");
+      } else if (mark[q] == Mark::kNew) {
+        visit(q);
+      }
+    }
+    path.pop_back();
+    mark[p] = Mark::kDone;
+  };
+  for (std::size_t p = 0; p < patterns.size(); ++p)
+    if (mark[p] == Mark::kNew) visit(p);
 }
 
 void read_patterns(const MapReader& root, const std::string& base_dir,
@@ -2143,16 +2256,18 @@ void read_patterns(const MapReader& root, const std::string& base_dir,
                    std::vector<PatternConfig>& patterns) {
   RecordingCache cache;
   PatternNameOrigins origins;
+  std::vector<AgreementSite> sites;
   for_each_item(
       root, "patterns", [&](const YAML::Node& node, const std::string& path, std::size_t) {
         if (is_include_item(node)) {
           read_pattern_pack(node, path, base_dir, source_name, devices, device_channels_ok, cache,
-                            root.issues(), origins, patterns);
+                            root.issues(), origins, patterns, sites);
         } else {
           read_named_pattern(node, path, "", base_dir, devices, device_channels_ok, cache,
-                             root.issues(), origins, patterns);
+                             root.issues(), origins, patterns, sites);
         }
       });
+  check_agreements(patterns, sites, root.issues());
 }
 
 // A stream's ring must hold the longest pattern plus one tick of new samples,

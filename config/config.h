@@ -303,6 +303,21 @@ struct PatternConfig {
   NormaliseConfig normalise;
   // Positive examples first (example, template, examples), then negatives.
   std::vector<PatternExample> examples;
+  // Views of one event that must agree (docs/detection.md §7). A pattern
+  // with publish false is a view only: searched and decided as any other,
+  // but its detections raise no alert (nothing stored or published); other
+  // patterns' `agree` use them.
+  bool publish = true;
+  // Empty `with`: alerts as soon as detected. Otherwise a detection becomes
+  // an alert only when every pattern named here (same device, hence same
+  // stream) has a confirmed detection whose window end lies within within_s
+  // seconds of this one's, before or after; a detection that waits longer
+  // is dropped.
+  struct Agreement {
+    std::vector<std::string> with;
+    double within_s = 0;
+  };
+  Agreement agree;
   bool has_negatives() const;
 };
 

@@ -179,6 +179,10 @@ std::vector<MetricFamily> make_families() {
       counter("gaitwatch_engine_backend_failovers_total",
               "Search backend failures that switched the engine to the CPU backend.",
               leaf("/engine/backend_failovers")),
+      counter("gaitwatch_engine_unagreed_detections_total",
+              "Detections of a pattern with agree dropped: a view it names had no confirmed "
+              "detection within agree.within_s.",
+              leaf("/engine/unagreed_detections")),
       gauge("gaitwatch_engine_cost_model_floor_seconds",
             "The batch cost model's fixed time per batch.", leaf("/engine/cost_model/floor_ms"),
             kMsToSeconds),

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <future>
+#include <limits>
 #include <unordered_set>
 
 #include "common/error.h"
@@ -46,6 +48,7 @@ void Engine::reconfigure(const config::Config& config) {
     }
     pattern_channels_.push_back(std::move(channels));
   }
+  compile_agreement_rules();
   work_per_end_.assign(library_.views.size(), 0.0);
   view_priority_.assign(library_.views.size(), 0);
   for (std::size_t v = 0; v < library_.views.size(); ++v)
@@ -73,6 +76,8 @@ void Engine::reconfigure(const config::Config& config) {
     for (std::size_t o = 0; o < old_views.size(); ++o)
       if (library_.views[v].normalise.enabled && same_view_samples(library_.views[v], old_views[o]))
         old_view_of[v] = o;
+  // Held detections belonged to the old patterns: dropped, not counted as
+  // unagreed (docs/detection.md §7).
   for (auto& [key, stream] : streams_) {
     stream.trackers.assign(library_.patterns.size(), PatternTracker(stream.wearer));
     for (PatternTracker& tracker : stream.trackers) tracker.record_decisions(record_decisions_);
@@ -83,6 +88,7 @@ void Engine::reconfigure(const config::Config& config) {
       if (old_view_of[v] < stream.baselines.size())
         baselines[v] = std::move(stream.baselines[old_view_of[v]]);
     stream.baselines = std::move(baselines);
+    stream.agreement.assign(agreement_order_.empty() ? 0 : library_.patterns.size(), {});
   }
   // What was pending belonged to the old views; the new ones count their
   // due ends afresh.
@@ -105,6 +111,42 @@ std::vector<PatternTracker::TracedDecision> Engine::take_decision_trace(std::uin
   return found->second->trackers[pattern].take_decision_trace();
 }
 
+void Engine::compile_agreement_rules() {
+  const std::size_t count = library_.patterns.size();
+  std::map<std::string, std::size_t> index_of;
+  for (std::size_t p = 0; p < count; ++p) index_of.emplace(library_.patterns[p].config.name, p);
+  agreement_rules_.assign(count, AgreementRule{});
+  agreed_with_.assign(count, 0);
+  for (std::size_t p = 0; p < count; ++p) {
+    const config::PatternConfig& pattern = library_.patterns[p].config;
+    agreement_rules_[p].within_s = pattern.agree.within_s;
+    for (const std::string& name : pattern.agree.with) {
+      const auto found = index_of.find(name);
+      if (found == index_of.end() || found->second == p ||
+          library_.patterns[found->second].config.device != pattern.device)
+        throw Error("pattern '" + pattern.name + "': agree.with names '" + name +
+                    "', which is not another pattern of device '" + pattern.device + "'");
+      agreement_rules_[p].with.push_back(found->second);
+      agreed_with_[found->second] = 1;
+    }
+  }
+  // Patterns with `agree`, each after those it names (depth-first).
+  agreement_order_.clear();
+  enum class Mark { kNew, kOnPath, kDone };
+  std::vector<Mark> mark(count, Mark::kNew);
+  const std::function<void(std::size_t)> visit = [&](std::size_t p) {
+    if (mark[p] == Mark::kDone) return;
+    if (mark[p] == Mark::kOnPath)
+      throw Error("pattern '" + library_.patterns[p].config.name +
+                  "': its agree.with leads back to itself");
+    mark[p] = Mark::kOnPath;
+    for (const std::size_t q : agreement_rules_[p].with) visit(q);
+    mark[p] = Mark::kDone;
+    if (!agreement_rules_[p].with.empty()) agreement_order_.push_back(p);
+  };
+  for (std::size_t p = 0; p < count; ++p) visit(p);
+}
+
 Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
                                    const config::DeviceProfile& profile) {
   const std::uint64_t key = (static_cast<std::uint64_t>(frame.wearer_id) << 16) | frame.device_id;
@@ -121,9 +163,12 @@ Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
                 std::vector<PatternTracker>(library_.patterns.size(),
                                             PatternTracker(frame.wearer_id)),
                 std::vector<ViewCache>(library_.views.size()),
-                std::vector<std::pair<std::int64_t, std::int64_t>>(library_.views.size())};
+                std::vector<std::pair<std::int64_t, std::int64_t>>(library_.views.size()),
+                0.0,
+                fresh_baselines(frame.device_id),
+                std::vector<PatternAgreement>(agreement_order_.empty() ? 0
+                                                                       : library_.patterns.size())};
   for (PatternTracker& tracker : stream.trackers) tracker.record_decisions(record_decisions_);
-  stream.baselines = fresh_baselines(frame.device_id);
   Stream& added = streams_.emplace(key, std::move(stream)).first->second;
   stream_index_.emplace(key, &added);
   counters_.streams = streams_.size();
@@ -548,6 +593,7 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
     by_kernel[at->pattern].push_back({at->end, at->pattern_dim, at->stream_dim, at->distance, at->start});
   out.alerts.clear();
   out.completing_arrival.clear();
+  out.pattern.clear();
   out.windows_unavailable = 0;
   std::vector<std::vector<DimCandidate>>& fresh = scratch.fresh;
   std::vector<PatternTracker::Detection>& detections = scratch.detections;
@@ -590,11 +636,13 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
       a.pattern_dims = static_cast<int>(pattern.home_channel.size());
       for (const auto& e : combination.edges)
         a.dims.push_back({e.pattern_dim, e.stream_dim, e.distance, e.end});
-      if (config_.marks.alert_windows) {
+      // A view's detection never becomes an alert: no window to mark.
+      if (config_.marks.alert_windows && pattern.config.publish) {
         a.window = cut_alert_window(stream, p, end, scratch.window_rows);
         if (!a.window) ++out.windows_unavailable;
       }
       out.completing_arrival.push_back(arrival);
+      out.pattern.push_back(p);
       out.alerts.push_back(std::move(a));
     }
   }
@@ -890,13 +938,7 @@ std::vector<Alert> Engine::detect_searched(const std::function<double()>& now) {
   });
   std::vector<Alert> alerts;
   std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
-  for (std::size_t s = 0; s < slices; ++s) {
-    SliceAlerts& found = slice_alerts_[s];
-    counters_.alert_windows_unavailable += found.windows_unavailable;
-    for (Alert& alert : found.alerts) alerts.push_back(std::move(alert));
-    completing_arrival.insert(completing_arrival.end(), found.completing_arrival.begin(),
-                              found.completing_arrival.end());
-  }
+  collect_alerts(slices, alerts, completing_arrival);
   counters_.host_s.phase2 +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - phase2_started).count();
 
@@ -937,6 +979,110 @@ std::vector<Alert> Engine::detect_searched(const std::function<double()>& now) {
   counters_.missing_frames = missing;
   counters_.restarts = restarts;
   return alerts;
+}
+
+void Engine::collect_alerts(std::size_t slices, std::vector<Alert>& alerts,
+                            std::vector<double>& completing_arrival) {
+  std::vector<Alert> agreed;
+  std::vector<double> agreed_arrival;
+  for (std::size_t s = 0; s < slices; ++s) {
+    SliceAlerts& found = slice_alerts_[s];
+    counters_.alert_windows_unavailable += found.windows_unavailable;
+    Stream& stream = *searched_.owners[s].stream;
+    for (std::size_t i = 0; i < found.alerts.size(); ++i) {
+      const std::size_t p = found.pattern[i];
+      Alert& alert = found.alerts[i];
+      if (!agreement_rules_[p].with.empty()) {
+        stream.agreement[p].pending.push_back({std::move(alert), found.completing_arrival[i]});
+        continue;
+      }
+      if (agreed_with_[p]) stream.agreement[p].confirmed.push_back({alert.end_index, found.completing_arrival[i]});
+      if (!library_.patterns[p].config.publish) continue;
+      completing_arrival.push_back(found.completing_arrival[i]);
+      alerts.push_back(std::move(alert));
+    }
+    // A stream's slices (one per view) are adjacent and searched up to the
+    // same sample: after its last one, every view has seen the frontier.
+    const bool last_of_stream = s + 1 == slices || searched_.owners[s + 1].stream != &stream;
+    if (last_of_stream && !stream.agreement.empty()) {
+      const kernels::StreamSlice& slice = searched_.batch.streams[s];
+      resolve_agreement(stream, slice.first_index + slice.length, agreed, agreed_arrival);
+    }
+  }
+  for (std::size_t i = 0; i < agreed.size(); ++i) {
+    alerts.push_back(std::move(agreed[i]));
+    completing_arrival.push_back(agreed_arrival[i]);
+  }
+}
+
+void Engine::resolve_agreement(Stream& stream, std::int64_t frontier, std::vector<Alert>& alerts,
+                               std::vector<double>& completing_arrival) {
+  const auto samples_of = [&](double seconds) {
+    return static_cast<std::int64_t>(std::llround(seconds * stream.sample_rate_hz));
+  };
+  enum class Verdict { kConfirmed, kWaiting, kDropped };
+  std::int64_t reach = 0;  // the widest window, in samples
+  for (const std::size_t p : agreement_order_) {
+    const AgreementRule& rule = agreement_rules_[p];
+    const std::int64_t within = samples_of(rule.within_s);
+    reach = std::max(reach, within);
+    PatternAgreement& state = stream.agreement[p];
+    std::size_t kept = 0;
+    for (std::size_t h = 0; h < state.pending.size(); ++h) {
+      HeldDetection& held = state.pending[h];
+      const std::int64_t end = held.alert.end_index;
+      const auto near = [&](std::int64_t other) { return std::llabs(other - end) <= within; };
+      Verdict verdict = Verdict::kConfirmed;
+      // Confirmed when the last of its views' nearest confirmations arrived.
+      double confirmed_at = held.completing_arrival;
+      for (const std::size_t q : rule.with) {
+        const PatternAgreement& view = stream.agreement[q];
+        double first_arrival = std::numeric_limits<double>::infinity();
+        for (const ConfirmedEnd& c : view.confirmed)
+          if (near(c.end)) first_arrival = std::min(first_arrival, c.arrival);
+        if (first_arrival != std::numeric_limits<double>::infinity()) {
+          confirmed_at = std::max(confirmed_at, first_arrival);
+          continue;
+        }
+        // Its view may still confirm: the window reaches past what has been
+        // searched, or a held detection of the view inside it is undecided.
+        const bool may_come =
+            frontier <= end + within ||
+            std::any_of(view.pending.begin(), view.pending.end(),
+                        [&](const HeldDetection& v) { return near(v.alert.end_index); });
+        verdict = may_come ? Verdict::kWaiting : Verdict::kDropped;
+        if (verdict == Verdict::kDropped) break;
+      }
+      if (verdict == Verdict::kWaiting) {
+        if (kept != h) state.pending[kept] = std::move(held);
+        ++kept;
+        continue;
+      }
+      if (verdict == Verdict::kDropped) {
+        ++counters_.unagreed_detections;
+        continue;
+      }
+      if (agreed_with_[p]) state.confirmed.push_back({end, confirmed_at});
+      if (library_.patterns[p].config.publish) {
+        alerts.push_back(std::move(held.alert));
+        completing_arrival.push_back(confirmed_at);
+      }
+    }
+    state.pending.resize(kept);
+  }
+  // Detections still to come end at the frontier or later; held ones at
+  // their own end: confirmed ends further back than the widest window from
+  // both can confirm nothing any more.
+  std::int64_t oldest_needed = frontier;
+  for (const std::size_t p : agreement_order_)
+    for (const HeldDetection& held : stream.agreement[p].pending)
+      oldest_needed = std::min(oldest_needed, held.alert.end_index);
+  for (PatternAgreement& state : stream.agreement) {
+    auto& confirmed = state.confirmed;
+    confirmed.erase(std::remove_if(confirmed.begin(), confirmed.end(),
+                                   [&](const ConfirmedEnd& c) { return c.end < oldest_needed - reach; }),
+                    confirmed.end());
+  }
 }
 
 void Engine::search_again_on_cpu(const std::exception& error) {
@@ -988,6 +1134,7 @@ nlohmann::json Engine::stats_json() const {
           {"lost_windows", c.lost_windows},
           {"pending_windows", c.pending_windows},
           {"backend_failovers", c.backend_failovers},
+          {"unagreed_detections", c.unagreed_detections},
           {"cost_model", {{"floor_ms", cost_model_.floor_ms()},
                           {"slope_ms_per_item", cost_model_.slope_ms()},
                           {"observations", cost_model_.observations()},

@@ -81,6 +81,10 @@ struct EngineCounters {
   std::uint64_t lost_windows = 0;
   std::uint64_t pending_windows = 0;
   std::uint64_t backend_failovers = 0;  // search backend errors that switched to the CPU backend
+  // Detections of a pattern with `agree` (docs/detection.md §7) dropped
+  // because a named view had no confirmed detection within its window once
+  // that window had been searched.
+  std::uint64_t unagreed_detections = 0;
   // The engine's own host work per batch, cumulative wall seconds on the
   // calling thread (its pool's work included): finding what is due (and the
   // stream clocks), laying out the slices, filling them, phase 2.
@@ -233,6 +237,22 @@ class Engine {
     config::ChannelBaseline baseline;
     bool learned() const { return learned_at >= 0; }
   };
+  // Agreement of views (docs/detection.md §7), per stream and library
+  // pattern: the confirmed detections of a pattern others agree with (window
+  // end, arrival of the sample that confirmed it), and the detections of a
+  // pattern with `agree` still waiting for its views.
+  struct ConfirmedEnd {
+    std::int64_t end;
+    double arrival;
+  };
+  struct HeldDetection {
+    Alert alert;
+    double completing_arrival;
+  };
+  struct PatternAgreement {
+    std::vector<ConfirmedEnd> confirmed;
+    std::vector<HeldDetection> pending;  // in the order detected
+  };
   struct Stream {
     std::uint32_t wearer;
     std::uint16_t device;
@@ -245,6 +265,8 @@ class Engine {
     std::vector<std::pair<std::int64_t, std::int64_t>> pending;
     double last_frame_s = 0;  // arrival of its newest frame (any verdict)
     std::vector<ViewBaseline> baselines;  // one per library view; used by normalised views
+    // Per library pattern when some pattern has `agree`, else empty.
+    std::vector<PatternAgreement> agreement;
   };
   // Fresh baselines for a stream of `device`, one per library view.
   std::vector<ViewBaseline> fresh_baselines(std::uint16_t device) const;
@@ -288,8 +310,9 @@ class Engine {
     std::vector<float> window_rows;
   };
   struct SliceAlerts {
-    std::vector<Alert> alerts;
+    std::vector<Alert> alerts;  // every detection, views' (publish: false) included
     std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
+    std::vector<std::size_t> pattern;        // per alert: its library pattern
     std::uint64_t windows_unavailable = 0;   // alerts whose window the ring no longer held
   };
   // The raw window of an alert of library pattern `p` ending at `end`, cut
@@ -303,6 +326,23 @@ class Engine {
   // view) may run at once, each with its own `scratch`.
   void detect_in_slice(std::size_t s, const kernels::SearchResult& result,
                        Phase2Scratch& scratch, SliceAlerts& out);
+  // agreement_rules_, agreed_with_ and agreement_order_ from library_.
+  // Throws gw::Error for a name that is not another pattern of the same
+  // device, or a cycle (load_config reports both with their key paths).
+  void compile_agreement_rules();
+  // A batch's detections of slices [0, slices) as alerts, in slice order:
+  // those of patterns without `agree` that publish at once; those with
+  // `agree` are held in their stream's agreement state and the ones this
+  // batch confirmed follow.
+  void collect_alerts(std::size_t slices, std::vector<Alert>& alerts,
+                      std::vector<double>& completing_arrival);
+  // Decides the held detections of `stream` whose views have been searched
+  // up to `frontier` (exclusive): confirmed ones are appended to `alerts`
+  // (when their pattern publishes), those no view can confirm any more are
+  // dropped (counted), the rest wait. Then forgets confirmed ends that no
+  // held or future detection can reach.
+  void resolve_agreement(Stream& stream, std::int64_t frontier, std::vector<Alert>& alerts,
+                         std::vector<double>& completing_arrival);
   // The window ends of `view` the stream has not searched yet: [first, end).
   std::pair<std::int64_t, std::int64_t> unsearched_ends(const Stream& stream,
                                                         std::size_t view) const;
@@ -393,6 +433,18 @@ class Engine {
     std::vector<int> columns;
   };
   std::vector<PatternChannels> pattern_channels_;
+  // Per library pattern: the patterns whose confirmed detections it needs
+  // (its `agree`, by index) and how near, in seconds; whether some pattern
+  // needs its own (its confirmed ends are kept per stream). agreement_order_
+  // lists the patterns with `agree`, each after those it names (config
+  // validation rules out cycles), so one pass decides chains.
+  struct AgreementRule {
+    std::vector<std::size_t> with;
+    double within_s = 0;
+  };
+  std::vector<AgreementRule> agreement_rules_;
+  std::vector<char> agreed_with_;
+  std::vector<std::size_t> agreement_order_;
   std::map<std::uint64_t, Stream> streams_;  // key: wearer << 16 | device
   // The same streams by hash, for the per-frame lookup (thousands of
   // streams: a map walk was a cache miss per level); streams_ keeps the

@@ -115,9 +115,32 @@ double scored_hours(const ScoredFile& f) {
 }
 
 // Runs `patterns` over one file; the alerts per pattern name.
+// The views `patterns` agree with (docs/detection.md §7), and theirs in
+// turn, taken from `cfg` and left out like the evaluated patterns: they
+// raise no alerts of their own but decide which of the evaluated ones do.
+// Appended unless a pattern of that name is there already.
+void add_agreeing_views(const config::Config& cfg, pipeline::LeaveOut leave_out,
+                        const std::string& group, std::vector<config::PatternConfig>& patterns) {
+  for (std::size_t i = 0; i < patterns.size(); ++i) {  // grows while it runs
+    const std::vector<std::string> views = patterns[i].agree.with;
+    for (const std::string& name : views) {
+      const auto named = [&](const config::PatternConfig& p) { return p.name == name; };
+      if (std::any_of(patterns.begin(), patterns.end(), named)) continue;
+      const auto view = std::find_if(cfg.patterns.begin(), cfg.patterns.end(), named);
+      if (view == cfg.patterns.end())
+        throw Error("pattern '" + patterns[i].name + "' agrees with '" + name + "', not in " +
+                    cfg.source_file);
+      patterns.push_back(pipeline::without_group(*view, leave_out, group));
+    }
+  }
+}
+
+// The patterns' alerts on one file. Their views are added as the whole
+// config holds them, unless the caller added them (left out) already.
 std::map<std::string, FileAlerts> run_file(const EvalOptions& o, const config::Config& cfg,
                                            std::vector<config::PatternConfig> patterns,
                                            const ScoredFile& f) {
+  add_agreeing_views(cfg, pipeline::LeaveOut::kNothing, "", patterns);
   config::Config run_cfg = cfg;
   run_cfg.patterns = std::move(patterns);
   OfflineRun run = o.run;
@@ -276,8 +299,10 @@ int run_eval(const EvalOptions& o) {
   const pipeline::LeaveOut leave_out = leave_out_of(o);
 
   std::vector<const config::PatternConfig*> evaluated;
+  // Views (publish: false) raise no alerts to score; they run beside the
+  // patterns that agree with them.
   for (const auto& p : cfg.patterns)
-    if (p.device == device.name && (o.pattern.empty() || p.name == o.pattern))
+    if (p.device == device.name && p.publish && (o.pattern.empty() || p.name == o.pattern))
       evaluated.push_back(&p);
   if (evaluated.empty())
     throw Error("no pattern " + (o.pattern.empty() ? "" : "'" + o.pattern + "' ") +
@@ -316,7 +341,9 @@ int run_eval(const EvalOptions& o) {
       folds.push_back(fold_for(o, *p, leave_out, group, &removed));
       left.push_back(removed);
     }
-    auto alerts_of = run_file(o, cfg, folds, f);
+    std::vector<config::PatternConfig> run_patterns = folds;
+    add_agreeing_views(cfg, leave_out, group, run_patterns);
+    auto alerts_of = run_file(o, cfg, run_patterns, f);
     for (std::size_t i = 0; i < evaluated.size(); ++i) {
       const auto* p = evaluated[i];
       const FileAlerts& a = alerts_of[p->name];
@@ -358,8 +385,9 @@ int run_eval(const EvalOptions& o) {
           const ScoredFile& f = scored[i];
           const std::string group =
               leave_out == pipeline::LeaveOut::kSubject ? f.name.subject : f.name.recording;
-          const auto fold = fold_for(o, *p, leave_out, group);
-          before.push_back(run_file(o, cfg, {fold}, f));
+          std::vector<config::PatternConfig> fold = {fold_for(o, *p, leave_out, group)};
+          add_agreeing_views(cfg, leave_out, group, fold);
+          before.push_back(run_file(o, cfg, fold, f));
           for (const auto& s : before.back()[p->name].scored) {
             if (static_cast<int>(negatives.size()) >= o.simulate_marks) break;
             if (!is_false_alert(s, f, tolerance_of(o, f))) continue;
@@ -376,9 +404,11 @@ int run_eval(const EvalOptions& o) {
           if (i < mark_file) continue;
           const std::string group =
               leave_out == pipeline::LeaveOut::kSubject ? f.name.subject : f.name.recording;
-          config::PatternConfig marked = fold_for(o, *p, leave_out, group);
-          marked.examples.insert(marked.examples.end(), negatives.begin(), negatives.end());
-          auto after = run_file(o, cfg, {marked}, f);
+          std::vector<config::PatternConfig> marked = {fold_for(o, *p, leave_out, group)};
+          marked.front().examples.insert(marked.front().examples.end(), negatives.begin(),
+                                         negatives.end());
+          add_agreeing_views(cfg, leave_out, group, marked);
+          auto after = run_file(o, cfg, marked, f);
           auto count = [&](const FileAlerts& a, int& falses, int& detected) {
             std::vector<pipeline::ScoredAlert> later;
             for (const auto& s : a.scored)

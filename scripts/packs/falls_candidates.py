@@ -16,8 +16,22 @@ ap.add_argument('--min-dims', type=int, default=1)
 ap.add_argument('--znorm', default='false')
 ap.add_argument('--band', type=float, default=0.1)
 ap.add_argument('--no-negatives', action='store_true')
+ap.add_argument('--negatives-of', help='only these everyday activities as negatives, e.g. D12,D13')
 ap.add_argument('--lead-in', type=int, default=0)
 ap.add_argument('--cooldown', type=float, default=10)
+# Views that must agree with the impact (docs/detection.md §7): each a pattern with
+# publish: false, its positives cut from the fall trials from AFTER s to AFTER + LENGTH s
+# after the largest acceleration; the impact pattern then alerts only when every view
+# detects within --within seconds of it.
+ap.add_argument('--orientation-view', metavar='AFTER,LENGTH,THRESHOLD',
+                help='lying: the low-passed (1 Hz) axes of --orientation-channels')
+ap.add_argument('--orientation-channels', default='[y]')
+ap.add_argument('--orientation-min-dims', type=int, default=1)
+ap.add_argument('--stillness-view', metavar='AFTER,LENGTH,THRESHOLD',
+                help='little movement: the acceleration magnitude')
+ap.add_argument('--magnitude-view', type=float, metavar='THRESHOLD',
+               help='the impact on the acceleration magnitude, the window of the impact pattern')
+ap.add_argument('--within', type=float, default=3)
 a = ap.parse_args()
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 outdir = os.path.dirname(os.path.abspath(a.out))
@@ -30,6 +44,26 @@ cfgp = os.path.join(outdir, 'falls_base.yaml')
 open(cfgp, 'w').write(base + 'patterns: []\n')
 rate = 100
 m = int(round((a.before + a.after) * rate))
+def cut(f, name, start, m, lead_in, prefix):
+    t = os.path.join(tdir, f'{prefix}_{name}_{start}.csv')
+    if not os.path.exists(t):
+        subprocess.run([G, 'pattern', 'cut', '--config', cfgp, '--device', 'accelerometer', '--file', f,
+                        '--start', str(start), '--end', str(start + m), '--lead-in', str(lead_in), '--out', t],
+                       check=True, stderr=subprocess.DEVNULL)
+    return os.path.relpath(t, outdir)
+
+LOWPASS_HISTORY = 2 * rate  # lowpass 1 Hz at 100 Hz: 2 * round(rate / cutoff) + 1 taps
+views = {}  # name -> (transforms, channels, min_dims, length, threshold, lead_in, after, examples)
+for view, spec, transforms, channels, min_dims, lead_in in [
+        ('fall_view_lying', a.orientation_view, '[{kind: lowpass, cutoff_hz: 1}]', a.orientation_channels,
+         a.orientation_min_dims, LOWPASS_HISTORY),
+        ('fall_view_still', a.stillness_view, '[magnitude]', '[x, y, z]', 1, 0)]:
+    if spec:
+        after, length, threshold = (float(v) for v in spec.split(','))
+        views[view] = (transforms, channels, min_dims, int(round(length * rate)), threshold, lead_in, after, [])
+if a.magnitude_view:
+    views['fall_view_impact_magnitude'] = ('[magnitude]', '[x, y, z]', 1, m, a.magnitude_view, 0,
+                                           -a.before, [])
 pos, neg = [], []
 for f in sorted(glob.glob(f'{root}/data/sisfall/*_R01.txt.gz')):
     name = os.path.basename(f)[:-7]
@@ -43,12 +77,14 @@ for f in sorted(glob.glob(f'{root}/data/sisfall/*_R01.txt.gz')):
     start = max(a.lead_in, peak - int(a.before * rate))
     n100 = len(vals) // 2
     if start + m > n100 - 2: start = n100 - 2 - m
-    t = os.path.join(tdir, f'{"positive" if name[0] == "F" else "negative"}_{name}_{start}.csv')
-    if not os.path.exists(t):
-        subprocess.run([G, 'pattern', 'cut', '--config', cfgp, '--device', 'accelerometer', '--file', f,
-                        '--start', str(start), '--end', str(start + m), '--lead-in', str(a.lead_in), '--out', t],
-                       check=True, stderr=subprocess.DEVNULL)
-    (pos if name[0] == 'F' else neg).append(os.path.relpath(t, outdir))
+    if name[0] == 'D' and a.negatives_of and name[:3] not in a.negatives_of.split(','):
+        continue
+    (pos if name[0] == 'F' else neg).append(
+        cut(f, name, start, m, a.lead_in, 'positive' if name[0] == 'F' else 'negative'))
+    if name[0] == 'F':
+        for view, (_, _, _, vm, _, lead_in, after, examples) in views.items():
+            vstart = max(lead_in, min(peak + int(round(after * rate)), n100 - 2 - vm))
+            examples.append(cut(f, name, vstart, vm, lead_in, view))
 out = [base, 'patterns:\n  - name: fall\n    kind: fall\n    severity: critical\n    device: accelerometer\n',
        f'    channels: {a.channels}\n    transforms: {a.transforms}\n    length: {m}\n    band: {a.band}\n',
        f'    znorm: {a.znorm}\n    threshold: {a.threshold}\n    min_dims: {a.min_dims}\n    margin: {a.margin}\n',
@@ -56,4 +92,12 @@ out = [base, 'patterns:\n  - name: fall\n    kind: fall\n    severity: critical\
 out += [f'      - {{template: {p}}}\n' for p in pos]
 if not a.no_negatives and neg:
     out.append('    negatives:\n'); out += [f'      - {{template: {p}}}\n' for p in neg]
+if views:
+    out.append(f'    agree: {{with: [{", ".join(views)}], within_s: {a.within}}}\n')
+for view, (transforms, channels, min_dims, vm, threshold, _, _, examples) in views.items():
+    out += [f'  - name: {view}\n    publish: false\n    kind: fall\n    device: accelerometer\n',
+            f'    channels: {channels}\n    transforms: {transforms}\n    length: {vm}\n    band: {a.band}\n',
+            f'    znorm: false\n    threshold: {threshold}\n    min_dims: {min_dims}\n    cooldown_s: 1\n',
+            '    examples:\n']
+    out += [f'      - {{template: {p}}}\n' for p in examples]
 open(a.out, 'w').write(''.join(out))

@@ -1781,3 +1781,116 @@ TEST_CASE("normalise and example baselines: values, and each mistake at its key 
     require_single_issue(issues, "patterns[0].examples[0].baseline", 19, "has no 'normalise'");
   }
 }
+// ---------------------------------------------------------------------------
+// Views that must agree (`publish`, `agree`)
+
+namespace {
+
+// Lines 11.. : a pattern `main` on `body` (its agree at line 17) and a view
+// `lying` (its line 19 onwards), plus what the test adds.
+std::string with_agreement(const char* agree_line, std::initializer_list<const char*> more) {
+  std::string text = with_devices({
+      "patterns:",                                        // 11
+      "  - name: main",                                   // 12
+      "    device: body",                                 // 13
+      "    channels: [ankle_fwd, ankle_vert, ankle_lat]", // 14
+      "    threshold: 8.0",                               // 15
+      "    template: patterns/fog_ankle_S02R01_ep1.csv",  // 16
+  });
+  text += std::string(agree_line) + "\n";                 // 17
+  text += yaml({"  - name: lying",                        // 18
+                "    publish: false",                     // 19
+                "    device: body",                       // 20
+                "    channels: [ankle_fwd, ankle_vert, ankle_lat]",
+                "    threshold: 8.0",
+                "    template: patterns/fog_ankle_S02R01_ep1.csv"});  // 23
+  for (const char* line : more) text += std::string(line) + "\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("publish and agree are read, and default to publishing and agreeing with none",
+          "[config][agree]") {
+  const Config config = parse_config(
+      with_agreement("    agree: {with: [lying], within_s: 2.5}", {}), "test.yaml", kConfigDir);
+  REQUIRE(config.patterns.size() == 2);
+  CHECK(config.patterns[0].publish);
+  CHECK(config.patterns[0].agree.with == std::vector<std::string>{"lying"});
+  CHECK(config.patterns[0].agree.within_s == 2.5);
+  CHECK_FALSE(config.patterns[1].publish);
+  CHECK(config.patterns[1].agree.with.empty());
+}
+
+TEST_CASE("agree: each problem is reported at its key path", "[config][agree]") {
+  SECTION("a name that is no pattern") {
+    require_single_issue(
+        issues_of(with_agreement("    agree: {with: [lyin], within_s: 2}", {})),
+        "patterns[0].agree.with[0]", 17, "no pattern 'lyin' (did you mean 'lying'?)");
+  }
+  SECTION("itself") {
+    require_single_issue(issues_of(with_agreement("    agree: {with: [main], within_s: 2}", {})),
+                         "patterns[0].agree.with[0]", 17, "cannot agree with itself");
+  }
+  SECTION("a name given twice") {
+    require_single_issue(
+        issues_of(with_agreement("    agree: {with: [lying, lying], within_s: 2}", {})),
+        "patterns[0].agree.with[1]", 17, "named twice");
+  }
+  SECTION("within_s not above 0, or missing") {
+    require_single_issue(issues_of(with_agreement("    agree: {with: [lying], within_s: 0}", {})),
+                         "patterns[0].agree.within_s", 17, "must be > 0");
+    require_single_issue(issues_of(with_agreement("    agree: {with: [lying]}", {})),
+                         "patterns[0].agree.within_s", 17, "missing required key");
+  }
+  SECTION("an empty list, and an unknown key") {
+    require_single_issue(issues_of(with_agreement("    agree: {with: [], within_s: 1}", {})),
+                         "patterns[0].agree.with", 17, "at least one pattern name");
+    require_single_issue(
+        issues_of(with_agreement("    agree: {with: [lying], within_s: 1, whithin: 2}", {})),
+        "patterns[0].agree.whithin", 17, "unknown key");
+  }
+  SECTION("publish is a boolean") {
+    std::string text = with_agreement("    agree: {with: [lying], within_s: 1}", {});
+    text.replace(text.find("publish: false"), 14, "publish: nope");
+    require_single_issue(issues_of(text), "patterns[1].publish", 19, "");
+  }
+  SECTION("a view on another device") {
+    std::string text = with_agreement("    agree: {with: [lying], within_s: 1}", {});
+    // A second device with the same channel names, so the view's template fits it.
+    text.insert(text.find("patterns:"),
+                "  - {id: 2, name: wrist, kind: generic, sample_rate_hz: 64,"
+                " channels: [ankle_fwd, ankle_vert, ankle_lat]}\n");
+    text.replace(text.find("device: body", text.find("name: lying")), 12, "device: wrist");
+    // The pattern's lines moved down by one with the inserted device.
+    require_single_issue(issues_of(text), "patterns[0].agree.with[0]", 18,
+                         "pattern 'lying' watches device 'wrist', this one 'body'");
+  }
+  SECTION("a cycle through a view") {
+    const auto issues = issues_of(
+        with_agreement("    agree: {with: [lying], within_s: 1}",
+                       {"    agree:",                 // 24
+                        "      within_s: 1",          // 25
+                        "      with: [main]"}));      // 26
+    require_single_issue(issues, "patterns[1].agree.with[0]", 26,
+                         "agreement cycle main -> lying -> main");
+  }
+}
+
+TEST_CASE("agree problems in a pack name the pack's file and the include", "[config][agree]") {
+  const TempDir dir;
+  std::string pack = pack_with_pattern("in_pack");
+  pack += "    agree: {with: [absent_view], within_s: 1}\n";  // 10
+  write_pack_dir(dir, "packs/p.yaml", pack);
+  dir.write("main.yaml", with_devices({"patterns:", "  - include: packs/p.yaml"}));  // 12
+  const std::string main_path = (dir.path() / "main.yaml").string();
+  const std::vector<ConfigIssue> issues = load_issues(main_path);
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 1);
+  CHECK(issues[0].file == normal(dir.path() / "packs/p.yaml"));
+  CHECK(issues[0].line == 10);
+  CHECK(issues[0].path == "patterns[0].agree.with[0]");
+  CHECK_THAT(issues[0].message, Catch::Contains("no pattern 'absent_view'"));
+  CHECK_THAT(issues[0].message,
+             Catch::Contains("included by patterns[0].include at " + main_path + ":12"));
+}

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -36,19 +37,8 @@ float shape_value(int channel, int s) {
   return static_cast<float>(channel == 0 ? std::sin(12.0 * x * x) : std::cos(9.0 * x) * x);
 }
 
-// A temp dir with a template CSV and a config using it.
-struct Fixture {
-  fs::path dir;
-  gw::config::Config config;
-  Fixture() {
-    dir = fs::temp_directory_path() / ("gw_engine_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    std::ofstream csv(dir / "shape.csv");
-    csv << "a,b\n";
-    for (int s = 0; s < kShapeLength; ++s)
-      csv << shape_value(0, s) << "," << shape_value(1, s) << "\n";
-    csv.close();
-    const std::string yaml = R"(
+// A config with one pattern, `chirp`, the last item (tests append keys).
+const std::string kChirpYaml = R"(
 devices:
   - {id: 1, name: two, kind: generic, sample_rate_hz: 100, channels: [a, b]}
 search: {backend: cpu, threads: 2}
@@ -67,7 +57,20 @@ patterns:
     alpha: 1.5
     cooldown_s: 1
 )";
-    config = gw::config::parse_config(yaml, "engine_test.yaml", dir.string());
+
+// A temp dir with a template CSV and a config using it.
+struct Fixture {
+  fs::path dir;
+  gw::config::Config config;
+  Fixture() {
+    dir = fs::temp_directory_path() / ("gw_engine_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    std::ofstream csv(dir / "shape.csv");
+    csv << "a,b\n";
+    for (int s = 0; s < kShapeLength; ++s)
+      csv << shape_value(0, s) << "," << shape_value(1, s) << "\n";
+    csv.close();
+    config = gw::config::parse_config(kChirpYaml, "engine_test.yaml", dir.string());
   }
   ~Fixture() { fs::remove_all(dir); }
 };
@@ -1017,4 +1020,149 @@ TEST_CASE("removing idle streams leaves the alerts of active streams and the tot
   REQUIRE(alerts.size() == reference.size());
   CHECK(alerts[0].end_index == reference[0].end_index);
   CHECK(alerts[0].distance == reference[0].distance);
+}
+
+// ---------------------------------------------------------------------------
+// Views that must agree (docs/detection.md §7): `chirp` alerts only when the
+// view `bump` (publish: false; on the derivative of the channels, so it is a
+// slice of its own) detects within within_s of it.
+
+namespace {
+
+float bump_value(int channel, int s) {
+  const double x = static_cast<double>(s) / kShapeLength;
+  return static_cast<float>(channel == 0 ? std::cos(15.0 * x) * (1.0 - x) : x * x * x - x);
+}
+
+constexpr double kWithinS = 1.0;  // 100 samples at 100 Hz
+
+struct AgreementFixture {
+  Fixture base;
+  gw::config::Config config;
+  AgreementFixture() {
+    // The view's template: one row of lead-in (the derivative's history) first.
+    std::ofstream csv(base.dir / "bump.csv");
+    csv << "a,b\n";
+    for (int s = -1; s < kShapeLength; ++s) csv << bump_value(0, s) << "," << bump_value(1, s) << "\n";
+    csv.close();
+    const std::string yaml = kChirpYaml + "    agree: {with: [bump], within_s: " +
+                             std::to_string(kWithinS) + R"(}
+  - name: bump
+    publish: false
+    device: two
+    channels: [a, b]
+    transforms: [derivative]
+    template: bump.csv
+    threshold: 1.5
+    min_dims: 2
+    cooldown_s: 1
+)";
+    config = gw::config::parse_config(yaml, "agreement_test.yaml", base.dir.string());
+  }
+};
+
+// stream_with_plant (the chirp ends at kPlantAt + kShapeLength - 1) with the
+// bump planted so that it ends `view_offset` samples after the chirp's end
+// (none when nullopt).
+std::vector<float> stream_with_views(std::optional<int> view_offset, std::uint32_t seed) {
+  std::vector<float> v = stream_with_plant(1500, seed);
+  if (!view_offset) return v;
+  const int end = kPlantAt + kShapeLength - 1 + *view_offset;
+  for (int s = -1; s < kShapeLength; ++s)
+    for (int c = 0; c < 2; ++c)
+      v[static_cast<std::size_t>(end - kShapeLength + 1 + s) * 2 + c] = 30.f * bump_value(c, s) - 4.f;
+  return v;
+}
+
+struct AgreementRun {
+  std::vector<Alert> alerts;
+  std::uint64_t unagreed = 0;
+};
+
+AgreementRun run_agreement(const gw::config::Config& cfg, const std::vector<float>& v,
+                           int frame_samples, int batch_every) {
+  Engine engine(cfg, gw::kernels::make_cpu_backend(2));
+  AgreementRun out;
+  const auto now = [] { return 100.0; };
+  const int samples = static_cast<int>(v.size() / 2);
+  std::uint32_t seq = 0;
+  for (int first = 0, i = 0; first < samples; first += frame_samples, ++i, ++seq) {
+    engine.on_frame(make_frame(v, first, std::min(frame_samples, samples - first), seq),
+                    first * 0.01);
+    if ((i + 1) % batch_every == 0)
+      for (auto& a : engine.run_batch(now)) out.alerts.push_back(a);
+  }
+  for (auto& a : engine.run_batch(now)) out.alerts.push_back(a);
+  out.unagreed = engine.counters().unagreed_detections;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("agree: a detection alerts only with its view inside the window, before or after",
+          "[engine][agree]") {
+  AgreementFixture fx;
+  // The view alone, for where it detects: it raises nothing itself.
+  auto views_published = fx.config;
+  views_published.patterns[0].agree = {};
+  views_published.patterns[1].publish = true;
+  const int chirp_end = kPlantAt + kShapeLength - 1;
+  for (const int offset : {-60, 60, -250, 250}) {
+    INFO("view ends " << offset << " samples after the chirp");
+    const auto v = stream_with_views(offset, 11);
+    const auto both = run_agreement(views_published, v, 10, 1).alerts;
+    std::optional<std::int64_t> chirp, bump;
+    for (const Alert& a : both) (a.pattern == "chirp" ? chirp : bump) = a.end_index;
+    REQUIRE(chirp);
+    REQUIRE(bump);
+    const bool agree = std::llabs(*bump - *chirp) <= std::llround(kWithinS * 100);
+    CHECK(agree == (std::abs(offset) < 100));
+
+    const AgreementRun run = run_agreement(fx.config, v, 10, 1);
+    for (const Alert& a : run.alerts) CHECK(a.pattern == "chirp");
+    CHECK(run.alerts.size() == (agree ? 1u : 0u));
+    CHECK(run.unagreed == (agree ? 0u : 1u));
+    if (agree) {
+      CHECK(run.alerts[0].end_index == *chirp);
+      CHECK(std::llabs(run.alerts[0].end_index - chirp_end) <= 2);
+    }
+  }
+  SECTION("no view at all") {
+    const AgreementRun run = run_agreement(fx.config, stream_with_views(std::nullopt, 12), 10, 1);
+    CHECK(run.alerts.empty());
+    CHECK(run.unagreed == 1);
+  }
+}
+
+TEST_CASE("agree: alerts do not depend on frame size or batch size", "[engine][agree]") {
+  AgreementFixture fx;
+  for (const int offset : {-60, 60, 90, 250}) {
+    INFO("view ends " << offset << " samples after the chirp");
+    const auto v = stream_with_views(offset, 13);
+    const AgreementRun reference = run_agreement(fx.config, v, 10, 1);
+    CHECK(reference.alerts.size() + reference.unagreed == 1);
+    for (auto [frame_samples, batch_every] : {std::pair{7, 1}, {10, 5}, {33, 3}, {10, 1000}}) {
+      INFO(frame_samples << " samples per frame, a batch every " << batch_every << " frames");
+      const AgreementRun other = run_agreement(fx.config, v, frame_samples, batch_every);
+      CHECK(other.unagreed == reference.unagreed);
+      REQUIRE(other.alerts.size() == reference.alerts.size());
+      for (std::size_t i = 0; i < other.alerts.size(); ++i) {
+        CHECK(other.alerts[i].end_index == reference.alerts[i].end_index);
+        CHECK(other.alerts[i].distance == reference.alerts[i].distance);
+        CHECK(other.alerts[i].t_end == Approx(reference.alerts[i].t_end).margin(1e-9));
+      }
+    }
+  }
+}
+
+TEST_CASE("agree: an alert held for a later view counts its latency from the view's sample",
+          "[engine][agree]") {
+  AgreementFixture fx;
+  // Sample k arrives at k * 0.01 s (frame by frame) and the clock reads
+  // 100 s: latency = 100 s minus the arrival of the sample that completed the
+  // agreement, the view's, 60 samples after the chirp's.
+  const AgreementRun run = run_agreement(fx.config, stream_with_views(60, 14), 10, 1);
+  REQUIRE(run.alerts.size() == 1);
+  const double chirp_arrival = static_cast<double>(run.alerts[0].end_index) * 0.01;
+  CHECK(run.alerts[0].latency_ms < (100.0 - chirp_arrival) * 1000.0 - 500.0);
 }
