@@ -5,16 +5,8 @@
 # On the GPU machine: carry .offline-deps (its packages are unpacked to /tmp/p).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-FINAL=${OUT:-$PWD/build/packs-out}; OUT=/tmp/exp-out; rm -rf $OUT; mkdir -p "$OUT" "$FINAL"
-P=/tmp/p
-if [ ! -d $P/usr ]; then mkdir -p $P; for f in .offline-deps/*.deb; do dpkg -x "$f" $P; done; fi
-export CMAKE_PREFIX_PATH=$P/usr LD_LIBRARY_PATH=$P/usr/lib/x86_64-linux-gnu
-B=/tmp/gw-cpu
-T0=$SECONDS
-[ -f $B/CMakeCache.txt ] || cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DGAITWATCH_CUDA=OFF > $OUT/configure.log 2>&1 || { tail -20 $OUT/configure.log; exit 1; }
-cmake --build $B -j"$(nproc)" --target gaitwatch > $OUT/build.log 2>&1 || { grep -A3 error $OUT/build.log | head -40; exit 1; }
-echo "built in $((SECONDS-T0)) s"
-G=$B/daemon/gaitwatch
+WORK_OUT=/tmp/exp-out
+source scripts/packs/lib-cpu-build.sh
 D=data/daphnet
 S02="--file $D/S02R01.txt --file $D/S02R02.txt"
 S03="--file $D/S03R02.txt --file $D/S03R03.txt"
