@@ -34,7 +34,7 @@
 // --micro prints micro benchmarks instead: frames/s one thread decodes (the
 // real decoder on W1 frames, no socket), frames/s the daemon's ingest thread
 // takes in (daemon/ingest.h over loopback TCP: framing, decode, profile
-// check, queue), and hits/s the SQLite writer commits (pipeline/sink.h with
+// check, queue), and hits/s the SQLite writer commits (sinks/sink.h with
 // the daemon's batch and commit policy, real file, WAL).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -72,13 +72,13 @@
 #include "config/config.h"
 #include "daemon/ingest.h"
 #include "daemon/metrics_families.h"
-#include "pipeline/alert.h"
-#include "pipeline/sink.h"
-#include "pipeline/store.h"
+#include "sinks/alert.h"
+#include "sinks/sink.h"
+#include "sinks/store.h"
 #include "sensors/frame.h"
 #include "sensors/recording.h"
 #include "sensors/synthetic.h"
-#include "tests/daemon/process.h"
+#include "common/child_process.h"
 
 namespace {
 
@@ -730,7 +730,7 @@ class Senders {
 struct DaemonRun {
   fs::path dir;
   Ports ports;
-  std::unique_ptr<gw::test::Process> daemon;
+  std::unique_ptr<gw::Process> daemon;
   std::unique_ptr<Subscriber> subscriber;
   std::string error;  // set when the daemon did not start
   std::optional<int> exit_code;
@@ -739,17 +739,17 @@ struct DaemonRun {
             const fs::path& workdir, const fs::path& run_dir)
       : dir(run_dir) {
     fs::create_directories(dir);
-    ports.udp = gw::test::free_port(true);
-    ports.tcp = gw::test::free_port(false);
-    ports.publish = gw::test::free_port(false);
-    ports.control = gw::test::free_port(false);
-    ports.metrics = gw::test::free_port(false);
+    ports.udp = gw::free_port(true);
+    ports.tcp = gw::free_port(false);
+    ports.publish = gw::free_port(false);
+    ports.control = gw::free_port(false);
+    ports.metrics = gw::free_port(false);
     const fs::path config = dir / "w1.yaml";
     {
       std::ofstream out(config);
       out << w1_config(options, max_wearers, patterns, workdir / "patterns", dir, ports);
     }
-    daemon = std::make_unique<gw::test::Process>(
+    daemon = std::make_unique<gw::Process>(
         std::vector<std::string>{options.daemon, "--config", config.string()}, dir / "daemon.out",
         dir / "daemon.err");
     const auto ready_by = Clock::now() + std::chrono::seconds(180);
@@ -1134,7 +1134,7 @@ void micro_ingest(const Options& options, const gw::sensors::Recording& base,
   const gw::bench::W1PatternSet patterns = gw::bench::w1_patterns(base, options.patterns, options.seed);
   gw::bench::write_w1_templates(patterns, workdir / "patterns");
   Ports ports;  // udp 0: that transport off; the others only have to be valid
-  ports.tcp = gw::test::free_port(false);
+  ports.tcp = gw::free_port(false);
   ports.publish = ports.tcp + 1;
   ports.control = ports.tcp + 2;
   ports.metrics = ports.tcp + 3;
@@ -1253,7 +1253,7 @@ void micro_store(const Options& options, const fs::path& workdir) {
     sink_options.max_pending_alerts = static_cast<std::size_t>(std::max(options.micro_hits, 1));
     if (publish)
       sink_options.publish_endpoint =
-          "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));
+          "tcp://127.0.0.1:" + std::to_string(gw::free_port(false));
     const auto start = Clock::now();
     gw::pipeline::SinkCounters counters;
     {

@@ -51,7 +51,7 @@
 #include "common/error.h"
 #include "config/config.h"
 #include "kernels/search.h"
-#include "pipeline/alert.h"
+#include "sinks/alert.h"
 #include "pipeline/engine.h"
 #include "sensors/frame.h"
 #include "sensors/recording.h"

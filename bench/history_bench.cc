@@ -22,9 +22,9 @@
 
 #include "config/config.h"
 #include "kernels/search.h"
-#include "pipeline/history_recorder.h"
-#include "pipeline/history_search.h"
-#include "pipeline/history_store.h"
+#include "history/history_recorder.h"
+#include "history/history_search.h"
+#include "history/history_store.h"
 #include "sensors/framing.h"
 #include "sensors/recording.h"
 

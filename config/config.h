@@ -99,7 +99,7 @@ struct ChannelGroup {
 };
 
 // What a device contributes to its wearer's per-second status in the
-// time-slot index (pipeline/slot_recorder.h). Channel indices into the
+// time-slot index (jobs/slot_recorder.h). Channel indices into the
 // device's channels. Defaults by kind: accelerometer_3 -> accel x, y, z;
 // pressure_insole_left/right -> that foot's load = the sum of all cells;
 // other kinds contribute nothing unless configured.
@@ -341,12 +341,12 @@ struct StorageConfig {
   int commit_interval_ms = 50;
   int max_batch = 4096;
   // Detections held in memory while commits fail; beyond it new ones are
-  // dropped and counted (pipeline/sink.h).
+  // dropped and counted (sinks/sink.h).
   std::size_t max_pending_alerts = 100000;
   double max_size_mb = 0;  // the database's size limit; 0 = none
 };
 
-// The raw-stream history (pipeline/history_recorder.h): every accepted sample
+// The raw-stream history (history/history_recorder.h): every accepted sample
 // kept for retention_hours in its own SQLite file, for `gaitwatch search
 // --history` and the control interface's history search.
 struct HistoryConfig {
@@ -366,7 +366,7 @@ struct HistoryConfig {
 // daemon binds and what clients reading the same file connect to.
 struct PublishConfig {
   std::string endpoint = "tcp://127.0.0.1:7710";
-  // ZeroMQ CURVE (pipeline/curve.h): the server's key file and a directory of
+  // ZeroMQ CURVE (sinks/curve.h): the server's key file and a directory of
   // authorized client .pub files; both empty = no encryption (loopback use).
   std::string curve_secret_key;
   std::string curve_authorized_keys;
@@ -405,7 +405,7 @@ struct DedupConfig {
 
 struct SlotsConfig {
   bool enabled = true;
-  std::string clock = "anchored";        // anchored | device (pipeline/slot_recorder.h)
+  std::string clock = "anchored";        // anchored | device (jobs/slot_recorder.h)
   double retention_s = 86400;            // wall clock
   double max_wait_s = 2;                 // a wearer-second waits this long for lagging streams
   std::uint64_t node_capacity = 1 << 20; // initial pool; grows on demand

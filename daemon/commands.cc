@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "kernels/search.h"
-#include "pipeline/history_search.h"
-#include "pipeline/history_store.h"
-#include "pipeline/store.h"
+#include "history/history_search.h"
+#include "history/history_store.h"
+#include "sinks/store.h"
 
 namespace gw::daemon {
 

@@ -15,7 +15,7 @@
 //   alert.unmark                   (daemon/marks.h); list; withdraw
 //   history.search job             the k windows of the raw-stream history
 //                                  most like a configured pattern or an
-//                                  example (pipeline/history_search.h), on
+//                                  example (history/history_search.h), on
 //                                  the job's thread with its own read-only
 //                                  store and a backend of the live kind;
 //                                  progress per slice; cancellable
@@ -28,7 +28,7 @@
 #include "config/config.h"
 #include "daemon/control.h"
 #include "daemon/marks.h"
-#include "pipeline/slot_index.h"
+#include "jobs/slot_index.h"
 
 namespace gw::daemon {
 

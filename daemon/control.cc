@@ -17,7 +17,7 @@
 #include <zmq_addon.hpp>
 
 #include "daemon/ipc_socket.h"
-#include "pipeline/curve.h"
+#include "sinks/curve.h"
 
 namespace gw::daemon {
 

@@ -176,7 +176,7 @@ struct ControlOptions {
   // Messages queued per client before ZeroMQ drops (counted) instead of
   // growing memory for a client that stopped reading.
   int send_hwm = 1000;
-  // ZeroMQ CURVE (pipeline/curve.h), as on the alert publisher: the server's
+  // ZeroMQ CURVE (sinks/curve.h), as on the alert publisher: the server's
   // key file and the directory of authorized client .pub files; both empty =
   // plain TCP. A client whose key is not authorized gets no answer at all
   // (its handshake is refused, counted as curve_refused).

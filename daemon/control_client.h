@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/curve.h"
+#include "sinks/curve.h"
 
 namespace gw::daemon {
 

@@ -32,10 +32,10 @@
 #include "daemon/preflight.h"
 #include "daemon/tick_scheduler.h"
 #include "kernels/search.h"
-#include "pipeline/daemon_jobs.h"
+#include "jobs/daemon_jobs.h"
 #include "pipeline/engine.h"
-#include "pipeline/history_recorder.h"
-#include "pipeline/sink.h"
+#include "history/history_recorder.h"
+#include "sinks/sink.h"
 
 namespace gw::daemon {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 #include "common/thread_name.h"
-#include "pipeline/daemon_jobs.h"
+#include "jobs/daemon_jobs.h"
 
 namespace gw::daemon {
 

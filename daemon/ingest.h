@@ -37,7 +37,7 @@
 #include "config/config.h"
 #include "daemon/accept_loop.h"
 #include "daemon/log.h"
-#include "pipeline/slot_recorder.h"
+#include "jobs/slot_recorder.h"
 #include "sensors/frame.h"
 
 namespace gw::daemon {

@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
-#include "pipeline/store.h"
+#include "sinks/store.h"
 
 namespace gw::daemon {
 

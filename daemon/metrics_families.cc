@@ -214,7 +214,7 @@ std::vector<MetricFamily> make_families() {
             "Worst batch since start: newest sample arrival to alerts ready.",
             leaf("/engine/max_latency_ms"), kMsToSeconds),
 
-      // ---- alert writer (pipeline/sink.h)
+      // ---- alert writer (sinks/sink.h)
       counter("gaitwatch_sink_submitted_alerts_total",
               "Alerts handed to the writer: committed + dropped + abandoned at stop + pending.",
               leaf("/sink/submitted")),
@@ -287,7 +287,7 @@ std::vector<MetricFamily> make_families() {
       counter("gaitwatch_slots_searches_total", "Point searches run by time-slot queries.",
               leaf("/slots/searches")),
 
-      // ---- raw-stream history (pipeline/history_recorder.h; with history.enabled)
+      // ---- raw-stream history (history/history_recorder.h; with history.enabled)
       counter("gaitwatch_history_queued_chunks_total", "Chunks queued for the history store.",
               leaf("/history/chunks_queued")),
       counter("gaitwatch_history_chunks_total",

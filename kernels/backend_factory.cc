@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "kernels/search.h"
-#include "kernels/worker_pool.h"
+#include "common/worker_pool.h"
 #if defined(GW_HAVE_CUDA_BACKEND)
 #include "kernels/cuda_backend.h"
 #endif

@@ -13,7 +13,7 @@
 #include "kernels/search.h"
 #include "kernels/spring.h"
 #include "kernels/ucr_search.h"
-#include "kernels/worker_pool.h"
+#include "common/worker_pool.h"
 
 namespace gw::kernels {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "common/thread_name.h"
-#include "kernels/worker_pool.h"
+#include "common/worker_pool.h"
 #include "pipeline/marks.h"
 
 namespace gw::pipeline {
@@ -58,9 +58,9 @@ void Engine::reconfigure(const config::Config& config) {
     const int rank = p.config.severity == "critical" ? 2 : p.config.severity == "warning" ? 1 : 0;
     view_priority_[p.view] = std::max(view_priority_[p.view], rank);
   }
-  const int host_threads = kernels::worker_count(config.search.threads);
+  const int host_threads = worker_count(config.search.threads);
   if (!host_pool_ || host_pool_->size() != host_threads)
-    host_pool_ = std::make_unique<kernels::WorkerPool>(host_threads, "gw-engine");
+    host_pool_ = std::make_unique<WorkerPool>(host_threads, "gw-engine");
   scratch_.resize(static_cast<std::size_t>(host_threads));
   baseline_scratch_.resize(static_cast<std::size_t>(host_threads));
   phase2_scratch_.assign(static_cast<std::size_t>(host_threads), Phase2Scratch{});

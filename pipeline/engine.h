@@ -29,14 +29,14 @@
 
 #include "config/config.h"
 #include "kernels/search.h"
-#include "pipeline/alert.h"
+#include "sinks/alert.h"
 #include "pipeline/baseline.h"
 #include "pipeline/cost_model.h"
 #include "pipeline/detector.h"
 #include "pipeline/stream_clock.h"
 #include "pipeline/stream_state.h"
 
-namespace gw::kernels {
+namespace gw {
 class WorkerPool;
 }
 
@@ -407,7 +407,7 @@ class Engine {
   // The batch's host work per stream (slice filling, phase 2) runs on this
   // pool: search.threads workers (0 = all cores), so that a GPU search is not
   // left waiting for one core (docs/design.md, "Engine host work").
-  std::unique_ptr<kernels::WorkerPool> host_pool_;
+  std::unique_ptr<WorkerPool> host_pool_;
   // GW_ENGINE_BATCH_LOG=PATH: a line per batch appended there (start unix s,
   // slices, work, predicted ms, observed ms = start to search end as the cost
   // model sees it, search ms, phase 2 ms, matches, deferred streams so far),

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "pipeline/alert.h"
+#include "sinks/alert.h"
 #include "sensors/recording.h"
 
 namespace gw::pipeline {

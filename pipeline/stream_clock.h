@@ -1,6 +1,6 @@
 // Where one stream's device clock stands: the device time of its newest
 // sample. Alert t_start/t_end are on this clock, so what expires by device
-// time (pipeline/alert_dedup.h) expires per stream with it.
+// time (jobs/alert_dedup.h) expires per stream with it.
 #pragma once
 
 #include <cstdint>

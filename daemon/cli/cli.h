@@ -13,7 +13,7 @@
 
 #include "config/config.h"
 #include "daemon/cli/usage.h"
-#include "pipeline/alert.h"
+#include "sinks/alert.h"
 #include "pipeline/detector.h"
 #include "sensors/frame.h"
 #include "sensors/framing.h"

@@ -5,9 +5,9 @@
 //   gaitwatch history info   --history FILE [--json]
 //   gaitwatch history export --history FILE --wearer W --device ID [--channels C]
 //       [--from T] [--to T]
-// The search is the library's (pipeline/history_search.h), the one the
+// The search is the library's (history/history_search.h), the one the
 // daemon's control interface runs; fill records through the daemon's
-// recorder (pipeline/history_recorder.h).
+// recorder (history/history_recorder.h).
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -25,9 +25,9 @@
 #include "common/time_text.h"
 #include "daemon/cli/cli.h"
 #include "kernels/search.h"
-#include "pipeline/history_recorder.h"
-#include "pipeline/history_search.h"
-#include "pipeline/history_store.h"
+#include "history/history_recorder.h"
+#include "history/history_search.h"
+#include "history/history_store.h"
 
 namespace gw::cli {
 namespace {

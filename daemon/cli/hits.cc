@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "daemon/cli/cli.h"
 #include "pipeline/evaluation.h"
-#include "pipeline/store.h"
+#include "sinks/store.h"
 #include "sensors/recording.h"
 
 namespace gw::cli {

@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "daemon/cli/cli.h"
 #include "kernels/search.h"
-#include "pipeline/daemon_jobs.h"
+#include "jobs/daemon_jobs.h"
 #include "pipeline/engine.h"
 
 namespace gw::cli {

@@ -17,8 +17,8 @@
 
 #include "common/error.h"
 #include "daemon/cli/cli.h"
-#include "pipeline/alert.h"
-#include "pipeline/curve.h"
+#include "sinks/alert.h"
+#include "sinks/curve.h"
 
 namespace gw::cli {
 namespace {

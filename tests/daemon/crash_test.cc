@@ -19,7 +19,7 @@
 #include <random>
 #include <thread>
 
-#include "pipeline/store.h"
+#include "sinks/store.h"
 #include "tests/daemon/daemon_fixture.h"
 #include "tests/daemon/sqlite_check.h"
 

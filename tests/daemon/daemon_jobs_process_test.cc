@@ -14,9 +14,9 @@
 
 #include "config/config.h"
 #include "daemon/control_client.h"
-#include "pipeline/daemon_jobs.h"
-#include "pipeline/slot_index.h"
-#include "pipeline/store.h"
+#include "jobs/daemon_jobs.h"
+#include "jobs/slot_index.h"
+#include "sinks/store.h"
 #include "sensors/recording.h"
 #include "tests/daemon/daemon_fixture.h"
 

@@ -14,9 +14,9 @@
 #include <yaml-cpp/yaml.h>
 #include <zmq.hpp>
 
-#include "pipeline/alert.h"
-#include "pipeline/curve.h"
-#include "pipeline/store.h"
+#include "sinks/alert.h"
+#include "sinks/curve.h"
+#include "sinks/store.h"
 #include "tests/daemon/daemon_fixture.h"
 #include "tests/daemon/metrics_client.h"
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "pipeline/store.h"
+#include "sinks/store.h"
 #include "tests/daemon/daemon_fixture.h"
 #include "tests/daemon/sqlite_check.h"
 

@@ -19,7 +19,7 @@
 #include "daemon/process_metrics.h"
 #include "kernels/search.h"
 #include "pipeline/engine.h"
-#include "pipeline/history_recorder.h"
+#include "history/history_recorder.h"
 
 using gw::daemon::LatencyHistogram;
 using gw::daemon::metric_families;

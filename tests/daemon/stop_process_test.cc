@@ -26,7 +26,7 @@
 
 #include "common/error.h"
 #include "daemon/control_client.h"
-#include "pipeline/store.h"
+#include "sinks/store.h"
 #include "tests/daemon/daemon_fixture.h"
 
 namespace {

@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "pipeline/alert.h"
-#include "pipeline/store.h"
+#include "sinks/alert.h"
+#include "sinks/store.h"
 #include "tests/daemon/daemon_fixture.h"
 
 namespace fs = std::filesystem;

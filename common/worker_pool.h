@@ -1,0 +1,61 @@
+// A fixed set of threads that run one task at a time: the CPU backend's
+// search workers and the engine's per-stream host work (pipeline/engine.cc).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gw {
+
+// The worker count a `threads` setting means (search.threads and the like):
+// itself when > 0, else one per core (at least 1).
+int worker_count(int threads);
+
+// `threads` workers in total: threads - 1 helper threads that live as long as
+// the pool, plus the thread that calls run(). Not copyable; run() must not be
+// called from two threads at once (the CPU backend's search() and the
+// engine are single-caller by contract).
+class WorkerPool {
+ public:
+  // `name`: the helper threads' name (common/thread_name.h).
+  explicit WorkerPool(int threads, const std::string& name = "gw-pool");
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  int size() const { return static_cast<int>(helpers_.size()) + 1; }
+
+  // Calls task(0) on the calling thread and task(worker) on each helper that
+  // wakes up before that call returns (at most once per worker in
+  // [1, size())), and blocks until every call has returned. A helper that
+  // wakes later does not call it: the task must hand out its work as the
+  // workers ask for it (an atomic counter), so that whoever runs it finishes
+  // all of it. The caller never waits for helpers to wake up (in a virtual
+  // machine waking an idle vCPU took ~0.1-1 ms, which a per-batch or
+  // per-bunch run paid every time; docs/benchmarks.md). If a call throws,
+  // the first exception is rethrown here after all calls returned.
+  void run(const std::function<void(int)>& task);
+
+ private:
+  void helper_loop(int worker);
+  void record_exception();
+
+  std::mutex mutex_;
+  std::condition_variable start_;
+  std::condition_variable done_;
+  const std::function<void(int)>* task_ = nullptr;  // valid while a run is in progress
+  std::uint64_t generation_ = 0;                    // bumped by every run()
+  bool open_ = false;   // helpers may still join the current run
+  int joined_ = 0;      // helpers in the current run's task
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  std::vector<std::thread> helpers_;
+};
+
+}  // namespace gw

@@ -1,0 +1,117 @@
+// The alert sink: a writer thread that commits alerts to the HitStore in
+// batched transactions and, only after a batch commits, publishes each alert on
+// a ZeroMQ PUB socket as [topic, JSON]. It also publishes status messages
+// ([ "stats.", JSON ]) handed to it.
+//
+// Thread safety: submit()/submit_all()/submit_stats()/counters() from any
+// thread; drain() and stop() from one thread at a time.
+// Never blocks its producers: while commits fail (a full disk, a locked or
+// broken file) alerts are held in memory up to max_pending_alerts, and the
+// batch that failed is retried with back-off; alerts beyond the bound are
+// dropped and counted (store_dropped), never silently: a log line at most
+// every kSinkReportPeriod gives the counts.
+// Accounting (exact whenever no submit is under way, e.g. after drain()):
+// submitted = committed + store_dropped + stop_abandoned + pending.
+// drain() commits what is held within a deadline; stop() drains, publishes,
+// closes the socket and joins.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/bounded_queue.h"
+#include "sinks/alert.h"
+
+namespace gw::pipeline {
+
+struct SinkOptions {
+  std::string db_path;
+  double retention_days = 30;        // 0 = keep forever
+  // Longest an alert submit()ted alone waits for its transaction. The alerts
+  // of one submit_all() (a tick's) are committed as soon as they are all in,
+  // together with whatever queued behind them (group commit).
+  int commit_interval_ms = 50;
+  int max_batch = 4096;              // most alerts in one transaction
+  std::string publish_endpoint;      // e.g. tcp://127.0.0.1:7710; empty = do not publish
+  int send_hwm = 10000;              // ZeroMQ high-water mark per subscriber
+  // ZeroMQ CURVE: the server key file and the authorized client keys'
+  // directory (sinks/curve.h); empty = plain TCP.
+  std::string curve_secret_key;
+  std::string curve_authorized_keys;
+  // Most alerts held (submitted, not yet committed) at once; beyond it
+  // submitted alerts are dropped and counted (store_dropped). >= 1.
+  std::size_t max_pending_alerts = 100000;
+  // The database's size limit in bytes (HitStore::limit_size); 0 = none.
+  std::uint64_t max_size_bytes = 0;
+};
+
+// How often at most the sink logs that it drops alerts, and that commits
+// keep failing (with the counts since the last line).
+inline constexpr std::chrono::seconds kSinkReportPeriod{10};
+
+struct SinkCounters {
+  std::uint64_t submitted = 0;       // alerts handed to submit()/submit_all()
+  std::uint64_t committed = 0;
+  std::uint64_t store_dropped = 0;   // refused: max_pending_alerts were held
+  std::uint64_t pending = 0;         // held: accepted, neither committed nor given up
+  std::uint64_t stop_abandoned = 0;  // given up by drain()/stop() at their deadline
+  std::uint64_t published = 0;
+  std::uint64_t transactions = 0;
+  std::uint64_t retention_deleted = 0;
+  std::uint64_t last_seq = 0;
+  std::uint64_t store_errors = 0;
+  std::uint64_t checkpoints = 0;  // WAL checkpoints run (off the writer thread)
+  // Cumulative wall seconds of the writer thread in transactions (rows and
+  // fsync) and in publishing committed alerts (JSON and sockets).
+  double commit_s = 0;
+  double publish_s = 0;
+};
+
+class AlertSink {
+ public:
+  // Opens the store and binds the socket (throws gw::Error on failure), then
+  // starts the writer thread.
+  explicit AlertSink(const SinkOptions& options);
+  ~AlertSink();  // calls stop()
+  AlertSink(const AlertSink&) = delete;
+  AlertSink& operator=(const AlertSink&) = delete;
+
+  // Queues an alert for the writer, or drops and counts it when
+  // max_pending_alerts are held; never blocks. Throws gw::Error after
+  // stop(): the alert can no longer be stored.
+  void submit(Alert alert);
+  // submit() of each alert in order, under one lock of the writer's queue
+  // (a batch at thousands of wearers has about a thousand), as one group:
+  // the writer commits it without waiting for commit_interval_ms. What does
+  // not fit under max_pending_alerts is dropped from the group's end.
+  // `alerts` is left empty.
+  void submit_all(std::vector<Alert>& alerts);
+  void submit_stats(nlohmann::json stats);
+  // Commits (and publishes) every alert submitted before the call, at once,
+  // and returns when none is held. A batch that fails is retried until
+  // `deadline`; from then on a failing batch is given up, and with it every
+  // alert still held (counted in stop_abandoned, neither stored nor
+  // published; a commit already running may still take the store's busy
+  // timeout). Returns false when anything was given up. The sink goes on
+  // accepting alerts and stats afterwards.
+  bool drain(std::chrono::steady_clock::time_point deadline);
+  // drain() with kStopDrainLimit (unless drained before), then publishes what
+  // is queued, closes the socket and joins the threads. Idempotent.
+  void stop();
+  static constexpr std::chrono::seconds kStopDrainLimit{1};
+  SinkCounters counters() const;
+  // Endpoint actually bound (resolves tcp://...:0 / wildcards).
+  std::string bound_endpoint() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gw::pipeline

@@ -1,0 +1,484 @@
+#include "sinks/store.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/error.h"
+#include "sinks/sqlite_db.h"
+
+namespace gw::pipeline {
+namespace {
+
+using nlohmann::json;
+using sqlite::Statement;
+
+// Migration i takes the schema from user_version i to i + 1; it runs inside
+// the open write transaction, together with the user_version update, so a
+// crash leaves either the old schema or the new one.
+//
+// meta.last_seq is the sequence counter. It lives apart from hits because
+// retention may delete every row, and max(seq) would then restart at 1 and
+// hand a subscriber a seq it has already seen for a different alert.
+const char* const kMigrations[] = {
+    // 0 -> 1
+    "CREATE TABLE hits ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  wearer INTEGER NOT NULL,"
+    "  device INTEGER NOT NULL,"
+    "  pattern TEXT NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  severity TEXT NOT NULL,"
+    // REAL columns allow NULL: SQLite stores a NaN as NULL, and an alert with
+    // a NaN in it must still commit rather than block the writer forever.
+    "  t_start REAL,"
+    "  t_end REAL,"
+    "  end_index INTEGER NOT NULL,"
+    "  distance REAL,"
+    "  matched_dims INTEGER NOT NULL,"
+    "  pattern_dims INTEGER NOT NULL,"
+    "  detected_at REAL,"
+    "  latency_ms REAL,"
+    "  dims TEXT NOT NULL"  // JSON array of {pattern_dim, stream_dim, distance, end_index}
+    ");"
+    "CREATE INDEX hits_wearer_detected_at ON hits(wearer, detected_at);"
+    "CREATE INDEX hits_detected_at ON hits(detected_at);"
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value);"
+    "INSERT INTO meta(key, value) VALUES ('last_seq', 0);",
+    // 1 -> 2: alert windows and carers' marks. A window's samples are the
+    // pattern's channels, dim-major (channels rows of lead_in + length),
+    // float32 in host byte order; channels is a JSON array of names.
+    "CREATE TABLE alert_windows ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  pattern TEXT NOT NULL,"
+    "  wearer INTEGER NOT NULL,"
+    "  lead_in INTEGER NOT NULL,"
+    "  length INTEGER NOT NULL,"
+    "  channels TEXT NOT NULL,"
+    "  shape TEXT NOT NULL,"
+    "  samples BLOB NOT NULL"
+    ");"
+    "CREATE TABLE marks ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  seq INTEGER NOT NULL,"
+    "  wearer INTEGER NOT NULL,"
+    "  pattern TEXT NOT NULL,"
+    "  verdict TEXT NOT NULL CHECK (verdict IN ('false', 'true')),"
+    "  note TEXT NOT NULL DEFAULT '',"
+    "  created_at REAL NOT NULL,"
+    "  withdrawn_at REAL"
+    ");"
+    "CREATE INDEX marks_seq ON marks(seq);"
+    "CREATE INDEX marks_wearer_pattern ON marks(wearer, pattern);",
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
+              "one migration per schema version");
+
+// The hits columns in the order kSelectColumns lists them; row_to_alert
+// relies on it.
+const char* const kColumnNames[] = {"seq",         "wearer",     "device",       "pattern",
+                                    "kind",        "severity",   "t_start",      "t_end",
+                                    "end_index",   "distance",   "matched_dims", "pattern_dims",
+                                    "detected_at", "latency_ms", "dims"};
+constexpr int kColumnCount = sizeof(kColumnNames) / sizeof(kColumnNames[0]);
+constexpr int kDimsColumn = kColumnCount - 1;
+const char* const kSelectColumns =
+    "SELECT seq, wearer, device, pattern, kind, severity, t_start, t_end, end_index, distance, "
+    "matched_dims, pattern_dims, detected_at, latency_ms, dims FROM hits";
+const char* const kInsertSql =
+    "INSERT INTO hits(seq, wearer, device, pattern, kind, severity, t_start, t_end, end_index, "
+    "distance, matched_dims, pattern_dims, detected_at, latency_ms, dims) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+
+const char* const kInsertWindowSql =
+    "INSERT INTO alert_windows(seq, pattern, wearer, lead_in, length, channels, shape, samples) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+const char* const kSelectWindowColumns =
+    "SELECT seq, pattern, wearer, lead_in, length, channels, shape, samples FROM alert_windows";
+const char* const kSelectMarkColumns =
+    "SELECT id, seq, wearer, pattern, verdict, note, created_at, withdrawn_at FROM marks";
+
+AlertWindow row_to_window(const Statement& stmt, const std::string& label) {
+  AlertWindow w;
+  const std::int64_t seq = stmt.column_int64(0);
+  w.pattern = stmt.column_text(1);
+  w.wearer = static_cast<std::uint32_t>(stmt.column_int64(2));
+  w.lead_in = static_cast<int>(stmt.column_int64(3));
+  w.length = static_cast<int>(stmt.column_int64(4));
+  w.shape = stmt.column_text(6);
+  std::size_t bytes = 0;
+  const void* data = stmt.column_blob(7, bytes);
+  try {
+    w.channels = json::parse(stmt.column_text(5)).get<std::vector<std::string>>();
+  } catch (const std::exception& e) {
+    throw Error(label + ": window of seq " + std::to_string(seq) + " is malformed: " + e.what());
+  }
+  const std::size_t expected =
+      w.channels.size() * static_cast<std::size_t>(std::max(0, w.lead_in + w.length));
+  if (bytes != expected * sizeof(float))
+    throw Error(label + ": window of seq " + std::to_string(seq) + " holds " +
+                std::to_string(bytes) + " bytes, its shape needs " +
+                std::to_string(expected * sizeof(float)));
+  w.values.resize(expected);
+  if (bytes > 0) std::memcpy(w.values.data(), data, bytes);
+  return w;
+}
+
+MarkRecord row_to_mark(const Statement& stmt, const std::string& label) {
+  MarkRecord m;
+  m.id = stmt.column_int64(0);
+  m.seq = static_cast<std::uint64_t>(stmt.column_int64(1));
+  m.wearer = static_cast<std::uint32_t>(stmt.column_int64(2));
+  m.pattern = stmt.column_text(3);
+  const std::optional<MarkVerdict> verdict = parse_verdict(stmt.column_text(4));
+  if (!verdict)
+    throw Error(label + ": mark " + std::to_string(m.id) + " has verdict '" +
+                stmt.column_text(4) + "'");
+  m.verdict = *verdict;
+  m.note = stmt.column_text(5);
+  m.created_at = stmt.column_double(6);
+  if (sqlite3_column_type(stmt.get(), 7) != SQLITE_NULL) m.withdrawn_at = stmt.column_double(7);
+  return m;
+}
+
+// Reads one row of kSelectColumns through the JSON form of an alert, so that
+// the store and the wire share one reader and one set of checks. A NULL REAL
+// (a NaN when written) becomes JSON null, which alert_from_json reads as NaN.
+Alert row_to_alert(const Statement& stmt, const std::string& label) {
+  sqlite3_stmt* row = stmt.get();
+  json object = json::object();
+  for (int column = 0; column < kDimsColumn; ++column) {
+    json& value = object[kColumnNames[column]];
+    switch (sqlite3_column_type(row, column)) {
+      case SQLITE_INTEGER:
+        value = static_cast<std::int64_t>(sqlite3_column_int64(row, column));
+        break;
+      case SQLITE_FLOAT:
+        value = sqlite3_column_double(row, column);
+        break;
+      case SQLITE_TEXT:
+        value = stmt.column_text(column);
+        break;
+      default:
+        value = nullptr;
+        break;
+    }
+  }
+  std::int64_t seq = sqlite3_column_int64(row, 0);
+  try {
+    object["dims"] = json::parse(stmt.column_text(kDimsColumn));
+    return alert_from_json(object);
+  } catch (const std::exception& e) {
+    throw Error(label + ": row seq " + std::to_string(seq) + " is malformed: " + e.what());
+  }
+}
+
+}  // namespace
+
+HitStore::HitStore(const std::string& path, bool read_only)
+    : path_(path), label_("hit store '" + path + "'") {
+  sqlite::SchemaSpec spec;
+  spec.kind = "hit store";
+  spec.migrations.assign(std::begin(kMigrations), std::end(kMigrations));
+  // synchronous=FULL, not NORMAL. In WAL mode NORMAL makes a commit durable
+  // across a crash of the process but not across power loss: the WAL is
+  // only fsync'ed at checkpoints, so the last transactions can roll back.
+  // The sink publishes an alert right after its commit; if that commit then
+  // rolled back, a caregiver would hold an alert whose row does not exist,
+  // and after restart the same seq would be handed to a different alert.
+  // FULL fsyncs the WAL on every commit, which keeps "published implies
+  // stored" true through power loss. The cost is one fsync per transaction,
+  // and the sink batches alerts (at most one transaction per
+  // commit_interval_ms under load), so it is small.
+  spec.synchronous = "FULL";
+  db_ = sqlite::open(path_, read_only, spec);
+}
+
+HitStore::~HitStore() { sqlite::close(db_); }
+
+void HitStore::insert(std::vector<Alert>& alerts) {
+  const std::uint64_t first_seq = insert_rows(alerts);
+  // Seqs are handed out only once the rows exist.
+  for (std::size_t i = 0; i < alerts.size(); ++i) alerts[i].seq = first_seq + i;
+}
+
+std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts) {
+  std::string text;  // one row's, bound until the next row's replaces it
+  return insert_rows(alerts, [&](std::size_t i) -> const std::string& {
+    text = json_text(dims_to_json(alerts[i]));
+    return text;
+  });
+}
+
+std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts, const DimsText& dims_text) {
+  if (alerts.empty()) return last_seq() + 1;
+  // IMMEDIATE: take the write lock up front, so the read of last_seq and the
+  // writes that follow cannot interleave with another writer.
+  std::uint64_t first_seq = 0;
+  sqlite::in_transaction(db_, label_, [&] {
+    first_seq = last_seq() + 1;
+    Statement insert(db_, label_, kInsertSql);
+    for (std::size_t i = 0; i < alerts.size(); ++i) {
+      const Alert& a = alerts[i];
+      insert.bind(1, static_cast<std::int64_t>(first_seq + i));
+      insert.bind(2, static_cast<std::int64_t>(a.wearer));
+      insert.bind(3, static_cast<std::int64_t>(a.device));
+      insert.bind(4, a.pattern);
+      insert.bind(5, a.kind);
+      insert.bind(6, a.severity);
+      insert.bind(7, a.t_start);
+      insert.bind(8, a.t_end);
+      insert.bind(9, static_cast<std::int64_t>(a.end_index));
+      insert.bind(10, a.distance);
+      insert.bind(11, static_cast<std::int64_t>(a.matched_dims));
+      insert.bind(12, static_cast<std::int64_t>(a.pattern_dims));
+      insert.bind(13, a.detected_at);
+      insert.bind(14, a.latency_ms);
+      insert.bind_static(15, dims_text(i));
+      insert.run();
+      insert.reset();
+    }
+    Statement insert_window(db_, label_, kInsertWindowSql);
+    for (std::size_t i = 0; i < alerts.size(); ++i) {
+      if (!alerts[i].window) continue;
+      const AlertWindow& w = *alerts[i].window;
+      insert_window.bind(1, static_cast<std::int64_t>(first_seq + i));
+      insert_window.bind(2, w.pattern);
+      insert_window.bind(3, static_cast<std::int64_t>(w.wearer));
+      insert_window.bind(4, static_cast<std::int64_t>(w.lead_in));
+      insert_window.bind(5, static_cast<std::int64_t>(w.length));
+      insert_window.bind(6, json_text(json(w.channels)));
+      insert_window.bind(7, w.shape);
+      insert_window.bind_blob(8, w.values.data(), w.values.size() * sizeof(float));
+      insert_window.run();
+      insert_window.reset();
+    }
+    Statement update(db_, label_, "UPDATE meta SET value = ?1 WHERE key = 'last_seq'");
+    update.bind(1, static_cast<std::int64_t>(first_seq + alerts.size() - 1));
+    update.run();
+    if (sqlite3_changes(db_) != 1)
+      throw Error(label_ + ": meta.last_seq is missing; the file is damaged");
+  });
+  return first_seq;
+}
+
+std::vector<Alert> HitStore::query(const HitQuery& q) const {
+  std::vector<Alert> result;
+  if (q.after_seq >= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    return result;
+  // Fixed parameter numbers, so each combination of filters is one cached
+  // statement and unused numbers are simply absent from the text.
+  std::string sql = std::string(kSelectColumns) + " WHERE seq > ?1";
+  if (q.wearer) sql += " AND wearer = ?2";
+  if (q.pattern) sql += " AND pattern = ?3";
+  if (q.since) sql += " AND detected_at >= ?4";
+  sql += " ORDER BY seq LIMIT ?5";  // a negative limit means no limit in SQLite
+
+  Statement select(db_, label_, sql);
+  select.bind(1, static_cast<std::int64_t>(q.after_seq));
+  if (q.wearer) select.bind(2, static_cast<std::int64_t>(*q.wearer));
+  if (q.pattern) select.bind(3, *q.pattern);
+  if (q.since) select.bind(4, *q.since);
+  select.bind(5, static_cast<std::int64_t>(q.limit));
+  while (select.step()) result.push_back(row_to_alert(select, label_));
+  return result;
+}
+
+void HitStore::disable_auto_checkpoint() {
+  sqlite::exec(db_, label_, "PRAGMA wal_autocheckpoint=0");
+}
+
+void HitStore::checkpoint() {
+  const int rc =
+      sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+    throw Error(label_ + ": WAL checkpoint failed: " + sqlite3_errmsg(db_));
+}
+
+std::uint64_t HitStore::limit_size(std::uint64_t max_bytes) {
+  const auto page_size =
+      static_cast<std::uint64_t>(sqlite::single_integer(db_, label_, "PRAGMA page_size"));
+  const std::uint64_t pages = std::max<std::uint64_t>(1, max_bytes / page_size);
+  const auto in_effect = static_cast<std::uint64_t>(sqlite::single_integer(
+      db_, label_, "PRAGMA max_page_count = " + std::to_string(pages)));
+  return in_effect * page_size;
+}
+
+std::uint64_t HitStore::last_seq() const {
+  return static_cast<std::uint64_t>(
+      sqlite::single_integer(db_, label_, "SELECT value FROM meta WHERE key = 'last_seq'"));
+}
+
+std::uint64_t HitStore::count() const {
+  return static_cast<std::uint64_t>(
+      sqlite::single_integer(db_, label_, "SELECT count(*) FROM hits"));
+}
+
+std::int64_t HitStore::delete_older_than(double cutoff_unix_s) {
+  std::int64_t removed = 0;
+  sqlite::in_transaction(db_, label_, [&] {
+    Statement remove(db_, label_, "DELETE FROM hits WHERE detected_at < ?1");
+    remove.bind(1, cutoff_unix_s);
+    remove.run();
+    removed = static_cast<std::int64_t>(sqlite3_changes64(db_));
+    // Windows of alerts gone, unless an active mark makes an example of one.
+    Statement orphans(db_, label_,
+                      "DELETE FROM alert_windows WHERE seq NOT IN (SELECT seq FROM hits) "
+                      "AND seq NOT IN (SELECT seq FROM marks WHERE withdrawn_at IS NULL)");
+    orphans.run();
+  });
+  return removed;
+}
+
+std::optional<AlertWindow> HitStore::window(std::uint64_t seq) const {
+  Statement select(db_, label_, std::string(kSelectWindowColumns) + " WHERE seq = ?1");
+  select.bind(1, static_cast<std::int64_t>(seq));
+  if (!select.step()) return std::nullopt;
+  return row_to_window(select, label_);
+}
+
+std::uint64_t HitStore::window_count() const {
+  return static_cast<std::uint64_t>(
+      sqlite::single_integer(db_, label_, "SELECT count(*) FROM alert_windows"));
+}
+
+MarkAdded HitStore::add_mark(std::uint64_t seq, MarkVerdict verdict, const std::string& note,
+                             double now_unix_s) {
+  MarkAdded added;
+  sqlite::in_transaction(db_, label_, [&] {
+    Statement alert(db_, label_, "SELECT wearer, pattern FROM hits WHERE seq = ?1");
+    alert.bind(1, static_cast<std::int64_t>(seq));
+    if (!alert.step())
+      throw MarkError(MarkError::Reason::kUnknownSeq,
+                      "no stored alert has seq " + std::to_string(seq));
+    const auto wearer = alert.column_int64(0);
+    const std::string pattern = alert.column_text(1);
+    alert.reset();
+    Statement window(db_, label_, "SELECT count(*) FROM alert_windows WHERE seq = ?1");
+    window.bind(1, static_cast<std::int64_t>(seq));
+    if (!window.step() || window.column_int64(0) == 0)
+      throw MarkError(MarkError::Reason::kNoWindow,
+                      "alert " + std::to_string(seq) +
+                          " has no stored window (the stream's ring no longer held it when the "
+                          "alert was raised), so it cannot become an example");
+    window.reset();
+    Statement active(db_, label_,
+                     std::string(kSelectMarkColumns) + " WHERE seq = ?1 AND withdrawn_at IS NULL");
+    active.bind(1, static_cast<std::int64_t>(seq));
+    std::optional<MarkRecord> previous;
+    if (active.step()) previous = row_to_mark(active, label_);
+    active.reset();
+    if (previous) {
+      Statement update(db_, label_,
+                       "UPDATE marks SET verdict = ?2, note = ?3, created_at = ?4 WHERE id = ?1");
+      update.bind(1, previous->id);
+      update.bind(2, std::string(verdict_name(verdict)));
+      update.bind(3, note);
+      update.bind(4, now_unix_s);
+      update.run();
+      added.replaced = previous->verdict;
+      added.mark = *previous;
+    } else {
+      Statement insert(db_, label_,
+                       "INSERT INTO marks(seq, wearer, pattern, verdict, note, created_at) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+      insert.bind(1, static_cast<std::int64_t>(seq));
+      insert.bind(2, wearer);
+      insert.bind(3, pattern);
+      insert.bind(4, std::string(verdict_name(verdict)));
+      insert.bind(5, note);
+      insert.bind(6, now_unix_s);
+      insert.run();
+      added.mark.id = sqlite3_last_insert_rowid(db_);
+      added.mark.seq = seq;
+      added.mark.wearer = static_cast<std::uint32_t>(wearer);
+      added.mark.pattern = pattern;
+    }
+    added.mark.verdict = verdict;
+    added.mark.note = note;
+    added.mark.created_at = now_unix_s;
+  });
+  return added;
+}
+
+std::vector<MarkRecord> HitStore::marks(const MarkQuery& q) const {
+  std::string sql = std::string(kSelectMarkColumns) + " WHERE 1";
+  if (q.wearer) sql += " AND wearer = ?1";
+  if (q.pattern) sql += " AND pattern = ?2";
+  if (!q.include_withdrawn) sql += " AND withdrawn_at IS NULL";
+  sql += " ORDER BY id DESC LIMIT ?3";
+  Statement select(db_, label_, sql);
+  if (q.wearer) select.bind(1, static_cast<std::int64_t>(*q.wearer));
+  if (q.pattern) select.bind(2, *q.pattern);
+  select.bind(3, static_cast<std::int64_t>(q.limit));
+  std::vector<MarkRecord> out;
+  while (select.step()) out.push_back(row_to_mark(select, label_));
+  return out;
+}
+
+std::optional<MarkRecord> HitStore::mark(std::int64_t id) const {
+  Statement select(db_, label_, std::string(kSelectMarkColumns) + " WHERE id = ?1");
+  select.bind(1, id);
+  if (!select.step()) return std::nullopt;
+  return row_to_mark(select, label_);
+}
+
+MarkRecord HitStore::withdraw_mark(std::int64_t id, double now_unix_s) {
+  MarkRecord withdrawn;
+  sqlite::in_transaction(db_, label_, [&] {
+    const std::optional<MarkRecord> found = mark(id);
+    if (!found)
+      throw MarkError(MarkError::Reason::kUnknownMark, "no mark has id " + std::to_string(id));
+    if (found->withdrawn_at)
+      throw MarkError(MarkError::Reason::kAlreadyWithdrawn,
+                      "mark " + std::to_string(id) + " was withdrawn before");
+    Statement update(db_, label_, "UPDATE marks SET withdrawn_at = ?2 WHERE id = ?1");
+    update.bind(1, id);
+    update.bind(2, now_unix_s);
+    update.run();
+    withdrawn = *found;
+    withdrawn.withdrawn_at = now_unix_s;
+  });
+  return withdrawn;
+}
+
+std::vector<MarkWithWindow> HitStore::active_marks() const {
+  std::vector<MarkWithWindow> out;
+  Statement select(db_, label_,
+                   std::string(kSelectMarkColumns) + " WHERE withdrawn_at IS NULL ORDER BY id");
+  std::vector<MarkRecord> active;
+  while (select.step()) active.push_back(row_to_mark(select, label_));
+  select.reset();
+  for (MarkRecord& m : active) {
+    std::optional<AlertWindow> w = window(m.seq);
+    if (!w) throw Error(label_ + ": mark " + std::to_string(m.id) + " lost its alert's window");
+    out.push_back({std::move(m), std::move(*w)});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::uint64_t, MarkVerdict>> HitStore::verdicts(std::uint64_t first,
+                                                                      std::uint64_t last) const {
+  Statement select(db_, label_,
+                   "SELECT seq, verdict FROM marks WHERE withdrawn_at IS NULL AND seq BETWEEN ?1 "
+                   "AND ?2 ORDER BY seq");
+  select.bind(1, static_cast<std::int64_t>(first));
+  select.bind(2, static_cast<std::int64_t>(
+                     std::min<std::uint64_t>(last, std::numeric_limits<std::int64_t>::max())));
+  std::vector<std::pair<std::uint64_t, MarkVerdict>> out;
+  while (select.step())
+    out.emplace_back(static_cast<std::uint64_t>(select.column_int64(0)),
+                     parse_verdict(select.column_text(1)).value_or(MarkVerdict::kFalse));
+  return out;
+}
+
+int HitStore::schema_version() const {
+  return static_cast<int>(sqlite::single_integer(db_, label_, "PRAGMA user_version"));
+}
+
+}  // namespace gw::pipeline

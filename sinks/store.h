@@ -1,0 +1,157 @@
+// The SQLite hit store. One file, WAL mode, schema versioned with
+// PRAGMA user_version and migrated on open.
+//
+// Thread safety: a HitStore is one connection and must be used by one thread
+// at a time (the sink's writer thread in the daemon; the CLI reads with its
+// own HitStore). Readers in other processes see committed rows (WAL).
+// Errors: every SQLite failure throws gw::Error with the statement and message.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "sinks/alert.h"
+
+struct sqlite3;
+
+namespace gw::pipeline {
+
+inline constexpr int kStoreSchemaVersion = 2;
+
+struct HitQuery {
+  std::optional<std::uint32_t> wearer;
+  std::optional<std::string> pattern;
+  std::uint64_t after_seq = 0;  // rows with seq > after_seq
+  std::optional<double> since;  // detected_at >= since (unix s)
+  int limit = 1000;
+};
+
+// A carer's mark of a stored alert (table marks): its verdict, and whether
+// it still stands (withdrawn_at unset) or was withdrawn.
+struct MarkRecord {
+  std::int64_t id = 0;
+  std::uint64_t seq = 0;  // the alert's
+  std::uint32_t wearer = 0;
+  std::string pattern;
+  MarkVerdict verdict = MarkVerdict::kFalse;
+  std::string note;
+  double created_at = 0;  // unix s; a re-mark sets it anew
+  std::optional<double> withdrawn_at;
+};
+
+struct MarkQuery {
+  std::optional<std::uint32_t> wearer;
+  std::optional<std::string> pattern;
+  bool include_withdrawn = false;
+  int limit = 1000;
+};
+
+// What HitStore::add_mark did.
+struct MarkAdded {
+  MarkRecord mark;
+  // The verdict the alert's active mark had before (the mark was updated in
+  // place: same id); nullopt when the alert had none.
+  std::optional<MarkVerdict> replaced;
+};
+
+// An active mark with the window of its alert: what the daemon turns into
+// an example (pipeline/marks.h).
+struct MarkWithWindow {
+  MarkRecord mark;
+  AlertWindow window;
+};
+
+class HitStore {
+ public:
+  // Opens or creates `path`; the file is created with mode 0600.
+  explicit HitStore(const std::string& path, bool read_only = false);
+  ~HitStore();
+  HitStore(const HitStore&) = delete;
+  HitStore& operator=(const HitStore&) = delete;
+
+  // Inserts all alerts in one transaction and assigns each its seq
+  // (last_seq() + 1, + 2, ...). On failure nothing is inserted and it throws.
+  void insert(std::vector<Alert>& alerts);
+  // insert() without touching `alerts`: returns the seq of the first row
+  // (the others follow it), which the caller assigns.
+  std::uint64_t insert_rows(const std::vector<Alert>& alerts);
+  // The dims column's text of alerts[i]: json_text(dims_to_json(alerts[i])),
+  // byte for byte, wherever it was made.
+  using DimsText = std::function<const std::string&(std::size_t i)>;
+  // insert_rows() with the dims texts made by the caller, so that making them
+  // need not be part of the transaction (the sink makes them on another
+  // thread while the rows go in). dims_text is called once per row, in
+  // order, inside the transaction, and may wait for the text; the string is
+  // bound without a copy, so it must stay as it is until the next call or
+  // the return.
+  std::uint64_t insert_rows(const std::vector<Alert>& alerts, const DimsText& dims_text);
+  std::vector<Alert> query(const HitQuery& q) const;
+  std::uint64_t last_seq() const;
+  std::uint64_t count() const;
+  // Deletes rows with detected_at < cutoff; returns how many. Seq numbers of
+  // later rows never change and are never reused. The alerts' windows go
+  // with them, except those an active mark uses (its example outlives the
+  // alert); marks themselves are kept.
+  std::int64_t delete_older_than(double cutoff_unix_s);
+
+  // Alert windows (table alert_windows): insert_rows() stores the window of
+  // every alert that carries one, in the same transaction.
+  std::optional<AlertWindow> window(std::uint64_t seq) const;
+  std::uint64_t window_count() const;
+
+  // Marks. add_mark() records a carer's verdict on alert `seq` in one
+  // transaction; re-marking an alert that has an active mark updates that
+  // mark (verdict, note, created_at). Throws MarkError: kUnknownSeq when no
+  // alert row has that seq, kNoWindow when the alert has no stored window.
+  MarkAdded add_mark(std::uint64_t seq, MarkVerdict verdict, const std::string& note,
+                     double now_unix_s);
+  // Newest first.
+  std::vector<MarkRecord> marks(const MarkQuery& q) const;
+  std::optional<MarkRecord> mark(std::int64_t id) const;
+  // Withdraws mark `id` (withdrawn_at = now); throws MarkError kUnknownMark
+  // for no such mark, kAlreadyWithdrawn for one withdrawn before.
+  MarkRecord withdraw_mark(std::int64_t id, double now_unix_s);
+  // Every active mark with its alert's window, oldest mark first.
+  std::vector<MarkWithWindow> active_marks() const;
+  // The active marks' verdicts of the alerts with seq in [first, last].
+  std::vector<std::pair<std::uint64_t, MarkVerdict>> verdicts(std::uint64_t first,
+                                                              std::uint64_t last) const;
+  int schema_version() const;
+  // WAL checkpoints. By default SQLite checkpoints inside a commit once the
+  // WAL passes 1,000 pages; a writer that must commit promptly turns that
+  // off and has checkpoint() called on another connection instead.
+  void disable_auto_checkpoint();
+  // A PASSIVE checkpoint (never waits for, nor blocks, the writer): copies
+  // what it can of the WAL into the database file; throws gw::Error on failure.
+  void checkpoint();
+  // Caps the database at `max_bytes` for this connection (PRAGMA
+  // max_page_count, rounded down to whole pages, at least the pages it has
+  // now: a file already larger keeps its size, and only its free pages are
+  // reused). A transaction that would grow the file beyond it fails with
+  // SQLITE_FULL, as on a full disk; nothing of it is kept. Returns the limit
+  // in effect, in bytes. Throws gw::Error on failure.
+  std::uint64_t limit_size(std::uint64_t max_bytes);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::string label_;  // "hit store 'PATH'", the start of every error message
+  sqlite3* db_ = nullptr;
+};
+
+// A mark request the store refuses, with the reason as a code.
+class MarkError : public gw::Error {
+ public:
+  enum class Reason { kUnknownSeq, kNoWindow, kUnknownMark, kAlreadyWithdrawn };
+  MarkError(Reason reason, const std::string& message) : gw::Error(message), reason_(reason) {}
+  Reason reason() const { return reason_; }
+
+ private:
+  Reason reason_;
+};
+
+}  // namespace gw::pipeline

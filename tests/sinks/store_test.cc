@@ -1,0 +1,744 @@
+// HitStore and the alert JSON form, against real SQLite files in a temporary
+// directory. A second, raw sqlite3 connection checks what is really in the
+// file and provokes failures (a newer schema, a trigger that aborts inserts).
+#include "sinks/store.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "sinks/alert.h"
+#include "tests/common/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using gw::pipeline::Alert;
+using gw::pipeline::alert_from_json;
+using gw::pipeline::alert_to_json;
+using gw::pipeline::alert_topic;
+using gw::pipeline::DimMatch;
+using gw::pipeline::HitQuery;
+using gw::pipeline::HitStore;
+using nlohmann::json;
+
+// Each test's own folder.
+class TempDir : public gw::test::TempDir {
+ public:
+  TempDir() : gw::test::TempDir("gw_store_test") {}
+};
+
+// A plain sqlite3 connection, independent of HitStore.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    REQUIRE(sqlite3_open(path.c_str(), &db_) == SQLITE_OK);
+    sqlite3_busy_timeout(db_, 5000);
+  }
+  ~RawDb() { sqlite3_close(db_); }
+  void exec(const std::string& sql) {
+    char* error = nullptr;
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
+    INFO(sql << ": " << (error ? error : ""));
+    sqlite3_free(error);
+    REQUIRE(rc == SQLITE_OK);
+  }
+  std::string text(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(stmt) == SQLITE_ROW);
+    std::string value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    sqlite3_finalize(stmt);
+    return value;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+Alert make_alert(int i, std::uint32_t wearer = 7, const std::string& pattern = "fall",
+                 double detected_at = 1.7e9) {
+  Alert a;
+  a.wearer = wearer;
+  a.device = static_cast<std::uint16_t>(3 + i % 2);
+  a.pattern = pattern;
+  a.kind = pattern == "limp" ? "limp" : "fall";
+  a.severity = "critical";
+  a.t_start = 100.0 + i;
+  a.t_end = 101.28 + i;
+  a.end_index = 10000 + i;
+  a.distance = 12.5 + 0.25 * i;
+  a.matched_dims = 2;
+  a.pattern_dims = 201;
+  a.detected_at = detected_at + i;
+  a.latency_ms = 31.5;
+  a.dims = {DimMatch{0, 1, 5.5, 10000 + i}, DimMatch{200, 199, 7.0, 9999 + i}};
+  return a;
+}
+
+void check_same_except_seq(const Alert& a, const Alert& b) {
+  CHECK(a.wearer == b.wearer);
+  CHECK(a.device == b.device);
+  CHECK(a.pattern == b.pattern);
+  CHECK(a.kind == b.kind);
+  CHECK(a.severity == b.severity);
+  CHECK(a.t_start == b.t_start);
+  CHECK(a.t_end == b.t_end);
+  CHECK(a.end_index == b.end_index);
+  CHECK(a.distance == b.distance);
+  CHECK(a.matched_dims == b.matched_dims);
+  CHECK(a.pattern_dims == b.pattern_dims);
+  CHECK(a.detected_at == b.detected_at);
+  CHECK(a.latency_ms == b.latency_ms);
+  REQUIRE(a.dims.size() == b.dims.size());
+  for (std::size_t i = 0; i < a.dims.size(); ++i) {
+    CHECK(a.dims[i].pattern_dim == b.dims[i].pattern_dim);
+    CHECK(a.dims[i].stream_dim == b.dims[i].stream_dim);
+    CHECK(a.dims[i].distance == b.dims[i].distance);
+    CHECK(a.dims[i].end_index == b.dims[i].end_index);
+  }
+}
+
+std::vector<std::uint64_t> seqs_of(const std::vector<Alert>& alerts) {
+  std::vector<std::uint64_t> seqs;
+  for (const Alert& a : alerts) seqs.push_back(a.seq);
+  return seqs;
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const gw::Error& e) {
+    return e.what();
+  }
+  FAIL("expected gw::Error");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("HitStore: a new store has schema version 2 and WAL journal mode", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  HitStore store(path);
+  CHECK(store.schema_version() == 2);
+  CHECK(store.count() == 0);
+  CHECK(store.last_seq() == 0);
+  CHECK(store.path() == path);
+
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA user_version") == "2");
+  CHECK(raw.text("PRAGMA journal_mode") == "wal");
+  CHECK(raw.text("SELECT value FROM meta WHERE key = 'last_seq'") == "0");
+}
+
+TEST_CASE("HitStore: the database and its WAL are created with mode 0600", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  // With umask 0 SQLite on its own would create the file 0644: the 0600 has
+  // to come from the store.
+  struct UmaskZero {
+    UmaskZero() : previous(umask(0)) {}
+    ~UmaskZero() { umask(previous); }
+    mode_t previous;
+  } umask_zero;
+  {
+    HitStore store(path);
+    std::vector<Alert> alerts{make_alert(0)};
+    store.insert(alerts);
+    struct stat st {};
+    REQUIRE(stat(path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    REQUIRE(stat((path + "-wal").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+  }
+}
+
+TEST_CASE("HitStore: reopening keeps the rows and the sequence", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  Alert original = make_alert(1);
+  {
+    HitStore store(path);
+    std::vector<Alert> alerts{original, make_alert(2)};
+    store.insert(alerts);
+  }
+  HitStore reopened(path);
+  CHECK(reopened.schema_version() == 2);
+  CHECK(reopened.count() == 2);
+  CHECK(reopened.last_seq() == 2);
+  auto rows = reopened.query(HitQuery{});
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].seq == 1);
+  check_same_except_seq(rows[0], original);
+}
+
+TEST_CASE("HitStore: a database with a newer schema version is refused, untouched", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  { HitStore store(path); }
+  RawDb(path).exec("PRAGMA user_version = 3");
+
+  std::string message = error_of([&] { HitStore store(path); });
+  CHECK_THAT(message, Catch::Contains(path) && Catch::Contains("schema version 3") &&
+                          Catch::Contains("newer"));
+  message = error_of([&] { HitStore store(path, /*read_only=*/true); });
+  CHECK_THAT(message, Catch::Contains("schema version 3"));
+  CHECK(RawDb(path).text("PRAGMA user_version") == "3");
+}
+
+TEST_CASE("HitStore: an unrelated SQLite database is not taken over", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("other.db");
+  RawDb(path).exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)");
+  std::string message = error_of([&] { HitStore store(path); });
+  CHECK_THAT(message, Catch::Contains(path) && Catch::Contains("refusing"));
+  RawDb raw(path);
+  CHECK(raw.text("PRAGMA user_version") == "0");
+  CHECK(raw.text("PRAGMA journal_mode") == "delete");
+}
+
+TEST_CASE("HitStore: insert assigns consecutive seqs across calls and across reopen", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  {
+    HitStore store(path);
+    std::vector<Alert> first{make_alert(0), make_alert(1), make_alert(2)};
+    store.insert(first);
+    CHECK(seqs_of(first) == std::vector<std::uint64_t>{1, 2, 3});
+    std::vector<Alert> second{make_alert(3)};
+    store.insert(second);
+    CHECK(second[0].seq == 4);
+    std::vector<Alert> none;
+    store.insert(none);  // no transaction, no seq used
+    CHECK(store.last_seq() == 4);
+  }
+  HitStore store(path);
+  std::vector<Alert> third{make_alert(4), make_alert(5)};
+  store.insert(third);
+  CHECK(seqs_of(third) == std::vector<std::uint64_t>{5, 6});
+
+  auto rows = store.query(HitQuery{});
+  CHECK(seqs_of(rows) == std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6});
+  for (std::size_t i = 0; i < rows.size(); ++i) check_same_except_seq(rows[i], make_alert(int(i)));
+}
+
+TEST_CASE("HitStore: seqs are not reused after retention deleted every row", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  {
+    HitStore store(path);
+    std::vector<Alert> old{make_alert(0, 7, "fall", 1000), make_alert(1, 7, "fall", 1000),
+                           make_alert(2, 7, "fall", 1000)};
+    store.insert(old);
+    CHECK(store.delete_older_than(1002.5) == 3);  // detected_at 1000, 1001, 1002
+    CHECK(store.count() == 0);
+    CHECK(store.delete_older_than(1e12) == 0);
+    CHECK(store.last_seq() == 3);
+    std::vector<Alert> next{make_alert(3)};
+    store.insert(next);
+    CHECK(next[0].seq == 4);
+    CHECK(store.delete_older_than(1e12) == 1);
+  }
+  HitStore reopened(path);
+  CHECK(reopened.count() == 0);
+  std::vector<Alert> after_reopen{make_alert(4)};
+  reopened.insert(after_reopen);
+  CHECK(after_reopen[0].seq == 5);
+}
+
+TEST_CASE("HitStore: delete_older_than keeps rows at or after the cutoff", "[store]") {
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  std::vector<Alert> alerts;
+  for (int i = 0; i < 5; ++i) alerts.push_back(make_alert(i, 7, "fall", 1000));  // 1000..1004
+  store.insert(alerts);
+  CHECK(store.delete_older_than(1002) == 2);
+  CHECK(seqs_of(store.query(HitQuery{})) == std::vector<std::uint64_t>{3, 4, 5});
+}
+
+TEST_CASE("HitStore: query filters by wearer, pattern, after_seq, since and limit", "[store]") {
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  // seq:      1       2       3       4       5       6
+  // wearer:   1       2       1       2       1       1
+  // pattern:  fall    fall    limp    limp    fall    limp
+  // detected: 1000    1001    1002    1003    1004    1005
+  std::vector<Alert> alerts;
+  const std::uint32_t wearers[] = {1, 2, 1, 2, 1, 1};
+  const char* patterns[] = {"fall", "fall", "limp", "limp", "fall", "limp"};
+  for (int i = 0; i < 6; ++i) alerts.push_back(make_alert(0, wearers[i], patterns[i], 1000 + i));
+  store.insert(alerts);
+
+  using Seqs = std::vector<std::uint64_t>;
+  HitQuery q;
+  CHECK(seqs_of(store.query(q)) == Seqs{1, 2, 3, 4, 5, 6});
+
+  q = HitQuery{};
+  q.wearer = 1;
+  CHECK(seqs_of(store.query(q)) == Seqs{1, 3, 5, 6});
+  q.wearer = 99;
+  CHECK(store.query(q).empty());
+
+  q = HitQuery{};
+  q.pattern = "limp";
+  CHECK(seqs_of(store.query(q)) == Seqs{3, 4, 6});
+
+  q = HitQuery{};
+  q.after_seq = 4;
+  CHECK(seqs_of(store.query(q)) == Seqs{5, 6});
+
+  q = HitQuery{};
+  q.since = 1003.0;  // inclusive
+  CHECK(seqs_of(store.query(q)) == Seqs{4, 5, 6});
+
+  q = HitQuery{};
+  q.limit = 2;
+  CHECK(seqs_of(store.query(q)) == Seqs{1, 2});
+  q.after_seq = 2;  // paging on
+  CHECK(seqs_of(store.query(q)) == Seqs{3, 4});
+
+  q = HitQuery{};
+  q.wearer = 1;
+  q.pattern = "limp";
+  q.since = 1003.0;
+  CHECK(seqs_of(store.query(q)) == Seqs{6});
+  q.pattern = "fall";
+  q.after_seq = 1;
+  q.since.reset();
+  CHECK(seqs_of(store.query(q)) == Seqs{5});
+}
+
+TEST_CASE("HitStore: a failed insert stores nothing and uses no seq", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  HitStore store(path);
+  std::vector<Alert> first{make_alert(0)};
+  store.insert(first);
+
+  // A real constraint failure in the middle of the batch.
+  RawDb raw(path);
+  raw.exec(
+      "CREATE TRIGGER refuse_666 BEFORE INSERT ON hits WHEN NEW.wearer = 666 "
+      "BEGIN SELECT RAISE(ABORT, 'wearer 666 refused'); END");
+  std::vector<Alert> batch{make_alert(1), make_alert(2, 666), make_alert(3)};
+  std::string message = error_of([&] { store.insert(batch); });
+  CHECK_THAT(message, Catch::Contains(path) && Catch::Contains("wearer 666 refused"));
+  CHECK(seqs_of(batch) == std::vector<std::uint64_t>{0, 0, 0});
+  CHECK(store.count() == 1);
+  CHECK(store.last_seq() == 1);
+
+  raw.exec("DROP TRIGGER refuse_666");
+  store.insert(batch);  // the same batch now commits, right after seq 1
+  CHECK(seqs_of(batch) == std::vector<std::uint64_t>{2, 3, 4});
+}
+
+TEST_CASE("HitStore: insert_rows with given dims texts stores what insert_rows makes itself",
+          "[store]") {
+  TempDir dir;
+  HitStore own(dir.file("own.db"));
+  HitStore given(dir.file("given.db"));
+  std::vector<Alert> alerts{make_alert(0), make_alert(1, 9), make_alert(2)};
+  alerts[1].dims.push_back(DimMatch{5, 6, 0.1 + 0.2, -4});
+  alerts[2].dims.clear();
+  std::vector<std::string> texts;
+  for (const Alert& a : alerts)
+    texts.push_back(gw::pipeline::json_text(gw::pipeline::dims_to_json(a)));
+
+  std::vector<std::size_t> asked;
+  CHECK(own.insert_rows(alerts) == 1);
+  CHECK(given.insert_rows(alerts, [&](std::size_t i) -> const std::string& {
+    asked.push_back(i);
+    return texts[i];
+  }) == 1);
+  CHECK(asked == std::vector<std::size_t>{0, 1, 2});  // once per row, in order
+  RawDb own_raw(dir.file("own.db"));
+  RawDb given_raw(dir.file("given.db"));
+  for (std::size_t i = 0; i < alerts.size(); ++i) {
+    const std::string sql = "SELECT dims FROM hits WHERE seq = " + std::to_string(i + 1);
+    CHECK(given_raw.text(sql) == texts[i]);
+    CHECK(own_raw.text(sql) == texts[i]);
+  }
+  HitQuery all;
+  const std::vector<Alert> back = given.query(all);
+  REQUIRE(back.size() == alerts.size());
+  for (std::size_t i = 0; i < alerts.size(); ++i) check_same_except_seq(back[i], alerts[i]);
+}
+
+TEST_CASE("HitStore: limit_size fails inserts with 'full' beyond the limit and keeps every row "
+          "that committed", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  std::uint64_t committed = 0;
+  {
+    HitStore store(path);
+    CHECK(store.limit_size(96 * 1024) == 96 * 1024);
+    std::string error;
+    for (int tick = 0; tick < 1000 && error.empty(); ++tick) {
+      std::vector<Alert> alerts(20, make_alert(tick));
+      try {
+        store.insert(alerts);
+        committed += alerts.size();
+      } catch (const gw::Error& e) {
+        error = e.what();
+      }
+    }
+    INFO(error);
+    CHECK(error.find("full") != std::string::npos);
+    CHECK(committed > 0);
+    CHECK(store.count() == committed);
+    CHECK(store.last_seq() == committed);
+    // Not below the file's size: a lower limit keeps what it has.
+    CHECK(store.limit_size(4096) >= 96 * 1024);
+  }
+  HitStore unlimited(path);  // the limit is the connection's
+  std::vector<Alert> more(20, make_alert(1));
+  unlimited.insert(more);
+  CHECK(unlimited.count() == committed + 20);
+}
+
+TEST_CASE("HitStore: read-only sees committed rows, refuses writes, never creates", "[store]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  HitStore writer(path);
+  HitStore reader(path, /*read_only=*/true);
+  CHECK(reader.schema_version() == 2);
+  CHECK(reader.count() == 0);
+
+  std::vector<Alert> alerts{make_alert(0), make_alert(1)};
+  writer.insert(alerts);
+  CHECK(reader.count() == 2);
+  CHECK(reader.last_seq() == 2);
+  check_same_except_seq(reader.query(HitQuery{}).at(1), make_alert(1));
+
+  std::vector<Alert> more{make_alert(2)};
+  CHECK_THROWS_AS(reader.insert(more), gw::Error);
+  CHECK(more[0].seq == 0);
+  CHECK_THROWS_AS(reader.delete_older_than(1e12), gw::Error);
+  CHECK(writer.count() == 2);
+
+  const std::string missing = dir.file("missing.db");
+  std::string message = error_of([&] { HitStore store(missing, /*read_only=*/true); });
+  CHECK_THAT(message, Catch::Contains(missing));
+  CHECK_FALSE(fs::exists(missing));
+}
+
+TEST_CASE("HitStore: a NaN value is stored and read back as NaN", "[store]") {
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  Alert alert = make_alert(0);
+  alert.latency_ms = std::nan("");
+  alert.dims[0].distance = std::nan("");
+  std::vector<Alert> alerts{alert};
+  store.insert(alerts);
+  auto rows = store.query(HitQuery{});
+  REQUIRE(rows.size() == 1);
+  CHECK(std::isnan(rows[0].latency_ms));
+  CHECK(std::isnan(rows[0].dims[0].distance));
+  CHECK(rows[0].distance == alert.distance);
+}
+
+TEST_CASE("alert JSON has exactly the documented keys and round-trips", "[alert]") {
+  Alert alert = make_alert(5, 4000000000u);  // a wearer id above INT32_MAX
+  alert.seq = 123456789012345ULL;
+  alert.end_index = -3;
+  alert.device = 65535;
+  json j = alert_to_json(alert);
+
+  std::set<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.insert(it.key());
+  CHECK(keys == std::set<std::string>{"seq", "wearer", "device", "pattern", "kind", "severity",
+                                      "t_start", "t_end", "end_index", "distance", "matched_dims",
+                                      "pattern_dims", "detected_at", "latency_ms", "dims"});
+  REQUIRE(j["dims"].is_array());
+  for (const json& dim : j["dims"]) {
+    std::set<std::string> dim_keys;
+    for (auto it = dim.begin(); it != dim.end(); ++it) dim_keys.insert(it.key());
+    CHECK(dim_keys == std::set<std::string>{"pattern_dim", "stream_dim", "distance", "end_index"});
+  }
+  CHECK(j["seq"] == 123456789012345ULL);
+  CHECK(j["wearer"] == 4000000000u);
+
+  // Through text, as a subscriber gets it.
+  Alert back = alert_from_json(json::parse(j.dump()));
+  CHECK(back.seq == alert.seq);
+  check_same_except_seq(back, alert);
+}
+
+// The exact text, byte for byte: the store's dims column and the published
+// bodies are this text, and readers of older rows compare against it.
+TEST_CASE("alert JSON text: sorted keys, compact, shortest doubles, NaN as null", "[alert]") {
+  Alert a;
+  a.seq = 42;
+  a.wearer = 4000000000u;
+  a.device = 65535;
+  a.pattern = "p\xff";  // invalid UTF-8 is replaced, not thrown on
+  a.kind = "fall";
+  a.severity = "critical";
+  a.t_start = 1.7e9 + 0.1;
+  a.t_end = -2.5e-7;
+  a.end_index = -9007199254740993LL;
+  a.distance = std::nan("");
+  a.matched_dims = 2;
+  a.pattern_dims = 201;
+  a.detected_at = 1234567890.123456789;
+  a.latency_ms = HUGE_VAL;
+  a.dims = {DimMatch{0, 200, 0.1 + 0.2, 1LL << 53}, DimMatch{7, 3, 1e-300, -1}};
+  const std::string dims =
+      R"([{"distance":0.30000000000000004,"end_index":9007199254740992,"pattern_dim":0,)"
+      R"("stream_dim":200},{"distance":1e-300,"end_index":-1,"pattern_dim":7,"stream_dim":3}])";
+  CHECK(gw::pipeline::json_text(gw::pipeline::dims_to_json(a)) == dims);
+  CHECK(gw::pipeline::json_text(alert_to_json(a)) ==
+        R"({"detected_at":1234567890.1234567,"device":65535,"dims":)" + dims +
+            R"(,"distance":null,"end_index":-9007199254740993,"kind":"fall","latency_ms":null,)"
+            R"("matched_dims":2,"pattern":"p)" "\xEF\xBF\xBD" R"(","pattern_dims":201,"seq":42,)"
+            R"("severity":"critical","t_end":-2.5e-07,"t_start":1700000000.1,"wearer":4000000000})");
+}
+
+TEST_CASE("alert_from_json names the missing or wrong key", "[alert]") {
+  const json good = alert_to_json(make_alert(0));
+
+  json j = good;
+  j.erase("severity");
+  CHECK_THAT(error_of([&] { alert_from_json(j); }),
+             Catch::Contains("severity") && Catch::Contains("missing"));
+
+  j = good;
+  j["wearer"] = "seven";
+  CHECK_THAT(error_of([&] { alert_from_json(j); }),
+             Catch::Contains("wearer") && Catch::Contains("expected an integer"));
+
+  j = good;
+  j["wearer"] = -1;
+  CHECK_THAT(error_of([&] { alert_from_json(j); }),
+             Catch::Contains("wearer") && Catch::Contains("out of range"));
+
+  j = good;
+  j["device"] = 70000;
+  CHECK_THAT(error_of([&] { alert_from_json(j); }), Catch::Contains("device"));
+
+  j = good;
+  j["seq"] = 1.5;
+  CHECK_THAT(error_of([&] { alert_from_json(j); }), Catch::Contains("seq"));
+
+  j = good;
+  j["distance"] = "far";
+  CHECK_THAT(error_of([&] { alert_from_json(j); }),
+             Catch::Contains("distance") && Catch::Contains("expected a number"));
+
+  j = good;
+  j["dims"][1].erase("stream_dim");
+  CHECK_THAT(error_of([&] { alert_from_json(j); }), Catch::Contains("dims[1].stream_dim"));
+
+  j = good;
+  j["dims"] = 3;
+  CHECK_THAT(error_of([&] { alert_from_json(j); }),
+             Catch::Contains("dims") && Catch::Contains("array"));
+
+  CHECK_THAT(error_of([&] { alert_from_json(json::array()); }),
+             Catch::Contains("expected an object"));
+
+  j = good;
+  j["distance"] = 3;  // an integer is a fine number
+  CHECK(alert_from_json(j).distance == 3.0);
+}
+
+TEST_CASE("alert_topic is alert.<severity>.<wearer>.", "[alert]") {
+  Alert alert = make_alert(0, 17);
+  alert.severity = "warning";
+  CHECK(alert_topic(alert) == "alert.warning.17.");
+}
+
+// ---- alert windows and marks ----------------------------------------------
+
+namespace {
+
+using gw::pipeline::AlertWindow;
+using gw::pipeline::MarkError;
+using gw::pipeline::MarkQuery;
+using gw::pipeline::MarkVerdict;
+
+std::shared_ptr<const AlertWindow> make_window(const Alert& a, float base) {
+  auto w = std::make_shared<AlertWindow>();
+  w->pattern = a.pattern;
+  w->wearer = a.wearer;
+  w->lead_in = 2;
+  w->length = 3;
+  w->channels = {"x", "y"};
+  w->shape = "length=3;channels=x,y;transforms=lowpass;lead_in=2";
+  for (int i = 0; i < 10; ++i) w->values.push_back(base + 0.5f * static_cast<float>(i));
+  return w;
+}
+
+MarkError::Reason reason_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const MarkError& e) {
+    return e.reason();
+  }
+  FAIL("expected MarkError");
+  return MarkError::Reason::kUnknownSeq;
+}
+
+}  // namespace
+
+TEST_CASE("HitStore: an alert's window is stored with it and read back exactly", "[store][marks]") {
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  std::vector<Alert> alerts{make_alert(0), make_alert(1)};
+  alerts[0].window = make_window(alerts[0], 1.25f);  // alert 1 has none
+  store.insert(alerts);
+  CHECK(store.window_count() == 1);
+  const auto w = store.window(alerts[0].seq);
+  REQUIRE(w);
+  CHECK(w->pattern == "fall");
+  CHECK(w->wearer == 7);
+  CHECK(w->lead_in == 2);
+  CHECK(w->length == 3);
+  CHECK(w->channels == std::vector<std::string>{"x", "y"});
+  CHECK(w->shape == alerts[0].window->shape);
+  CHECK(w->values == alerts[0].window->values);
+  CHECK_FALSE(store.window(alerts[1].seq));
+  // The published JSON does not carry the window.
+  CHECK_FALSE(alert_to_json(alerts[0]).contains("window"));
+}
+
+TEST_CASE("HitStore: marks are added, replaced, listed and withdrawn", "[store][marks]") {
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  std::vector<Alert> alerts{make_alert(0, 7), make_alert(1, 8, "limp"), make_alert(2, 7)};
+  alerts[0].window = make_window(alerts[0], 0);
+  alerts[1].window = make_window(alerts[1], 10);
+  store.insert(alerts);
+
+  CHECK(reason_of([&] { store.add_mark(99, MarkVerdict::kFalse, "", 1.0); }) ==
+        MarkError::Reason::kUnknownSeq);
+  CHECK(reason_of([&] { store.add_mark(3, MarkVerdict::kFalse, "", 1.0); }) ==
+        MarkError::Reason::kNoWindow);
+  CHECK(store.marks(MarkQuery{}).empty());
+
+  const auto first = store.add_mark(1, MarkVerdict::kFalse, "was sitting down", 100.0);
+  CHECK_FALSE(first.replaced);
+  CHECK(first.mark.seq == 1);
+  CHECK(first.mark.wearer == 7);
+  CHECK(first.mark.pattern == "fall");
+  const auto second = store.add_mark(2, MarkVerdict::kTrue, "", 101.0);
+  // Re-marking replaces the verdict of the same mark.
+  const auto again = store.add_mark(1, MarkVerdict::kTrue, "it was a freeze", 102.0);
+  REQUIRE(again.replaced);
+  CHECK(*again.replaced == MarkVerdict::kFalse);
+  CHECK(again.mark.id == first.mark.id);
+
+  auto all = store.marks(MarkQuery{});
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].id == second.mark.id);  // newest first
+  CHECK(all[1].verdict == MarkVerdict::kTrue);
+  CHECK(all[1].note == "it was a freeze");
+  CHECK(all[1].created_at == 102.0);
+  MarkQuery of_wearer;
+  of_wearer.wearer = 8;
+  REQUIRE(store.marks(of_wearer).size() == 1);
+  CHECK(store.marks(of_wearer)[0].pattern == "limp");
+  MarkQuery of_pattern;
+  of_pattern.pattern = "fall";
+  CHECK(store.marks(of_pattern).size() == 1);
+
+  auto active = store.active_marks();
+  REQUIRE(active.size() == 2);
+  CHECK(active[0].mark.id == first.mark.id);  // oldest first
+  CHECK(active[0].window.values == alerts[0].window->values);
+  CHECK(store.verdicts(1, 3) ==
+        std::vector<std::pair<std::uint64_t, MarkVerdict>>{{1, MarkVerdict::kTrue},
+                                                           {2, MarkVerdict::kTrue}});
+
+  const auto withdrawn = store.withdraw_mark(second.mark.id, 200.0);
+  REQUIRE(withdrawn.withdrawn_at);
+  CHECK(*withdrawn.withdrawn_at == 200.0);
+  CHECK(reason_of([&] { store.withdraw_mark(second.mark.id, 201.0); }) ==
+        MarkError::Reason::kAlreadyWithdrawn);
+  CHECK(reason_of([&] { store.withdraw_mark(12345, 201.0); }) == MarkError::Reason::kUnknownMark);
+  CHECK(store.marks(MarkQuery{}).size() == 1);
+  MarkQuery with_withdrawn;
+  with_withdrawn.include_withdrawn = true;
+  CHECK(store.marks(with_withdrawn).size() == 2);
+  CHECK(store.active_marks().size() == 1);
+  CHECK(store.verdicts(1, 3).size() == 1);
+  // Marking again after a withdrawal makes a new mark.
+  const auto fresh = store.add_mark(2, MarkVerdict::kFalse, "", 300.0);
+  CHECK_FALSE(fresh.replaced);
+  CHECK(fresh.mark.id != second.mark.id);
+
+  // Stored in the file as documented.
+  RawDb raw(dir.file("hits.db"));
+  CHECK(raw.text("SELECT verdict FROM marks WHERE id = " + std::to_string(fresh.mark.id)) == "false");
+  CHECK(raw.text("SELECT count(*) FROM marks WHERE withdrawn_at IS NOT NULL") == "1");
+}
+
+TEST_CASE("HitStore: retention removes windows with their alerts, except marked ones",
+          "[store][marks]") {
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  std::vector<Alert> old{make_alert(0, 7, "fall", 1000.0), make_alert(1, 7, "fall", 1000.0),
+                         make_alert(2, 7, "fall", 1000.0)};
+  for (Alert& a : old) a.window = make_window(a, 1);
+  std::vector<Alert> recent{make_alert(3, 7, "fall", 5000.0)};
+  recent[0].window = make_window(recent[0], 2);
+  store.insert(old);
+  store.insert(recent);
+  const auto kept = store.add_mark(1, MarkVerdict::kFalse, "", 1.0);
+  const auto dropped = store.add_mark(2, MarkVerdict::kFalse, "", 1.0);
+  store.withdraw_mark(dropped.mark.id, 2.0);
+
+  CHECK(store.delete_older_than(4000.0) == 3);
+  CHECK(store.count() == 1);
+  // Alert 1's window stays: its active mark makes an example of it.
+  CHECK(store.window(1));
+  CHECK_FALSE(store.window(2));
+  CHECK_FALSE(store.window(3));
+  CHECK(store.window(4));
+  CHECK(store.window_count() == 2);
+  REQUIRE(store.active_marks().size() == 1);
+  CHECK(store.active_marks()[0].mark.id == kept.mark.id);
+  MarkQuery all;
+  all.include_withdrawn = true;
+  CHECK(store.marks(all).size() == 2);  // marks themselves are kept
+  // Once withdrawn, the next retention pass takes the window too.
+  store.withdraw_mark(kept.mark.id, 3.0);
+  store.delete_older_than(4000.0);
+  CHECK_FALSE(store.window(1));
+}
+
+TEST_CASE("HitStore: a version 1 store is migrated with its rows kept", "[store][marks]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  {
+    RawDb raw(path);
+    raw.exec("PRAGMA journal_mode=WAL");
+    raw.exec(
+        "CREATE TABLE hits (seq INTEGER PRIMARY KEY, wearer INTEGER NOT NULL, device INTEGER NOT "
+        "NULL, pattern TEXT NOT NULL, kind TEXT NOT NULL, severity TEXT NOT NULL, t_start REAL, "
+        "t_end REAL, end_index INTEGER NOT NULL, distance REAL, matched_dims INTEGER NOT NULL, "
+        "pattern_dims INTEGER NOT NULL, detected_at REAL, latency_ms REAL, dims TEXT NOT NULL);"
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value);"
+        "INSERT INTO meta(key, value) VALUES ('last_seq', 1);"
+        "INSERT INTO hits VALUES (1, 7, 3, 'fall', 'fall', 'critical', 1, 2, 10, 0.5, 1, 1, "
+        "1.7e9, 1, '[]');"
+        "PRAGMA user_version = 1;");
+  }
+  HitStore store(path);
+  CHECK(store.schema_version() == 2);
+  CHECK(store.count() == 1);
+  CHECK(store.window_count() == 0);
+  CHECK(reason_of([&] { store.add_mark(1, MarkVerdict::kFalse, "", 1.0); }) ==
+        MarkError::Reason::kNoWindow);
+}
