@@ -16,14 +16,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <exception>
-#include <functional>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "common/error.h"
+#include "common/worker_pool.h"
 #include "kernels/hashtable/hash_list.h"
 #include "kernels/hashtable/hash_table.h"
 #include "kernels/hashtable/hash_table_internal.h"
@@ -35,86 +31,6 @@ using internal::PoolState;
 
 constexpr std::uint64_t kMaxAllocationChunk = 32;
 constexpr std::size_t kOpsPerClaim = 64;
-
-// `count` threads: count - 1 helpers that live as long as the object, plus
-// the caller of run(). run() calls task(worker) once per worker concurrently
-// and returns when all have returned, rethrowing the first exception.
-// Single caller at a time.
-class WorkerThreads {
- public:
-  explicit WorkerThreads(int count) {
-    for (int worker = 1; worker < count; ++worker)
-      helpers_.emplace_back([this, worker] { helper_loop(worker); });
-  }
-  ~WorkerThreads() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    start_.notify_all();
-    for (std::thread& helper : helpers_) helper.join();
-  }
-  WorkerThreads(const WorkerThreads&) = delete;
-  WorkerThreads& operator=(const WorkerThreads&) = delete;
-
-  int size() const { return static_cast<int>(helpers_.size()) + 1; }
-
-  void run(const std::function<void(int)>& task) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      task_ = &task;
-      error_ = nullptr;
-      busy_ = static_cast<int>(helpers_.size());
-      ++generation_;
-    }
-    start_.notify_all();
-    run_guarded(task, 0);
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return busy_ == 0; });
-    task_ = nullptr;
-    if (error_) std::rethrow_exception(error_);
-  }
-
- private:
-  void run_guarded(const std::function<void(int)>& task, int worker) {
-    try {
-      task(worker);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!error_) error_ = std::current_exception();
-    }
-  }
-
-  void helper_loop(int worker) {
-    std::uint64_t seen = 0;
-    for (;;) {
-      const std::function<void(int)>* task = nullptr;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
-        task = task_;
-      }
-      run_guarded(*task, worker);
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        --busy_;
-      }
-      done_.notify_one();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable start_;
-  std::condition_variable done_;
-  const std::function<void(int)>* task_ = nullptr;
-  std::uint64_t generation_ = 0;
-  int busy_ = 0;
-  bool stopping_ = false;
-  std::exception_ptr error_;
-  std::vector<std::thread> helpers_;
-};
 
 // hash_list.h's memory policy for one worker thread of one batch.
 class CpuMemory {
@@ -176,9 +92,7 @@ class CpuHashTable final : public HashTableBackend {
  public:
   explicit CpuHashTable(const HashTableConfig& config)
       : config_(config),
-        workers_(config.cpu_threads > 0
-                     ? config.cpu_threads
-                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
+        workers_(worker_count(config.cpu_threads), "gw-hashtable"),
         limbo_(static_cast<std::size_t>(workers_.size())) {
     internal::reset_state(state_, internal::make_geometry(config), config.node_capacity);
   }
@@ -243,7 +157,7 @@ class CpuHashTable final : public HashTableBackend {
  private:
   HashTableConfig config_;
   PoolState state_;
-  WorkerThreads workers_;
+  WorkerPool workers_;
   std::vector<std::vector<std::uint32_t>> limbo_;  // one per worker, reused across batches
   BatchTiming timing_;
   StatusCounters counters_;
