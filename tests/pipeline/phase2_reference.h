@@ -261,7 +261,7 @@ inline std::vector<PatternTracker::Detection> PatternTracker::update(
       }
       for (auto it = by_pair.begin(); it != by_pair.end();) {
         auto& queue = it->second;
-        // Marks (wearer-scoped negatives) stay twice as long (pipeline/detector.cc).
+        // Marks (wearer-scoped negatives) stay twice as long (pipeline/pattern_tracker.cc).
         const std::int64_t example_span =
             pattern.examples[e].negative && pattern.examples[e].wearer && !euclidean ? 2 * span
                                                                                       : span;
