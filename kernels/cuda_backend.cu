@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <map>
@@ -21,6 +20,7 @@
 
 #include <cuda_runtime.h>
 
+#include "common/diagnostics.h"
 #include "common/error.h"
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_kernels.h"
@@ -85,9 +85,10 @@ void parallel_ranges(std::size_t n, std::size_t min_per_thread, Fn&& fn) {
   for (auto& w : workers) w.join();
 }
 
-// With GW_CUDA_STAGE_TIMES=1 in the environment, each search() prints how long
-// its stages took (stderr, one JSON line); the stream is synchronised at every
-// stage boundary then, so use it to find the slow stage, not for throughput.
+// With Diagnostics::cuda_stage_times (GW_CUDA_STAGE_TIMES), each search()
+// prints how long its stages took (stderr, one JSON line); the stream is
+// synchronised at every stage boundary then, so use it to find the slow
+// stage, not for throughput.
 class StageTimer {
  public:
   StageTimer(bool enabled, cudaStream_t stream) : enabled_(enabled), stream_(stream) {
@@ -346,7 +347,7 @@ class CudaBackend final : public SearchBackend {
       return;
     }
     const PatternLibrary& lib = *library_;
-    StageTimer timer(stage_times_, stream_);
+    StageTimer timer(diagnostics().cuda_stage_times, stream_);
 
     // Batch data: only samples the device does not hold yet travel (see
     // StreamHistory); the device assembles the slices from rings + upload.
@@ -860,7 +861,6 @@ class CudaBackend final : public SearchBackend {
 
   int device_;
   PruningOptions pruning_;
-  const bool stage_times_ = std::getenv("GW_CUDA_STAGE_TIMES") != nullptr;
   std::string name_;
   cudaStream_t stream_ = nullptr;
   std::shared_ptr<const PatternLibrary> library_;

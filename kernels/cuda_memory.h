@@ -22,7 +22,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,10 +42,9 @@ inline void check(cudaError_t status, const char* what) {
 // and the writer need (docs/gpu.md). The flag is the device's, for the whole
 // process: every open sets it again (all of gaitwatch's CUDA code wants the
 // same), and with CUDA 12 and later this also applies to a device already in
-// use. GW_CUDA_SPIN (any value): CUDA's default, for A/B measurements.
+// use.
 inline void open_device(int device) {
   check(cudaSetDevice(device), "cudaSetDevice");
-  if (std::getenv("GW_CUDA_SPIN") != nullptr) return;
   const cudaError_t status = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
   if (status == cudaErrorSetOnActiveProcess) {
     cudaGetLastError();  // not sticky: the device runs with the flags it has
