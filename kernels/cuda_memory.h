@@ -60,7 +60,8 @@ inline std::size_t geometric_size(std::size_t capacity, std::size_t wanted) {
   return capacity == 0 ? wanted : std::max(wanted + wanted / 8, capacity + capacity / 2);
 }
 
-// A cudaStream_t that is destroyed with its owner.
+// A cudaStream_t that is destroyed with its owner, so that an owner whose
+// constructor throws after create() leaks no stream.
 class OwnedStream {
  public:
   OwnedStream() = default;
@@ -87,6 +88,25 @@ class OwnedStream {
  private:
   cudaStream_t stream_ = nullptr;
   bool memory_pools_ = false;
+};
+
+// A cudaEvent_t that is destroyed with its owner.
+class OwnedEvent {
+ public:
+  OwnedEvent() = default;
+  OwnedEvent(const OwnedEvent&) = delete;
+  OwnedEvent& operator=(const OwnedEvent&) = delete;
+  ~OwnedEvent() {
+    if (event_) cudaEventDestroy(event_);
+  }
+  // Creates the event (cudaEventCreateWithFlags) on the current device; once.
+  void create(unsigned flags) {
+    check(cudaEventCreateWithFlags(&event_, flags), "cudaEventCreate");
+  }
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
 };
 
 template <typename T>
