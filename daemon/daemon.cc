@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <memory>
 #include <tuple>
 #include <mutex>
@@ -16,8 +17,10 @@
 
 #include <boost/asio.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "common/diagnostics.h"
 #include "common/error.h"
 #include "common/thread_name.h"
 #include "config/config.h"
@@ -266,6 +269,12 @@ class Daemon {
 
   int run() {
     setup_logging(config_.daemon.log_level);
+    // Read here, before the other threads start; listed so that a run's log
+    // says which diagnostics were on.
+    if (!diagnostics().set.empty())
+      spdlog::info("diagnostics: {}", fmt::join(diagnostics().set, " "));
+    for (const std::string& ignored : diagnostics().ignored)
+      spdlog::warn("diagnostics: {} (ignored)", ignored);
     // Before anything is opened, so that a failure names its key.
     if (auto issues = preflight_checks(config_); !issues.empty())
       throw config::ConfigError(config_path_, std::move(issues));
@@ -476,8 +485,7 @@ class Daemon {
   void pipeline_loop(Pipeline& p, std::chrono::milliseconds watchdog) {
     // When to tick, end a search, record slots, reconfigure and drain: the
     // scheduler decides, this loop does.
-    TickScheduler schedule([] { return Clock::now(); }, p.engine.tick_ms(),
-                           TickRules::from_environment());
+    TickScheduler schedule([] { return Clock::now(); }, p.engine.tick_ms());
     auto next_stats = Clock::now() + stats_interval();
     auto next_ping = Clock::now();
     auto publish_stats = [&](const char* reason) {
@@ -518,7 +526,8 @@ class Daemon {
     //   F t frames ms                a turn's frames, when > 2 ms
     //   P t ms                       control requests, when > 1 ms
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> tick_log(nullptr, &std::fclose);
-    if (const char* path = std::getenv("GW_DAEMON_TICK_LOG")) tick_log.reset(std::fopen(path, "a"));
+    if (const std::string& path = diagnostics().daemon_tick_log; !path.empty())
+      tick_log.reset(std::fopen(path.c_str(), "a"));
     const auto ms_between = [](Clock::time_point a, Clock::time_point b) {
       return 1e3 * seconds_between(a, b);
     };
@@ -528,7 +537,7 @@ class Daemon {
       if (TickScheduler::may_reconfigure(batch_state())) apply_pending_reload(p.engine);
       if (history_) history_->flush_idle(unix_now());
       const auto started = Clock::now();
-      p.engine.start_batch(unix_now, schedule.search_launch());
+      p.engine.start_batch(unix_now, std::launch::async);
       const double took = seconds_between(started, Clock::now());
       pipeline_seconds_.batch += took;
       pipeline_seconds_.batch_start += took;

@@ -1,22 +1,11 @@
 #include "daemon/tick_scheduler.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <utility>
 
 namespace gw::daemon {
 
-TickRules TickRules::from_environment() {
-  TickRules rules;
-  rules.overlap_search = std::getenv("GW_DAEMON_SERIAL_BATCH") == nullptr;
-  rules.wait_at_tick = std::getenv("GW_DAEMON_TICK_WAITS") != nullptr;
-  rules.next_search_first =
-      rules.overlap_search && std::getenv("GW_DAEMON_PHASE2_FIRST") == nullptr;
-  return rules;
-}
-
-TickScheduler::TickScheduler(TickNow now, int tick_ms, TickRules rules)
-    : now_(std::move(now)), rules_(rules) {
+TickScheduler::TickScheduler(TickNow now, int tick_ms) : now_(std::move(now)) {
   const TickClock::time_point start = now_();
   next_tick_ = start + std::chrono::milliseconds(tick_ms);
   flight_start_ = start;
@@ -33,7 +22,6 @@ SearchEnd TickScheduler::search_end(TickClock::time_point now, const BatchState&
                                     int tick_ms) const {
   if (!batch.in_flight) return SearchEnd::kKeepRunning;
   if (batch.search_done) return SearchEnd::kDone;
-  if (rules_.wait_at_tick && now >= next_tick_) return SearchEnd::kTickWaits;
   if (now >= flight_start_ + std::chrono::milliseconds(kHungSearchTicks * std::max(tick_ms, 100)))
     return SearchEnd::kHung;
   return SearchEnd::kKeepRunning;
@@ -43,7 +31,7 @@ AfterSearch TickScheduler::after_search(TickClock::time_point ended, double last
                                         bool reconfigure_pending) const {
   const auto phase2_takes = std::chrono::duration_cast<TickClock::duration>(
       std::chrono::duration<double, std::milli>(last_phase2_ms));
-  if (rules_.next_search_first && ended + phase2_takes >= next_tick_ && !reconfigure_pending)
+  if (ended + phase2_takes >= next_tick_ && !reconfigure_pending)
     return AfterSearch::kNextBatchFirst;
   return AfterSearch::kPhase2First;
 }

@@ -15,7 +15,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <optional>
 
 namespace gw::daemon {
@@ -24,24 +23,6 @@ using TickClock = std::chrono::steady_clock;
 // The clock the scheduler reads; steady_clock::now in the daemon, a stepped
 // one in tests.
 using TickNow = std::function<TickClock::time_point()>;
-
-// The A/B switches of the pipeline thread (environment variables, read once
-// at start; docs/design.md, "Pipelined batches").
-struct TickRules {
-  // The search runs on the engine's thread while frames go on being taken.
-  // Off (GW_DAEMON_SERIAL_BATCH): each batch runs whole at its tick.
-  bool overlap_search = true;
-  // A search still running at the next tick is waited for there
-  // (GW_DAEMON_TICK_WAITS).
-  bool wait_at_tick = false;
-  // A search that ends at or just before the next tick starts that tick's
-  // batch before its own phase 2. Off (GW_DAEMON_PHASE2_FIRST, or without
-  // overlap_search): phase 2 always first.
-  bool next_search_first = true;
-
-  // The rules the environment asks for.
-  static TickRules from_environment();
-};
 
 // Where the engine's batches stand when a decision is asked for. Two batches
 // can be live at once: one searched and waiting for its phase 2, and the next
@@ -54,9 +35,8 @@ struct BatchState {
 
 // Why the search in flight is ended now (or not).
 enum class SearchEnd {
-  kKeepRunning,  // not done, not hung, and the tick does not wait for it
+  kKeepRunning,  // not done and not hung
   kDone,         // the search has finished
-  kTickWaits,    // TickRules::wait_at_tick and the tick has come
   kHung,         // it has run for kHungSearchTicks ticks: waited for, so that a
                  // hung device stops the watchdog pings
 };
@@ -78,11 +58,10 @@ class TickScheduler {
   static constexpr std::chrono::seconds kSlotStepLatest{1};
 
   // The first tick is `tick_ms` after the clock's time now.
-  TickScheduler(TickNow now, int tick_ms, TickRules rules);
+  TickScheduler(TickNow now, int tick_ms);
 
   TickClock::time_point now() const { return now_(); }
   TickClock::time_point next_tick() const { return next_tick_; }
-  const TickRules& rules() const { return rules_; }
 
   // How long a turn that began at `turn_start` may wait for a frame: until
   // the next tick, and at most 1 ms while a search is in flight (the loop
@@ -91,13 +70,15 @@ class TickScheduler {
 
   // Whether the search in flight is ended at `now`, and why. A search still
   // running at its tick is not waited for (the next batch starts as soon as
-  // it ends) unless wait_at_tick, or it has run for kHungSearchTicks ticks of
-  // at least 100 ms (`tick_ms`: the engine's, it may change on reload).
+  // it ends, and frames go on being taken meanwhile) unless it has run for
+  // kHungSearchTicks ticks of at least 100 ms (`tick_ms`: the engine's, it
+  // may change on reload).
   SearchEnd search_end(TickClock::time_point now, const BatchState& batch, int tick_ms) const;
 
   // What follows a search that `ended` then: the next tick's batch first when
-  // next_search_first and the tick falls before the ended batch's phase 2
-  // would be over (it takes `last_phase2_ms`, as long as the last one took).
+  // the tick falls before the ended batch's phase 2 would be over (it takes
+  // `last_phase2_ms`, as long as the last one took), so that the device is
+  // not idle during that phase 2.
   // A pending reconfiguration (a reload, or carers' marks that changed)
   // keeps phase 2 first, so that a tick without a batch waiting for phase 2
   // comes and applies it even under load.
@@ -115,18 +96,10 @@ class TickScheduler {
   // during a batch). Otherwise it waits for a later tick.
   static bool may_reconfigure(const BatchState& batch) { return !batch.in_flight && !batch.searched; }
 
-  // How the batch's search runs: on the engine's thread, or on this one
-  // (deferred, without overlap_search).
-  std::launch search_launch() const {
-    return rules_.overlap_search ? std::launch::async : std::launch::deferred;
-  }
-
-  // Whether a batch that has just started is finished (search ended, phase
-  // 2) right there: without overlap_search, or when its search is already
-  // over (nothing to search).
-  bool finish_at_start(bool batch_in_flight) const {
-    return !rules_.overlap_search || !batch_in_flight;
-  }
+  // Whether a batch that has just started is finished (phase 2) right there:
+  // when its search is already over (nothing to search). Otherwise its search
+  // runs on the engine's thread while this one goes on taking frames.
+  static bool finish_at_start(bool batch_in_flight) { return !batch_in_flight; }
 
   // A tick's batch started at `tick_time`: the hung-search clock starts, and
   // the next tick is `tick_ms` later than the last one, or `tick_ms` after
@@ -150,7 +123,6 @@ class TickScheduler {
 
  private:
   TickNow now_;
-  TickRules rules_;
   TickClock::time_point next_tick_;
   TickClock::time_point flight_start_;
   bool slots_due_ = false;

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <map>
@@ -21,6 +20,7 @@
 
 #include <cuda_runtime.h>
 
+#include "common/diagnostics.h"
 #include "common/error.h"
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_kernels.h"
@@ -85,9 +85,10 @@ void parallel_ranges(std::size_t n, std::size_t min_per_thread, Fn&& fn) {
   for (auto& w : workers) w.join();
 }
 
-// With GW_CUDA_STAGE_TIMES=1 in the environment, each search() prints how long
-// its stages took (stderr, one JSON line); the stream is synchronised at every
-// stage boundary then, so use it to find the slow stage, not for throughput.
+// With Diagnostics::cuda_stage_times (GW_CUDA_STAGE_TIMES), each search()
+// prints how long its stages took (stderr, one JSON line); the stream is
+// synchronised at every stage boundary then, so use it to find the slow
+// stage, not for throughput.
 class StageTimer {
  public:
   StageTimer(bool enabled, cudaStream_t stream) : enabled_(enabled), stream_(stream) {
@@ -134,23 +135,20 @@ class CudaBackend final : public SearchBackend {
   struct StreamHistory;
 
  public:
+  // Every stream, event and buffer is a member that frees itself, so a step
+  // that throws here leaks nothing made before it.
   CudaBackend(int device, PruningOptions pruning) : device_(device), pruning_(pruning) {
     cuda_memory::open_device(device);
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
     name_ = std::string("cuda:") + prop.name;
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    for (StagedUpload& slot : staged_)
-      check(cudaEventCreateWithFlags(&slot.copied, cudaEventDisableTiming), "cudaEventCreate");
+    stream_.create(kDefaultStreamPriority);
+    copy_stream_.create(kDefaultStreamPriority);
+    for (StagedUpload& slot : staged_) slot.copied.create(cudaEventDisableTiming);
     stats_.reserve(1);
+    pinned_stats_.reserve(1);
     match_count_.reserve(1);
     candidate_count_.reserve(1);
-  }
-  ~CudaBackend() override {
-    for (StagedUpload& slot : staged_) cudaEventDestroy(slot.copied);
-    cudaStreamDestroy(copy_stream_);
-    cudaStreamDestroy(stream_);
   }
 
   std::string name() const override { return name_; }
@@ -287,16 +285,16 @@ class CudaBackend final : public SearchBackend {
       const Pattern& pat = library->patterns[p];
       outputs[p] = {pat.max_matches_per_pair, pat.length, pat.mode == SearchMode::kWindow ? 1 : 0};
     }
-    pattern_outputs_.upload(outputs, stream_);
-    pair_rank_.upload(rank, stream_);
-    pairs_.upload(pairs, stream_);
-    queries_.upload(queries, stream_);
-    values_.upload(values, stream_);
-    upper_.upload(upper, stream_);
-    lower_.upload(lower, stream_);
-    eq_packed_.upload(eq_packed, stream_);
-    ec_packed_.upload(ec_packed, stream_);
-    check(cudaStreamSynchronize(stream_), "library upload");
+    pattern_outputs_.upload(outputs, stream_.get());
+    pair_rank_.upload(rank, stream_.get());
+    pairs_.upload(pairs, stream_.get());
+    queries_.upload(queries, stream_.get());
+    values_.upload(values, stream_.get());
+    upper_.upload(upper, stream_.get());
+    lower_.upload(lower, stream_.get());
+    eq_packed_.upload(eq_packed, stream_.get());
+    ec_packed_.upload(ec_packed, stream_.get());
+    check(cudaStreamSynchronize(stream_.get()), "library upload");
     {
       // The streams' device rings hold samples of the old library's views
       // (a reload may change a view's transforms, not its shape or stream
@@ -318,8 +316,9 @@ class CudaBackend final : public SearchBackend {
     return result;
   }
 
-  // Stages `next` (host plan, pinned copy, host->device copy on copy_stream_)
-  // while another thread runs search_into() of the batch before it.
+  // The leading samples of `slice` that the ring of its stream key holds
+  // (history_continues): the slice may omit them. None while a prepared batch
+  // waits to be searched, since its staging has moved the rings on.
   int held_samples(const StreamSlice& slice) const override {
     std::lock_guard<std::mutex> lock(stage_mutex_);
     // A prepared batch not searched yet has moved the histories on.
@@ -331,11 +330,13 @@ class CudaBackend final : public SearchBackend {
     return static_cast<int>(slice.first_new - slice.first_index);
   }
 
+  // Stages `next` (host plan, pinned copy, host->device copy on copy_stream_)
+  // while another thread runs search_into() of the batch before it.
   void prepare(const SearchBatch& next) override {
     check(cudaSetDevice(device_), "cudaSetDevice");
     std::lock_guard<std::mutex> lock(stage_mutex_);
     if (!library_ || library_->patterns.empty() || next.streams.empty()) return;
-    stage(next, copy_stream_);
+    stage(next, copy_stream_.get());
   }
 
   void search_into(const SearchBatch& batch, SearchResult& result) override {
@@ -346,24 +347,25 @@ class CudaBackend final : public SearchBackend {
       return;
     }
     const PatternLibrary& lib = *library_;
-    StageTimer timer(stage_times_, stream_);
+    StageTimer timer(diagnostics().cuda_stage_times, stream_.get());
 
     // Batch data: only samples the device does not hold yet travel (see
     // StreamHistory); the device assembles the slices from rings + upload.
     StagedUpload& staged = take_staged(batch);
     const std::size_t n_data = staged.device_size;
-    check(cudaStreamWaitEvent(stream_, staged.copied, 0), "wait for the upload");
+    check(cudaStreamWaitEvent(stream_.get(), staged.copied.get(), 0), "wait for the upload");
     const std::vector<SliceView>& slices = staged.slices;
     const int rows = staged.rows;
-    slices_.upload(slices, stream_);
-    uploads_.upload(staged.uploads, stream_);
+    slices_.upload(slices, stream_.get());
+    uploads_.upload(staged.uploads, stream_.get());
     data_.reserve(std::max<std::size_t>(n_data, 1));
     {
       BatchView assemble_view;
       assemble_view.data_size = static_cast<long long>(n_data);
       assemble_view.slices = slices_.get();
       assemble_view.slice_count = static_cast<int>(slices.size());
-      launch_assemble(assemble_view, data_.get(), staged.device.get(), uploads_.get(), stream_);
+      launch_assemble(assemble_view, data_.get(), staged.device.get(), uploads_.get(),
+                      stream_.get());
     }
 
     // Window-mode work per pattern: window counts, and the segments only the
@@ -396,8 +398,8 @@ class CudaBackend final : public SearchBackend {
       }
       pw.segment_end = static_cast<int>(segments.size());
     }
-    segments_.upload(segments, stream_);
-    work_.upload(work, stream_);
+    segments_.upload(segments, stream_.get());
+    work_.upload(work, stream_.get());
 
     BatchView view;
     view.data = data_.get();
@@ -412,7 +414,7 @@ class CudaBackend final : public SearchBackend {
     if (any_window && !any_bound) {
       prefix_sum_.reserve(std::max<std::size_t>(n_data, 1));
       prefix_sumsq_.reserve(std::max<std::size_t>(n_data, 1));
-      launch_prefix_sums(view, prefix_sum_.get(), prefix_sumsq_.get(), stream_);
+      launch_prefix_sums(view, prefix_sum_.get(), prefix_sumsq_.get(), stream_.get());
       view.prefix_sum = prefix_sum_.get();
       view.prefix_sumsq = prefix_sumsq_.get();
     }
@@ -420,13 +422,14 @@ class CudaBackend final : public SearchBackend {
                    lower_.get(), eq_packed_.get(), ec_packed_.get()};
     timer.mark("upload+assemble");
 
-    check(cudaMemsetAsync(stats_.get(), 0, sizeof(DeviceStats), stream_), "memset");
+    check(cudaMemsetAsync(stats_.get(), 0, sizeof(DeviceStats), stream_.get()), "memset");
     std::vector<Match>& window_matches = result.matches;
 
     // Window mode; rerun with larger buffers when an append buffer overflowed.
     for (;;) {
-      check(cudaMemsetAsync(match_count_.get(), 0, sizeof(unsigned long long), stream_), "memset");
-      check(cudaMemsetAsync(stats_.get(), 0, sizeof(DeviceStats), stream_), "memset");
+      check(cudaMemsetAsync(match_count_.get(), 0, sizeof(unsigned long long), stream_.get()),
+            "memset");
+      check(cudaMemsetAsync(stats_.get(), 0, sizeof(DeviceStats), stream_.get()), "memset");
       match_capacity_ = std::max<unsigned long long>(match_capacity_, 1 << 16);
       matches_.reserve(match_capacity_);
       AppendBuffer<RawMatch> out{matches_.get(), match_count_.get(), match_capacity_};
@@ -438,13 +441,14 @@ class CudaBackend final : public SearchBackend {
         if (max_windows == 0) continue;
         if (!any_bound) {
           launch_window_dtw_all(view, lv, g.pair_begin, g.pair_end, max_windows, g.band,
-                                g.max_length, pruning_.early_abandon, out, stats_.get(), stream_);
+                                g.max_length, pruning_.early_abandon, out, stats_.get(),
+                                stream_.get());
           continue;
         }
         // Step 1: the fused filter over every row; survivors are the DTW's candidates.
         FilterPlan plan = plan_window_filter(slices, g.rows);
-        filter_groups_.upload(plan.groups, stream_);
-        filter_segments_.upload(plan.segments, stream_);
+        filter_groups_.upload(plan.groups, stream_.get());
+        filter_segments_.upload(plan.segments, stream_.get());
         const FilterPlanView plan_view{filter_groups_.get(), filter_segments_.get(),
                                        static_cast<int>(plan.groups.size()), plan.shared_floats};
         candidate_capacity_ = std::max<unsigned long long>(candidate_capacity_, 1 << 20);
@@ -453,21 +457,21 @@ class CudaBackend final : public SearchBackend {
         const unsigned long long survivors = run_counted(candidate_count_, [&] {
           launch_window_filter(view, lv, g.rows, plan_view, options,
                                {candidates_.get(), candidate_count_.get(), candidate_capacity_},
-                               stats_.get(), stream_);
+                               stats_.get(), stream_.get());
         });
         timer.mark("filter");
         needed_candidates = std::max(needed_candidates, survivors);
         if (survivors > candidate_capacity_) break;  // rerun below with room for all
         // Step 2: banded DTW with early abandoning.
         launch_window_dtw_candidates(view, lv, candidates_.get(), survivors, g.band,
-                                     pruning_.early_abandon, out, stats_.get(), stream_);
+                                     pruning_.early_abandon, out, stats_.get(), stream_.get());
         timer.mark("dtw");
       }
       unsigned long long found = 0;
       check(cudaMemcpyAsync(&found, match_count_.get(), sizeof(found), cudaMemcpyDeviceToHost,
-                            stream_),
+                            stream_.get()),
             "count");
-      check(cudaStreamSynchronize(stream_), "window search");
+      check(cudaStreamSynchronize(stream_.get()), "window search");
       if (needed_candidates > candidate_capacity_) {
         candidate_capacity_ = needed_candidates + needed_candidates / 4;
         continue;
@@ -487,8 +491,12 @@ class CudaBackend final : public SearchBackend {
     for (std::size_t i = 0; i < springs_.size(); ++i)
       search_streaming(batch, lib, view, lv, springs_[i], streaming_matches[i]);
 
-    DeviceStats ds{};
-    check(cudaMemcpy(&ds, stats_.get(), sizeof(ds), cudaMemcpyDeviceToHost), "stats");
+    // The counters come back on stream_, after every kernel that adds to them.
+    check(cudaMemcpyAsync(pinned_stats_.get(), stats_.get(), sizeof(DeviceStats),
+                          cudaMemcpyDeviceToHost, stream_.get()),
+          "stats");
+    check(cudaStreamSynchronize(stream_.get()), "stats");
+    const DeviceStats& ds = *pinned_stats_.get();
     result.stats.windows = ds.windows;
     result.stats.pruned_kim = ds.pruned_kim;
     result.stats.pruned_keogh_eq = ds.pruned_keogh_eq;
@@ -549,37 +557,39 @@ class CudaBackend final : public SearchBackend {
       if (old_states > 0) {
         check(cudaMemcpy2DAsync(d.get(), new_states * sizeof(float), sp.d.get(),
                                 old_states * sizeof(float), old_states * sizeof(float), sp.length,
-                                cudaMemcpyDeviceToDevice, stream_),
+                                cudaMemcpyDeviceToDevice, stream_.get()),
               "grow state");
         check(cudaMemcpy2DAsync(start.get(), new_states * sizeof(long long), sp.start.get(),
                                 old_states * sizeof(long long), old_states * sizeof(long long),
-                                sp.length, cudaMemcpyDeviceToDevice, stream_),
+                                sp.length, cudaMemcpyDeviceToDevice, stream_.get()),
               "grow state");
       }
-      check(cudaStreamSynchronize(stream_), "grow state");
+      check(cudaStreamSynchronize(stream_.get()), "grow state");
       sp.d.swap(d);
       sp.start.swap(start);
       sp.slots_allocated = grown;
     }
-    streaming_slices_.upload(work, stream_);
+    streaming_slices_.upload(work, stream_.get());
     // A match per (new sample, pair) is the worst case; past 64 M entries the
     // buffer is capped and an overflow is an error (the state has advanced,
     // so the batch cannot be rerun): such a threshold matches nearly everything.
     const unsigned long long capacity =
         std::min<unsigned long long>(static_cast<unsigned long long>(worst_matches), 1ull << 26);
     spring_matches_.reserve(capacity);
-    check(cudaMemsetAsync(match_count_.get(), 0, sizeof(unsigned long long), stream_), "memset");
+    check(cudaMemsetAsync(match_count_.get(), 0, sizeof(unsigned long long), stream_.get()),
+          "memset");
     const double t = pat.threshold;
     const float cutoff = std::isinf(t) ? INFINITY : static_cast<float>(t * t);
     SpringStateView state{sp.d.get(), sp.start.get(), sp.slots_allocated * sp.pair_count};
     launch_spring(view, lv, sp.pair_begin, sp.pair_count, streaming_slices_.get(),
                   static_cast<int>(work.size()), max_new, cutoff, state,
-                  {spring_matches_.get(), match_count_.get(), capacity}, stats_.get(), stream_);
+                  {spring_matches_.get(), match_count_.get(), capacity}, stats_.get(),
+                  stream_.get());
     unsigned long long found = 0;
     check(cudaMemcpyAsync(&found, match_count_.get(), sizeof(found), cudaMemcpyDeviceToHost,
-                          stream_),
+                          stream_.get()),
           "count");
-    check(cudaStreamSynchronize(stream_), "streaming search");
+    check(cudaStreamSynchronize(stream_.get()), "streaming search");
     if (found > capacity)
       throw Error("CUDA backend: streaming pattern " + std::to_string(sp.pattern) + " matched " +
                   std::to_string(found) + " samples in one batch, more than the " +
@@ -646,8 +656,8 @@ class CudaBackend final : public SearchBackend {
                               : static_cast<int>(i + 1);
       offsets.push_back(static_cast<int>(list.size()));
     }
-    g.row_offsets.upload(offsets, stream_);
-    g.row_pairs.upload(list, stream_);
+    g.row_offsets.upload(offsets, stream_.get());
+    g.row_pairs.upload(list, stream_.get());
     g.rows.offsets = g.row_offsets.get();
     g.rows.pairs = g.row_pairs.get();
     g.rows.dim_stride = dim_stride;
@@ -682,25 +692,26 @@ class CudaBackend final : public SearchBackend {
     launch_sort_matches(matches, sorted_.get(), count, pair_rank_.get(),
                         {sort_keys_a_.get(), sort_keys_b_.get(), sort_index_a_.get(),
                          sort_index_b_.get(), sort_temp_.get(), temp},
-                        stream_);
+                        stream_.get());
     launch_finalize_matches(sorted_.get(), count, pairs_.get(), pattern_outputs_.get(),
                             slices_.get(),
                             {final_all_.get(), final_keep_.get(), final_out_.get(),
                              final_kept_.get(), sort_temp_.get(), temp},
-                            stream_);
+                            stream_.get());
     unsigned long long kept = 0;
-    check(cudaMemcpyAsync(&kept, final_kept_.get(), sizeof(kept), cudaMemcpyDeviceToHost, stream_),
+    check(cudaMemcpyAsync(&kept, final_kept_.get(), sizeof(kept), cudaMemcpyDeviceToHost,
+                          stream_.get()),
           "kept matches");
     // Touching the result's pages (zeroing, page faults) overlaps the device
     // sort; kept <= count, so shrinking later does not reallocate.
     if (out.capacity() < count) out.reserve(count + count / 4);  // headroom: counts creep up
     out.resize(count);
-    check(cudaStreamSynchronize(stream_), "finalize matches");
+    check(cudaStreamSynchronize(stream_.get()), "finalize matches");
     Match* host = pinned_matches_.reserve(kept);
     check(cudaMemcpyAsync(host, final_out_.get(), kept * sizeof(Match), cudaMemcpyDeviceToHost,
-                          stream_),
+                          stream_.get()),
           "matches");
-    check(cudaStreamSynchronize(stream_), "download matches");
+    check(cudaStreamSynchronize(stream_.get()), "download matches");
     out.resize(kept);
     parallel_ranges(kept, 1 << 16, [&](std::size_t begin, std::size_t end) {
       std::memcpy(out.data() + begin, host + begin, (end - begin) * sizeof(Match));
@@ -711,18 +722,16 @@ class CudaBackend final : public SearchBackend {
   // final count (synchronises the stream).
   template <typename Launch>
   unsigned long long run_counted(DeviceBuffer<unsigned long long>& counter, Launch&& launch) {
-    check(cudaMemsetAsync(counter.get(), 0, sizeof(unsigned long long), stream_), "memset");
+    check(cudaMemsetAsync(counter.get(), 0, sizeof(unsigned long long), stream_.get()), "memset");
     launch();
     unsigned long long count = 0;
-    check(cudaMemcpyAsync(&count, counter.get(), sizeof(count), cudaMemcpyDeviceToHost, stream_),
+    check(cudaMemcpyAsync(&count, counter.get(), sizeof(count), cudaMemcpyDeviceToHost,
+                          stream_.get()),
           "count");
-    check(cudaStreamSynchronize(stream_), "filter");
+    check(cudaStreamSynchronize(stream_.get()), "filter");
     return count;
   }
 
-  // Decides which samples of slice `s` the device already holds in the ring
-  // of its stream: the ring continues when the slice starts inside what the
-  // ring holds and reaches past it. Updates the history for after this batch.
   // The staged upload of `batch`: the one prepare() made for it, or one made
   // now on stream_. A prepared batch that was never searched advanced the
   // stream histories past samples the device never got, so then every history
@@ -741,7 +750,7 @@ class CudaBackend final : public SearchBackend {
       slot.batch = nullptr;
     }
     if (stale) histories_.clear();
-    StagedUpload& slot = stage(batch, stream_);
+    StagedUpload& slot = stage(batch, stream_.get());
     slot.batch = nullptr;
     return slot;
   }
@@ -816,7 +825,7 @@ class CudaBackend final : public SearchBackend {
     check(cudaMemcpyAsync(slot.device.get(), staging, n_upload * sizeof(float),
                           cudaMemcpyHostToDevice, stream),
           "data upload");
-    check(cudaEventRecord(slot.copied, stream), "cudaEventRecord");
+    check(cudaEventRecord(slot.copied.get(), stream), "cudaEventRecord");
     return slot;
   }
 
@@ -838,6 +847,10 @@ class CudaBackend final : public SearchBackend {
            h.first <= s.first_index && h.next <= end;
   }
 
+  // Decides which samples of slice `s` the device already holds in the ring
+  // of its stream key (`up->from`: the first one to upload; the ring is
+  // replaced when its shape no longer fits) and moves the history on to
+  // after this batch.
   void plan_history(const StreamSlice& s, SliceUpload* up) {
     StreamHistory& h = histories_[s.stream_key];
     long long capacity = 256;
@@ -858,11 +871,17 @@ class CudaBackend final : public SearchBackend {
     h.next = end;
   }
 
+  // The default priority, what cudaStreamCreate gives: the GPU hash tables'
+  // batches, on every alert's way out, take the device's highest.
+  static constexpr int kDefaultStreamPriority = 0;
+
   int device_;
   PruningOptions pruning_;
-  const bool stage_times_ = std::getenv("GW_CUDA_STAGE_TIMES") != nullptr;
   std::string name_;
-  cudaStream_t stream_ = nullptr;
+  // Declared before every buffer: the buffers are freed first.
+  cuda_memory::OwnedStream stream_;
+  // prepare()'s host->device copies, beside the search on stream_.
+  cuda_memory::OwnedStream copy_stream_;
   std::shared_ptr<const PatternLibrary> library_;
   std::vector<PairView> host_pairs_;
   std::vector<BandGroup> groups_;
@@ -913,15 +932,15 @@ class CudaBackend final : public SearchBackend {
     std::size_t device_size = 0;  // values of the assembled slices
     PinnedBuffer<float> staging;
     DeviceBuffer<float> device;
-    cudaEvent_t copied = nullptr;  // recorded after the copy to `device`
+    cuda_memory::OwnedEvent copied;  // recorded after the copy to `device`
   };
   StagedUpload staged_[2];
   int staged_next_ = 0;
   // staged_, histories_: prepare() runs beside search_into().
   mutable std::mutex stage_mutex_;
-  cudaStream_t copy_stream_ = nullptr;
   DeviceBuffer<unsigned long long> match_count_, candidate_count_;
   DeviceBuffer<DeviceStats> stats_;
+  PinnedBuffer<DeviceStats> pinned_stats_;
   unsigned long long match_capacity_ = 0;
   unsigned long long candidate_capacity_ = 0;
 };

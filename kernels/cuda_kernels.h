@@ -30,25 +30,17 @@ void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cuda
 // Window mode, step 1 (the filter): for every row (slice, stream dim) of the
 // batch and every pair of `rows` reading it, every window end from the
 // slice's first_new on: z-normalisation statistics, LB_Kim, then LB_Keogh EQ
-// (query envelope) and EC (data envelope) on the Kim survivors; windows that
-// no enabled bound prunes are appended to `candidates`. `plan` (from
-// plan_window_filter over the same slices and rows, copied to the device)
-// says which window ends share a block. Windows whose bounds are all off
-// pass (a pair with every bound off belongs to the unfiltered path,
-// launch_window_dtw_all).
+// (query envelope, after its cheaper PAA lower bound) and EC (data envelope)
+// on the Kim survivors; windows that no enabled bound prunes are appended to
+// `candidates`. EC runs only on bands wider than kMaxRegisterBand, where it
+// saves more DTW than it costs (docs/gpu.md). `plan` (from plan_window_filter
+// over the same slices and rows, copied to the device) says which window
+// ends share a block. Windows whose bounds are all off pass (a pair with
+// every bound off belongs to the unfiltered path, launch_window_dtw_all).
 struct FilterOptions {
   bool lb_kim = true;
   bool lb_keogh_eq = true;
   bool lb_keogh_ec = true;
-  // The PAA bound before LB_Keogh EQ (only with lb_keogh_eq; it prunes a
-  // subset of what EQ prunes, cheaper). GW_CUDA_PAA=0 turns it off (A/B).
-  bool lb_paa = true;
-  // Positions (a multiple of 3) of the first LB_Keogh EQ pass, in UCR order;
-  // the rest follow in a second pass on its survivors.
-  int eq_prefix = 24;
-  // Whether the second pass runs LB_Keogh EQ over the positions after the
-  // prefix (off: survivors of the prefix go straight to EC).
-  bool eq_rest = true;
 };
 struct FilterPlan {
   std::vector<FilterGroup> groups;

@@ -22,7 +22,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,10 +42,9 @@ inline void check(cudaError_t status, const char* what) {
 // and the writer need (docs/gpu.md). The flag is the device's, for the whole
 // process: every open sets it again (all of gaitwatch's CUDA code wants the
 // same), and with CUDA 12 and later this also applies to a device already in
-// use. GW_CUDA_SPIN (any value): CUDA's default, for A/B measurements.
+// use.
 inline void open_device(int device) {
   check(cudaSetDevice(device), "cudaSetDevice");
-  if (std::getenv("GW_CUDA_SPIN") != nullptr) return;
   const cudaError_t status = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
   if (status == cudaErrorSetOnActiveProcess) {
     cudaGetLastError();  // not sticky: the device runs with the flags it has
@@ -62,7 +60,8 @@ inline std::size_t geometric_size(std::size_t capacity, std::size_t wanted) {
   return capacity == 0 ? wanted : std::max(wanted + wanted / 8, capacity + capacity / 2);
 }
 
-// A cudaStream_t that is destroyed with its owner.
+// A cudaStream_t that is destroyed with its owner, so that an owner whose
+// constructor throws after create() leaks no stream.
 class OwnedStream {
  public:
   OwnedStream() = default;
@@ -89,6 +88,25 @@ class OwnedStream {
  private:
   cudaStream_t stream_ = nullptr;
   bool memory_pools_ = false;
+};
+
+// A cudaEvent_t that is destroyed with its owner.
+class OwnedEvent {
+ public:
+  OwnedEvent() = default;
+  OwnedEvent(const OwnedEvent&) = delete;
+  OwnedEvent& operator=(const OwnedEvent&) = delete;
+  ~OwnedEvent() {
+    if (event_) cudaEventDestroy(event_);
+  }
+  // Creates the event (cudaEventCreateWithFlags) on the current device; once.
+  void create(unsigned flags) {
+    check(cudaEventCreateWithFlags(&event_, flags), "cudaEventCreate");
+  }
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
 };
 
 template <typename T>

@@ -15,10 +15,9 @@
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
-#include <cstdlib>
-#include <string>
 #include <type_traits>
 
+#include "common/diagnostics.h"
 #include "kernels/cuda_kernels.h"
 
 namespace gw::kernels::cuda {
@@ -168,17 +167,10 @@ __device__ __forceinline__ void add_stat(unsigned long long* counter, unsigned l
   if (v) atomicAdd(counter, v);
 }
 
-// Sum of per-thread counters, then one atomic per block. Blocks of one warp
-// need no barrier (a warp that is done leaves at once).
-template <int BlockThreads = 128>
+// Sum of per-thread counters, then one atomic per block. Every thread of the
+// block calls it (block-wide barriers).
 __device__ __forceinline__ void flush_block_counter(unsigned long long mine,
                                                     unsigned long long* global) {
-  if constexpr (BlockThreads == 32) {
-    for (int offset = 16; offset > 0; offset >>= 1)
-      mine += __shfl_down_sync(0xffffffffu, mine, offset);
-    if (threadIdx.x == 0) add_stat(global, mine);
-    return;
-  }
   __shared__ unsigned long long total;
   if (threadIdx.x == 0) total = 0;
   __syncthreads();
@@ -287,17 +279,20 @@ constexpr int kWarps = kThreads / 32;
 // Sample buffer of a group (floats) per filter thread: several W1 slices'
 // ends share a block.
 constexpr int kFilterGroupFloatsPerThread = 16;
-// Filter block sizes (window ends per group): 32, 128, 256 or 512. Larger
-// blocks share each pair record's trip from L2 among more warps but wait
-// longer for their slowest warp; 256 measured best on the H100 (docs/gpu.md).
-constexpr int kDefaultFilterThreads = 256;
+// Filter block size (window ends per group). Larger blocks share each pair
+// record's trip from L2 among more warps but wait longer for their slowest
+// warp; of 32, 128, 256 and 512, 256 measured best on the H100 (docs/gpu.md).
+constexpr int kFilterThreads = 256;
 // Resident filter threads per SM the register budget is sized for (64
 // registers each): the filter is latency-bound, so warps beat registers.
 constexpr int kFilterThreadsPerSm = 1024;
-// LB_Keogh EQ positions (UCR order) of the staged filter's first pass (a
-// multiple of 3: passes start on a packed group).
-constexpr int kDefaultEqPrefix = 24;
-static_assert(kDefaultEqPrefix % 3 == 0 && kDefaultEqPrefix == FilterOptions{}.eq_prefix);
+// LB_Keogh EQ positions (UCR order) of the filter's first EQ pass; the rest
+// follow in a second pass on its survivors, resuming the entry's sum. A
+// multiple of 3: passes start on a packed group. Measured against one pass
+// over all positions (no faster) and the prefix alone (more windows go to
+// the DTW, a slower batch): docs/gpu.md.
+constexpr int kEqPrefix = 24;
+static_assert(kEqPrefix % 3 == 0);
 // A warp list entry: the low kEntryBits bits hold (pair offset from the
 // warp's carry base << 5 | lane of the window); the others a partial lower
 // bound with those mantissa bits cleared, i.e. rounded toward zero (by less
@@ -456,16 +451,12 @@ __device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* pa
 // The PAA bound is the first list pass (lanes compacted, the window's segment
 // means fetched from its owner lane), not a step of the Kim loop, where it
 // ran on the ~1/5 of lanes that Kim left.
-template <int Threads>
-__global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_filter_kernel(BatchView b, LibraryView lib,
-                                                                RowPairsView rp,
-                                                                FilterPlanView plan,
-                                                                FilterOptions opt,
-                                                                AppendBuffer<Candidate> out,
-                                                                DeviceStats* stats) {
+__global__ void __launch_bounds__(kFilterThreads, kFilterThreadsPerSm / kFilterThreads)
+    fused_filter_kernel(BatchView b, LibraryView lib, RowPairsView rp, FilterPlanView plan,
+                        FilterOptions opt, AppendBuffer<Candidate> out, DeviceStats* stats) {
   extern __shared__ __align__(16) unsigned char filter_shared[];
   unsigned* lists = reinterpret_cast<unsigned*>(filter_shared);
-  float* x = reinterpret_cast<float*>(lists + (Threads / 32) * kWarpWords);
+  float* x = reinterpret_cast<float*>(lists + (kFilterThreads / 32) * kWarpWords);
   float* env_upper = x + plan.shared_floats;
   float* env_lower = env_upper + plan.shared_floats;
 
@@ -484,7 +475,7 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
     const SliceView sv = b.slices[seg.slice];
     if (dim >= sv.dims) continue;
     const float* row = b.data + sv.offset + static_cast<long long>(dim) * sv.length + seg.lo;
-    for (int k = threadIdx.x; k < seg.span; k += Threads) x[seg.x_offset + k] = row[k];
+    for (int k = threadIdx.x; k < seg.span; k += kFilterThreads) x[seg.x_offset + k] = row[k];
   }
   __syncthreads();
   // Data envelope over +-band clipped to the loaded samples (the CPU's EC
@@ -493,7 +484,7 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
     for (int g = 0; g < segment_count; ++g) {
       const FilterSegment seg = segs[g];
       const float* xs = x + seg.x_offset;
-      for (int k = threadIdx.x; k < seg.span; k += Threads) {
+      for (int k = threadIdx.x; k < seg.span; k += kFilterThreads) {
         const int from = max(0, k - rp.band), to = min(seg.span - 1, k + rp.band);
         float u = xs[from], l = xs[from];
         for (int o = from + 1; o <= to; ++o) {
@@ -553,8 +544,7 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
       cand.length = m;
       cand.mean = rpair.znorm ? w_mean : 0.f;
       cand.inv_std = rpair.znorm ? w_inv_std : 1.f;
-      // The entry's bound is EQ's sum, or without the EQ passes the PAA
-      // bound (at most that sum), or 0.
+      // The entry's bound is EQ's sum, or 0 without LB_Keogh EQ.
       cand.eq_bound = entry_partial(word);
       cand.prune_sq = rpair.prune_sq;
       cand.cutoff_sq = rpair.cutoff_sq;
@@ -582,7 +572,7 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
 #pragma unroll
     for (int g = 0; g < kPaaSegments; ++g) {
       float sum = 0.f;
-      if (valid && opt.lb_paa)
+      if (valid && opt.lb_keogh_eq)
         for (int k = 0; k < paa_run; ++k) sum += x[first + g * paa_run + k] - mean;
       paa_centred[g] = paa_run > 0 ? sum / paa_run : 0.f;
     }
@@ -619,11 +609,9 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
       // carry after the list: list[0, n) then carry[0, c).
 #pragma unroll
       for (int pass = 0; pass < kPasses; ++pass) {
-        const bool enabled = pass == kPassPaa        ? opt.lb_paa
-                             : pass == kPassEqPrefix ? opt.lb_keogh_eq
-                             : pass == kPassEqRest
-                                 ? opt.lb_keogh_eq && opt.eq_rest && m > opt.eq_prefix
-                                 : opt.lb_keogh_ec;
+        const bool enabled = pass == kPassEc       ? opt.lb_keogh_ec
+                             : pass == kPassEqRest ? opt.lb_keogh_eq && m > kEqPrefix
+                                                   : opt.lb_keogh_eq;
         if (!enabled) continue;
         const int slot = carry_slot(pass);
         unsigned* carry = carries + 32 * max(slot, 0);
@@ -670,9 +658,9 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
             if (pass == kPassPaa)
               lb = paa_bound(rpair, w_paa, paa_run, w_mean, w_inv_std);
             else if (pass == kPassEqPrefix)
-              lb = eq_packed_bound(eq_rec, 0, min(m, opt.eq_prefix), 0.f, prune_sq, eq_term);
+              lb = eq_packed_bound(eq_rec, 0, min(m, kEqPrefix), 0.f, prune_sq, eq_term);
             else if (pass == kPassEqRest)
-              lb = eq_packed_bound(eq_rec, opt.eq_prefix, m, lb, prune_sq, eq_term);
+              lb = eq_packed_bound(eq_rec, kEqPrefix, m, lb, prune_sq, eq_term);
             else if (pass == kPassEc)
               lb = ec_packed_bound(lib.ec_packed + rpair.packed_group, m, prune_sq, ec_term);
             keep = lb <= prune_sq;
@@ -712,10 +700,10 @@ __global__ void __launch_bounds__(Threads, kFilterThreadsPerSm / Threads) fused_
     }
     p0 = p1;
   }
-  flush_block_counter<Threads>(considered, &stats->windows);
-  flush_block_counter<Threads>(kim, &stats->pruned_kim);
-  flush_block_counter<Threads>(eq, &stats->pruned_keogh_eq);
-  flush_block_counter<Threads>(ec, &stats->pruned_keogh_ec);
+  flush_block_counter(considered, &stats->windows);
+  flush_block_counter(kim, &stats->pruned_kim);
+  flush_block_counter(eq, &stats->pruned_keogh_eq);
+  flush_block_counter(ec, &stats->pruned_keogh_ec);
 }
 
 // UCR Suite's cumulative lower bound for early abandoning: once the band
@@ -944,7 +932,7 @@ struct DtwTally {
 // Bands above the register kernels': one candidate per thread.
 __global__ void __launch_bounds__(kThreads) dtw_candidates_general_kernel(
     BatchView b, LibraryView lib, const Candidate* candidates, unsigned long long n, int band,
-    bool early_abandon, bool tail_bound, AppendBuffer<RawMatch> out, DeviceStats* stats) {
+    bool early_abandon, AppendBuffer<RawMatch> out, DeviceStats* stats) {
   const unsigned long long idx = blockIdx.x * static_cast<unsigned long long>(kThreads) + threadIdx.x;
   DtwTally tally;
   if (idx < n) {
@@ -953,9 +941,8 @@ __global__ void __launch_bounds__(kThreads) dtw_candidates_general_kernel(
     int rows = 0;
     const float d2 = banded_dtw_general(
         b.data + cand.x_offset, lib.values + cand.query_offset, m, band, cand.mean, cand.inv_std,
-        early_abandon ? cand.prune_sq : kInf, &rows,
-        tail_bound ? lib.upper + cand.query_offset : nullptr, lib.lower + cand.query_offset,
-        cand.eq_bound);
+        early_abandon ? cand.prune_sq : kInf, &rows, lib.upper + cand.query_offset,
+        lib.lower + cand.query_offset, cand.eq_bound);
     tally.add(d2, rows, m, 2 * band + 1, cand.cutoff_sq,
               RawMatch{cand.pair, cand.slice, cand.end, d2, 0}, out);
   }
@@ -974,7 +961,7 @@ __global__ void __launch_bounds__(kThreads) dtw_candidates_general_kernel(
 template <int W>
 __global__ void __launch_bounds__(kThreads) dtw_candidates_kernel(
     BatchView b, LibraryView lib, const Candidate* candidates, unsigned long long n, int per_lane,
-    bool early_abandon, bool tail_bound, AppendBuffer<RawMatch> out, DeviceStats* stats) {
+    bool early_abandon, AppendBuffer<RawMatch> out, DeviceStats* stats) {
   const unsigned lane = threadIdx.x & 31;
   const unsigned long long warp =
       (blockIdx.x * static_cast<unsigned long long>(kThreads) + threadIdx.x) >> 5;
@@ -1000,7 +987,7 @@ __global__ void __launch_bounds__(kThreads) dtw_candidates_kernel(
         band.lower = lib.lower + cand.query_offset;
         band.mean = cand.mean;
         band.inv_std = cand.inv_std;
-        band.start(cand.length, tail_bound ? cand.eq_bound : 0.f);
+        band.start(cand.length, cand.eq_bound);
         i0 = 0;
         active = true;
       }
@@ -1204,45 +1191,6 @@ void launch_prefix_sums(const BatchView& batch, double* sum, double* sumsq, cuda
 }
 
 namespace {
-// The filter's shape, from the environment once (A/B runs, docs/gpu.md):
-// GW_CUDA_FILTER_THREADS=32|128|256|512 (block size = window ends per group),
-// GW_CUDA_FILTER_CARVEOUT=percent (shared memory's share of L1, 0..100;
-// unset: the driver's choice), GW_CUDA_EQ_PREFIX=3k (positions of the first
-// LB_Keogh EQ pass), GW_CUDA_EQ_REST=0 (no second EQ pass), GW_CUDA_PAA=0
-// (PAA bound off), GW_CUDA_EC=0|1 (LB_Keogh EC never / always; unset: on
-// bands wider than kMaxRegisterBand only).
-struct FilterShape {
-  int threads = kDefaultFilterThreads;
-  int carveout = -1;
-  int eq_prefix = kDefaultEqPrefix;
-  bool eq_rest = true;
-  bool paa = true;
-  int ec = -1;  // LB_Keogh EC: 1 always, 0 never, -1 only on wide bands
-};
-
-// An integer A/B switch from the environment (docs/gpu.md), `unset` without it.
-int env_int(const char* name, int unset) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? unset : std::atoi(v);
-}
-
-const FilterShape& filter_shape() {
-  static const FilterShape shape = [] {
-    FilterShape f;
-    const int threads = env_int("GW_CUDA_FILTER_THREADS", 0);
-    if (threads == 32 || threads == 128 || threads == 256 || threads == 512) f.threads = threads;
-    const int carveout = env_int("GW_CUDA_FILTER_CARVEOUT", -1);
-    if (carveout >= 0 && carveout <= 100) f.carveout = carveout;
-    f.paa = env_int("GW_CUDA_PAA", 1) != 0;
-    const int prefix = env_int("GW_CUDA_EQ_PREFIX", 0);
-    if (prefix > 0 && prefix % 3 == 0) f.eq_prefix = prefix;
-    f.eq_rest = env_int("GW_CUDA_EQ_REST", 1) != 0;
-    const int ec = env_int("GW_CUDA_EC", -1);
-    if (ec == 0 || ec == 1) f.ec = ec;
-    return f;
-  }();
-  return shape;
-}
 
 // The largest segment's sample buffer, with room for the bank padding.
 int segment_floats(int tile, int max_length, int band) { return tile + max_length - 1 + 2 * band + 31; }
@@ -1261,13 +1209,12 @@ std::size_t filter_shared_bytes(int threads, int shared_floats, bool lb_keogh_ec
 }  // namespace
 
 std::size_t window_filter_max_shared_bytes(int max_length, int band) {
-  const int threads = filter_shape().threads;
-  return filter_shared_bytes(threads, group_budget_floats(threads, max_length, band));
+  return filter_shared_bytes(kFilterThreads, group_budget_floats(kFilterThreads, max_length, band));
 }
 
 FilterPlan plan_window_filter(const std::vector<SliceView>& slices, const RowPairsView& rows) {
   FilterPlan plan;
-  const int tile = filter_shape().threads;
+  const int tile = kFilterThreads;
   const int budget = group_budget_floats(tile, rows.max_length, rows.band);
   FilterGroup group;
   int windows = 0, cursor = 0;
@@ -1319,31 +1266,20 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library,
                           FilterOptions options, AppendBuffer<Candidate> candidates,
                           DeviceStats* stats, cudaStream_t stream) {
   if (plan.group_count == 0 || rows.dim_stride == 0) return;
-  const FilterShape& shape = filter_shape();
-  options.lb_paa = options.lb_paa && options.lb_keogh_eq && shape.paa;
-  options.eq_prefix = shape.eq_prefix;
-  options.eq_rest = shape.eq_rest;
   // LB_Keogh EC only where it pays: on a band the register DTW takes, a
   // candidate EC would prune costs the DTW (early abandoning on the tail
-  // bound) about what EC costs per entry, and EC prunes ~60 % of its entries
-  // (W1, H100: EC on every EQ survivor 83.5 + 18.5 ms, EC off 62.6 + 33.1 ms,
-  // EC on the half with the larger EQ sums in between; docs/gpu.md).
-  options.lb_keogh_ec = options.lb_keogh_ec &&
-                        (shape.ec == 1 || (shape.ec < 0 && rows.band > kMaxRegisterBand));
+  // bound) about what EC costs per entry, and running EC there measured
+  // slower than leaving it off (docs/gpu.md). Wider bands go to the general
+  // DTW kernel, which costs more per candidate.
+  options.lb_keogh_ec = options.lb_keogh_ec && rows.band > kMaxRegisterBand;
   const std::size_t shared =
-      filter_shared_bytes(shape.threads, plan.shared_floats, options.lb_keogh_ec);
-  auto kernel = shape.threads == 32    ? fused_filter_kernel<32>
-                : shape.threads == 256 ? fused_filter_kernel<256>
-                : shape.threads == 512 ? fused_filter_kernel<512>
-                                       : fused_filter_kernel<128>;
-  if (shape.carveout >= 0)
-    cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, shape.carveout);
+      filter_shared_bytes(kFilterThreads, plan.shared_floats, options.lb_keogh_ec);
   if (shared > 48 * 1024)
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    cudaFuncSetAttribute(fused_filter_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(shared));
   const dim3 grid(static_cast<unsigned>(plan.group_count), static_cast<unsigned>(rows.dim_stride));
-  kernel<<<grid, shape.threads, shared, stream>>>(batch, library, rows, plan, options, candidates,
-                                                  stats);
+  fused_filter_kernel<<<grid, kFilterThreads, shared, stream>>>(batch, library, rows, plan, options,
+                                                                candidates, stats);
 }
 
 void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& library,
@@ -1351,16 +1287,9 @@ void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& lib
                                   bool early_abandon, AppendBuffer<RawMatch> matches,
                                   DeviceStats* stats, cudaStream_t stream) {
   if (count == 0) return;
-  // One alignment per thread, or per warp: GW_CUDA_DTW=thread|warp forces one
-  // (measurements), otherwise the crossover below picks (docs/gpu.md).
-  static const int forced = [] {
-    const char* v = std::getenv("GW_CUDA_DTW");
-    if (v == nullptr) return 0;
-    return std::string(v) == "warp" ? 2 : std::string(v) == "thread" ? 1 : 0;
-  }();
-  const bool per_warp = forced == 2 || (forced == 0 && band > kMaxRegisterBand &&
-                                        count < kWarpDtwMaxCandidates);
-  if (per_warp) {
+  // One alignment per warp for wide bands with few candidates, else one per
+  // thread: the measured crossover (kWarpDtwMaxCandidates, docs/gpu.md).
+  if (band > kMaxRegisterBand && count < kWarpDtwMaxCandidates) {
     const unsigned blocks = static_cast<unsigned>((count + kWarps - 1) / kWarps);
     const std::size_t shared = static_cast<std::size_t>(kWarps) * (2 * band + 2) * sizeof(float);
     if (shared > 48 * 1024)
@@ -1370,12 +1299,9 @@ void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& lib
         batch, library, candidates, count, band, early_abandon, matches, stats);
     return;
   }
-  // A/B switches (docs/gpu.md): GW_CUDA_DTW_TAIL=0 abandons on the row
-  // minimum alone; GW_CUDA_DTW_PER_LANE fixes the candidates a warp owns per
-  // lane (1: no refill, one alignment per thread; the GPU tests run again
-  // with 4, so their small batches exercise the refill).
-  static const bool tail_bound = env_int("GW_CUDA_DTW_TAIL", 1) != 0;
-  static const int forced_per_lane = env_int("GW_CUDA_DTW_PER_LANE", 0);
+  // Diagnostics::cuda_dtw_candidates_per_lane fixes the candidates a warp
+  // owns per lane, so that the GPU tests' small batches exercise the refill.
+  const int forced_per_lane = diagnostics().cuda_dtw_candidates_per_lane;
   int device = 0, sms = 1;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -1387,7 +1313,7 @@ void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& lib
   if (band > kMaxRegisterBand) {
     const unsigned blocks = static_cast<unsigned>((count + kThreads - 1) / kThreads);
     dtw_candidates_general_kernel<<<blocks, kThreads, 0, stream>>>(
-        batch, library, candidates, count, band, early_abandon, tail_bound, matches, stats);
+        batch, library, candidates, count, band, early_abandon, matches, stats);
     return;
   }
   const unsigned long long per_block = static_cast<unsigned long long>(kThreads) * per_lane;
@@ -1395,7 +1321,7 @@ void launch_window_dtw_candidates(const BatchView& batch, const LibraryView& lib
   dispatch_band(band, [&](auto w) {
     if constexpr (decltype(w)::value > 0)
       dtw_candidates_kernel<decltype(w)::value><<<blocks, kThreads, 0, stream>>>(
-          batch, library, candidates, count, per_lane, early_abandon, tail_bound, matches, stats);
+          batch, library, candidates, count, per_lane, early_abandon, matches, stats);
   });
 }
 

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <functional>
 #include <future>
 #include <limits>
 #include <unordered_set>
 
+#include "common/diagnostics.h"
 #include "common/error.h"
 #include "common/thread_name.h"
 #include "common/worker_pool.h"
@@ -20,8 +20,8 @@ Engine::Engine(const config::Config& config, std::unique_ptr<kernels::SearchBack
     : backend_(std::move(backend)) {
   if (!backend_) throw Error("engine: no search backend");
   backend_name_ = backend_->name();
-  if (const char* path = std::getenv("GW_ENGINE_BATCH_LOG"))
-    batch_log_.reset(std::fopen(path, "a"));
+  if (const std::string& path = diagnostics().engine_batch_log; !path.empty())
+    batch_log_.reset(std::fopen(path.c_str(), "a"));
   reconfigure(config);
 }
 
@@ -324,12 +324,7 @@ void Engine::on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char
   accepted.assign(frames.size(), 0);
   // Below this, waking the pool costs more than the appends (~2 us each).
   // While the CPU backend searches, its own pool has the cores.
-  // GW_ENGINE_POOL_FRAMES=N sets it, for A/B measurements.
-  static const std::size_t kFramesForPool = [] {
-    const char* text = std::getenv("GW_ENGINE_POOL_FRAMES");
-    return text != nullptr ? static_cast<std::size_t>(std::strtoul(text, nullptr, 10))
-                           : std::size_t{32};
-  }();
+  constexpr std::size_t kFramesForPool = 32;
   const bool cpu_search_running = searching_.active && backend_name_.rfind("cpu", 0) == 0;
   if (frames.size() < kFramesForPool || host_pool_->size() == 1 || cpu_search_running) {
     for (std::size_t i = 0; i < frames.size(); ++i)
@@ -435,7 +430,7 @@ bool Engine::plan_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
   // A backend that holds the stream's earlier samples (the CUDA backend's
   // device rings) gets only the new ones: the m - 1 samples of history are
   // ~93 % of a W1 slice (docs/design.md, "Resident history").
-  slice.omitted = use_held_samples_ ? backend_->held_samples(slice) : 0;
+  slice.omitted = backend_->held_samples(slice);
   data_size += slice.data_size();
   searching_.batch.streams.push_back(slice);
   return true;

@@ -14,8 +14,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <future>
 #include <map>
@@ -467,12 +465,6 @@ class Engine {
   std::vector<double> due_view_work_, due_work_, due_oldest_;
   int tick_ms_ = 100;
   int deadline_ms_ = 250;
-  // Slices leave out what the backend holds (held_samples); off with
-  // GW_ENGINE_RESIDENT=0 in the environment, for A/B measurements.
-  const bool use_held_samples_ = [] {
-    const char* v = std::getenv("GW_ENGINE_RESIDENT");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
   EngineCounters counters_;
   FrameObserver frame_observer_;
   // on_frames' scratch: each frame's stream (null: refused), the admitted

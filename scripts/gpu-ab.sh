@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Device-side A/B runs of the window filter (development aid, docs/gpu.md):
+# Device-side A/B runs of the window search (development aid, docs/gpu.md):
 # builds the search bench and GPU tests, runs the GPU tests (unless AB_TESTS=0),
 # then the W1 stage times at ${AB_WEARERS:-10000} wearers for each variant,
 # ${AB_ROUNDS:-2} times interleaved, so variants are compared side by side.
+# A kernel variant is another kernels/ tree (AB_BASE) or, for what the
+# diagnostics switches set (docs/design.md, "Diagnostics"), an environment.
 #   AB_VARIANTS  space-separated "tag:ENV=v,ENV=v,..." (tag alone: defaults), e.g.
-#                "default paa-off:GW_CUDA_PAA=0 block128:GW_CUDA_FILTER_THREADS=128"
+#                "default per-lane-16:GW_CUDA_DTW_PER_LANE=16"
 #   AB_PRUNING   search_bench --pruning (on|kim|kim-eq), default on
 #   AB_BASE      optional folder (relative to the repository root) holding a
 #                reference kernels/ tree: built in a second build folder from

@@ -1,5 +1,5 @@
-# Sourced by the GPU-machine scripts (gpu-run.sh, gpu-ab.sh,
-# gpu-dtw-crossover.sh), from the repository root: unpacks the carried
+# Sourced by the GPU-machine scripts (gpu-run.sh, gpu-ab.sh, ...), from the
+# repository root: unpacks the carried
 # Debian packages (.offline-deps/, docs/gpu.md) once, exports the paths CMake
 # and the binaries need, sets OUT (default ./gpu-out) and BUILD (default
 # /tmp/gw-build, configured for sm_90 on first use) and defines

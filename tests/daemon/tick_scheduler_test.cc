@@ -24,8 +24,6 @@ struct SteppedClock {
   void advance(TickClock::duration d) { t += d; }
 };
 
-TickRules overlapped() { return TickRules{}; }
-
 // The daemon's loop in miniature: an engine whose searches take the times of
 // `searches` in turn (the last one repeats), a phase 2 that is instant, and a
 // reload or a marks change that may be pending (both are a pending
@@ -43,8 +41,8 @@ struct MiniPipeline {
   // Whether every reconfiguration came with no batch searching or waiting.
   bool reconfigured_during_batch = false;
 
-  MiniPipeline(int tick, std::vector<milliseconds> search_times, TickRules rules = overlapped())
-      : schedule(clock.fn(), tick, rules), tick_ms(tick), searches(std::move(search_times)) {}
+  MiniPipeline(int tick, std::vector<milliseconds> search_times)
+      : schedule(clock.fn(), tick), tick_ms(tick), searches(std::move(search_times)) {}
 
   BatchState state() const { return {in_flight, in_flight && clock.t >= search_ends, searched}; }
 
@@ -86,7 +84,7 @@ TEST_CASE("tick scheduler: a search past its tick starts the next batch when it 
           "[tick_scheduler]") {
   SteppedClock clock;
   const auto t0 = clock.t;
-  TickScheduler s(clock.fn(), 100, overlapped());
+  TickScheduler s(clock.fn(), 100);
   CHECK(s.next_tick() == t0 + milliseconds(100));
   CHECK_FALSE(s.batch_due(t0 + milliseconds(99), false));
   REQUIRE(s.batch_due(t0 + milliseconds(100), false));
@@ -109,25 +107,19 @@ TEST_CASE("tick scheduler: a search past its tick starts the next batch when it 
 TEST_CASE("tick scheduler: phase 2 first unless the tick falls inside it", "[tick_scheduler]") {
   SteppedClock clock;
   const auto t0 = clock.t;
-  TickScheduler s(clock.fn(), 100, overlapped());
+  TickScheduler s(clock.fn(), 100);
   // Next tick at t0 + 100; the last phase 2 took 10 ms.
   CHECK(s.after_search(t0 + milliseconds(50), 10.0, false) == AfterSearch::kPhase2First);
   CHECK(s.after_search(t0 + milliseconds(89), 10.0, false) == AfterSearch::kPhase2First);
   CHECK(s.after_search(t0 + milliseconds(90), 10.0, false) == AfterSearch::kNextBatchFirst);
   CHECK(s.after_search(t0 + milliseconds(95), 10.0, false) == AfterSearch::kNextBatchFirst);
-
-  TickRules phase2_first;
-  phase2_first.next_search_first = false;
-  TickScheduler plain(clock.fn(), 100, phase2_first);
-  CHECK(plain.after_search(t0 + milliseconds(150), 10.0, false) == AfterSearch::kPhase2First);
 }
 
-TEST_CASE("tick scheduler: waits at the tick only when asked, or for a hung search",
-          "[tick_scheduler]") {
+TEST_CASE("tick scheduler: waits for a hung search only", "[tick_scheduler]") {
   SteppedClock clock;
   const auto t0 = clock.t;
   const BatchState searching{true, false, false};
-  TickScheduler s(clock.fn(), 20, overlapped());
+  TickScheduler s(clock.fn(), 20);
   s.on_batch_started(t0, 20);  // the search's batch started at t0; next tick t0 + 40
   CHECK(s.search_end(t0 + milliseconds(30), searching, 20) == SearchEnd::kKeepRunning);
   // A hung search: kHungSearchTicks ticks of at least 100 ms since its batch started.
@@ -137,37 +129,22 @@ TEST_CASE("tick scheduler: waits at the tick only when asked, or for a hung sear
   CHECK(s.search_end(t0 + milliseconds(10000), searching, 200) == SearchEnd::kHung);
   // Nothing in flight: nothing to end.
   CHECK(s.search_end(t0 + milliseconds(10000), BatchState{}, 200) == SearchEnd::kKeepRunning);
-
-  TickRules waits;
-  waits.wait_at_tick = true;
-  TickScheduler w(clock.fn(), 20, waits);
-  w.on_batch_started(t0 + milliseconds(20), 20);  // next tick t0 + 40
-  CHECK(w.search_end(t0 + milliseconds(39), searching, 20) == SearchEnd::kKeepRunning);
-  CHECK(w.search_end(t0 + milliseconds(40), searching, 20) == SearchEnd::kTickWaits);
 }
 
 TEST_CASE("tick scheduler: how long a turn waits for frames", "[tick_scheduler]") {
   SteppedClock clock;
   const auto t0 = clock.t;
-  TickScheduler s(clock.fn(), 100, overlapped());
+  TickScheduler s(clock.fn(), 100);
   CHECK(s.frame_wait(t0, false) == milliseconds(50));
   CHECK(s.frame_wait(t0, true) == milliseconds(1));
   CHECK(s.frame_wait(t0 + milliseconds(80), false) == milliseconds(20));
   CHECK(s.frame_wait(t0 + milliseconds(100), false) == milliseconds(0));
 }
 
-TEST_CASE("tick scheduler: serial batches finish at their tick", "[tick_scheduler]") {
-  SteppedClock clock;
-  TickRules serial;
-  serial.overlap_search = false;
-  serial.next_search_first = false;
-  TickScheduler s(clock.fn(), 100, serial);
-  CHECK(s.search_launch() == std::launch::deferred);
-  CHECK(s.finish_at_start(true));
-  TickScheduler o(clock.fn(), 100, overlapped());
-  CHECK(o.search_launch() == std::launch::async);
-  CHECK_FALSE(o.finish_at_start(true));
-  CHECK(o.finish_at_start(false));  // nothing to search: finished at once
+TEST_CASE("tick scheduler: a batch with nothing to search is finished at its start",
+          "[tick_scheduler]") {
+  CHECK(TickScheduler::finish_at_start(false));
+  CHECK_FALSE(TickScheduler::finish_at_start(true));
 }
 
 TEST_CASE("tick scheduler: a tick during a search is deferred, not caught up",
@@ -191,7 +168,7 @@ TEST_CASE("tick scheduler: a tick during a search is deferred, not caught up",
   // The ticks fell behind: the next one is a tick after the late start.
   SteppedClock clock;
   const auto t0 = clock.t;
-  TickScheduler s(clock.fn(), 100, overlapped());
+  TickScheduler s(clock.fn(), 100);
   s.on_batch_started(t0 + milliseconds(450), 100);
   CHECK(s.next_tick() == t0 + milliseconds(550));
 }
@@ -199,7 +176,7 @@ TEST_CASE("tick scheduler: a tick during a search is deferred, not caught up",
 TEST_CASE("tick scheduler: slot steps while a search runs or the tick is far", "[tick_scheduler]") {
   SteppedClock clock;
   const auto t0 = clock.t;
-  TickScheduler s(clock.fn(), 100, overlapped());
+  TickScheduler s(clock.fn(), 100);
   // Nothing due before a phase 2.
   CHECK_FALSE(s.slot_step_due(true));
   s.on_phase2_started();
@@ -231,7 +208,7 @@ TEST_CASE("tick scheduler: slot steps while a search runs or the tick is far", "
 
 TEST_CASE("tick scheduler: slot seconds wait a second at most", "[tick_scheduler]") {
   SteppedClock clock;
-  TickScheduler s(clock.fn(), 100, overlapped());
+  TickScheduler s(clock.fn(), 100);
   s.on_phase2_started();
   const auto due_since = clock.t;
   s.on_phase2_done();
@@ -256,7 +233,7 @@ TEST_CASE("tick scheduler: a reload is applied between batches, before the next 
 
   SteppedClock clock;
   const auto t0 = clock.t;
-  TickScheduler s(clock.fn(), 100, overlapped());
+  TickScheduler s(clock.fn(), 100);
   // A search that ends past its tick would start the next batch first; with
   // a reload pending the phase 2 goes first, so that the next batch starts
   // with no batch waiting and applies it.
