@@ -2,6 +2,8 @@
 // search workers and the engine's per-stream host work (pipeline/engine.cc).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -41,6 +43,27 @@ class WorkerPool {
   // per-bunch run paid every time; docs/benchmarks.md). If a call throws,
   // the first exception is rethrown here after all calls returned.
   void run(const std::function<void(int)>& task);
+
+  // Calls fn(begin, end) over [0, n) in consecutive ranges of at most
+  // `chunk` items, each range once, claimed by whichever workers run (see
+  // run()); in order within a worker, in no order across workers. n <= chunk
+  // runs inline on the caller. Blocks until every range is done.
+  template <typename Fn>
+  void for_ranges(std::size_t n, std::size_t chunk, Fn&& fn) {
+    if (chunk == 0) chunk = 1;
+    if (n <= chunk) {
+      if (n > 0) fn(std::size_t{0}, n);
+      return;
+    }
+    std::atomic<std::size_t> next{0};
+    run([&](int) {
+      for (;;) {
+        const std::size_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
+        if (begin >= n) return;
+        fn(begin, std::min(n, begin + chunk));
+      }
+    });
+  }
 
  private:
   void helper_loop(int worker);

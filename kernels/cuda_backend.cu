@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
-#include <thread>
 #include <map>
 #include <numeric>
 #include <string>
@@ -22,6 +21,7 @@
 
 #include "common/diagnostics.h"
 #include "common/error.h"
+#include "common/worker_pool.h"
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_kernels.h"
 #include "kernels/cuda_memory.h"
@@ -65,25 +65,6 @@ struct BandGroup {
   DeviceBuffer<RowPair> row_pairs;
   RowPairsView rows;
 };
-
-// Runs fn(begin, end) over [0, n) split across the host's cores; small n
-// runs inline (a thread start costs more than the work).
-template <typename Fn>
-void parallel_ranges(std::size_t n, std::size_t min_per_thread, Fn&& fn) {
-  const std::size_t threads = std::min<std::size_t>(
-      std::max(1u, std::thread::hardware_concurrency()), (n + min_per_thread - 1) / min_per_thread);
-  if (threads <= 1) {
-    fn(std::size_t{0}, n);
-    return;
-  }
-  std::vector<std::thread> workers;
-  const std::size_t step = (n + threads - 1) / threads;
-  for (std::size_t t = 0; t < threads; ++t) {
-    const std::size_t begin = t * step, end = std::min(n, begin + step);
-    if (begin < end) workers.emplace_back([&fn, begin, end] { fn(begin, end); });
-  }
-  for (auto& w : workers) w.join();
-}
 
 // With Diagnostics::cuda_stage_times (GW_CUDA_STAGE_TIMES), each search()
 // prints how long its stages took (stderr, one JSON line); the stream is
@@ -713,7 +694,7 @@ class CudaBackend final : public SearchBackend {
           "matches");
     check(cudaStreamSynchronize(stream_.get()), "download matches");
     out.resize(kept);
-    parallel_ranges(kept, 1 << 16, [&](std::size_t begin, std::size_t end) {
+    host_pool_.for_ranges(kept, 1 << 16, [&](std::size_t begin, std::size_t end) {
       std::memcpy(out.data() + begin, host + begin, (end - begin) * sizeof(Match));
     });
   }
@@ -803,7 +784,7 @@ class CudaBackend final : public SearchBackend {
     slot.device_size = n_device;
     float* staging = slot.staging.reserve(std::max<std::size_t>(n_upload, 1));
     const std::vector<SliceUpload>& uploads = slot.uploads;
-    parallel_ranges(batch.streams.size(), 256, [&](std::size_t begin, std::size_t end) {
+    host_pool_.for_ranges(batch.streams.size(), 256, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         const StreamSlice& s = batch.streams[i];
         const int from = uploads[i].from;  // >= s.omitted
@@ -882,6 +863,8 @@ class CudaBackend final : public SearchBackend {
   cuda_memory::OwnedStream stream_;
   // prepare()'s host->device copies, beside the search on stream_.
   cuda_memory::OwnedStream copy_stream_;
+  // The host's cores for copies into and out of pinned staging memory.
+  WorkerPool host_pool_{worker_count(0), "gw-cuda-host"};
   std::shared_ptr<const PatternLibrary> library_;
   std::vector<PairView> host_pairs_;
   std::vector<BandGroup> groups_;

@@ -64,3 +64,21 @@ TEST_CASE("WorkerPool: an exception in the task reaches the caller and the pool 
   });
   CHECK(sum.load() == 4950);
 }
+
+TEST_CASE("WorkerPool::for_ranges covers every index once in ranges of at most chunk", "[pool]") {
+  WorkerPool pool(4, "gw-test");
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{64},
+                              std::size_t{1000}, std::size_t{4097}}) {
+    for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, std::size_t{64}}) {
+      std::vector<std::atomic<int>> seen(n);
+      std::atomic<bool> too_long{false};
+      pool.for_ranges(n, chunk, [&](std::size_t begin, std::size_t end) {
+        if (end <= begin || end - begin > chunk) too_long = true;
+        for (std::size_t i = begin; i < end; ++i) seen[i].fetch_add(1);
+      });
+      INFO("n " << n << " chunk " << chunk);
+      CHECK_FALSE(too_long.load());
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(seen[i].load() == 1);
+    }
+  }
+}
