@@ -38,9 +38,9 @@ class WorkerPool {
   // [1, size())), and blocks until every call has returned. A helper that
   // wakes later does not call it: the task must hand out its work as the
   // workers ask for it (an atomic counter), so that whoever runs it finishes
-  // all of it. The caller never waits for helpers to wake up (in a virtual
-  // machine waking an idle vCPU took ~0.1-1 ms, which a per-batch or
-  // per-bunch run paid every time; docs/benchmarks.md). If a call throws,
+  // all of it. The caller never waits for helpers to wake up (waking an idle
+  // vCPU of a virtual machine is slow enough that a per-batch run paying it
+  // would show; docs/benchmarks.md). If a call throws,
   // the first exception is rethrown here after all calls returned.
   void run(const std::function<void(int)>& task);
 

@@ -560,8 +560,8 @@ class Daemon {
       pipeline_seconds_.batch += seconds_between(started, Clock::now());
     };
     // The wearer-seconds completed by the frames taken so far go to the
-    // slot index after each batch. At 10,000 W1 wearers the seconds of all
-    // wearers complete in the same tick (~10,000 to classify and insert), so
+    // slot index after each batch. With many wearers the seconds of all
+    // wearers complete in the same tick (one to classify and insert each), so
     // they go in steps (TickScheduler::slot_step_due says when): they are on
     // neither an alert's way nor the next batch's, and a step is short enough
     // not to hold a search's end for long (docs/design.md, "Pipelined
@@ -592,9 +592,8 @@ class Daemon {
       auto alerts = p.jobs.admit(p.engine, std::move(batch));
       const auto admitted = Clock::now();
       // The alerts go to the writer first: the rest of the tick's bookkeeping
-      // (their log lines, ~1 µs each and ~1,700 per batch at 10,000 W1
-      // wearers; the counters' snapshot for /metrics, ~1,000 values) is not
-      // on their way to the subscribers.
+      // (their log lines, one per alert; the counters' snapshot for
+      // /metrics) is not on their way to the subscribers.
       logged_alerts.clear();
       const bool log_alerts = spdlog::should_log(spdlog::level::info);
       for (const auto& alert : alerts) {
@@ -643,7 +642,7 @@ class Daemon {
     // and appended on the engine's pool.
     constexpr std::size_t kFramesPerTurn = 1024;
     // At a tick, up to this many (a bound, so that a flooded queue cannot
-    // hold the tick for long: ~2 µs a frame).
+    // hold the tick for long).
     constexpr std::size_t kFramesAtTick = 16 * kFramesPerTurn;
     std::vector<ReceivedFrame> arrived;
     std::vector<pipeline::Engine::ArrivedFrame> arrived_refs;
@@ -661,8 +660,8 @@ class Daemon {
       pipeline_seconds_.frames_engine += seconds_between(engine_start, Clock::now());
     };
     // A tick's batch takes every frame queued by then: they arrived before
-    // it, while this thread was busy (a phase 2 and the alerts out take ~30
-    // ms at 10,000 W1 wearers), and without this their samples would wait
+    // it, while this thread was busy (a phase 2 and the alerts out take a
+    // good part of a tick at full load), and without this their samples would wait
     // for the next batch.
     auto start_tick = [&](Clock::time_point now) {
       const auto tick_start = Clock::now();

@@ -38,7 +38,7 @@ inline void check(cudaError_t status, const char* what) {
 // Makes `device` current. Host threads that wait for it (a stream or event
 // synchronisation) then block instead of spinning: with one context on a
 // many-core host, CUDA's default spins, and the thread that waits for each
-// ~60 ms window search holds a core the phase 2 workers, the ingest threads
+// window search holds a core the phase 2 workers, the ingest threads
 // and the writer need (docs/gpu.md). The flag is the device's, for the whole
 // process: every open sets it again (all of gaitwatch's CUDA code wants the
 // same), and with CUDA 12 and later this also applies to a device already in

@@ -84,8 +84,8 @@ void SearchBatch::add_slice(std::uint32_t profile, int dims, const float* sample
 void transpose_to_dim_major(const float* sample_major, int length, int dims, float* dim_major) {
   // Dim-major, so that every (pattern dim, stream dim) search reads one
   // contiguous series. In tiles of kTile samples x kTile dims, so that the
-  // reads and the strided writes of a tile stay in cache (a W1 slice is
-  // ~110 KB; this is most of the engine's batch assembly, docs/benchmarks.md).
+  // reads and the strided writes of a tile stay in cache (this is most of
+  // the engine's batch assembly, docs/benchmarks.md).
   constexpr int kTile = 16;
   for (int s0 = 0; s0 < length; s0 += kTile) {
     const int s1 = std::min(length, s0 + kTile);

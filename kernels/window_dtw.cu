@@ -281,7 +281,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kFilterGroupFloatsPerThread = 16;
 // Filter block size (window ends per group). Larger blocks share each pair
 // record's trip from L2 among more warps but wait longer for their slowest
-// warp; of 32, 128, 256 and 512, 256 measured best on the H100 (docs/gpu.md).
+// warp; docs/gpu.md has the sizes compared on the H100.
 constexpr int kFilterThreads = 256;
 // Resident filter threads per SM the register budget is sized for (64
 // registers each): the filter is latency-bound, so warps beat registers.
@@ -449,8 +449,8 @@ __device__ __forceinline__ float paa_bound(const RowPair& rpair, const float* pa
 // the list, where neighbouring entries mostly share a pair (broadcast reads of
 // the query). Survivors go to `out` for the DTW kernel.
 // The PAA bound is the first list pass (lanes compacted, the window's segment
-// means fetched from its owner lane), not a step of the Kim loop, where it
-// ran on the ~1/5 of lanes that Kim left.
+// means fetched from its owner lane), not a step of the Kim loop, where most
+// lanes would idle after Kim.
 __global__ void __launch_bounds__(kFilterThreads, kFilterThreadsPerSm / kFilterThreads)
     fused_filter_kernel(BatchView b, LibraryView lib, RowPairsView rp, FilterPlanView plan,
                         FilterOptions opt, AppendBuffer<Candidate> out, DeviceStats* stats) {
@@ -953,8 +953,8 @@ __global__ void __launch_bounds__(kThreads) dtw_candidates_general_kernel(
 // warp, + 32 * per_lane); after every unrolled block of W rows a lane tests
 // its alignment against the tail bound and, once it has ended (abandoned, or
 // at the last row), takes the warp's next candidate. With one alignment per
-// thread for its whole length a warp ran as long as its slowest lane, and
-// ~1 in 10 candidates runs to the end, so nearly every warp did all m rows.
+// thread for its whole length a warp would run as long as its slowest lane,
+// and few candidates run to the end, so nearly every warp would do all m rows.
 // Checking more often than once per block (lanes starting mid-block with
 // their columns laid out for that phase) abandoned earlier but was slower:
 // each refill waits on its window's first samples (docs/gpu.md).
@@ -1063,11 +1063,10 @@ __global__ void __launch_bounds__(kThreads) dtw_all_kernel(BatchView b, LibraryV
 // one warp per alignment (measured crossover, docs/gpu.md).
 constexpr unsigned long long kWarpDtwMaxCandidates = 4096;
 // Candidates a warp of the register DTW kernel owns, per lane, at most: more
-// shortens the time lanes wait at the end of the warp's share (16: DTW 18.8
-// ms, 32: 18.4 ms at 10k W1 wearers), but a small batch needs the warps to
-// fill the GPU, so the share shrinks until there are kDtwWarpsPerSm warps per
-// SM (four times the ~16 resident at ~118 registers), down to one candidate
-// per lane.
+// shortens the time lanes wait at the end of the warp's share (docs/gpu.md),
+// but a small batch needs the warps to fill the GPU, so the share shrinks
+// until there are kDtwWarpsPerSm warps per SM (a few times the warps resident
+// at the kernel's register count), down to one candidate per lane.
 constexpr int kDtwCandidatesPerLane = 32;
 constexpr int kDtwWarpsPerSm = 64;
 
@@ -1268,8 +1267,8 @@ void launch_window_filter(const BatchView& batch, const LibraryView& library,
   if (plan.group_count == 0 || rows.dim_stride == 0) return;
   // LB_Keogh EC only where it pays: on a band the register DTW takes, a
   // candidate EC would prune costs the DTW (early abandoning on the tail
-  // bound) about what EC costs per entry, and running EC there measured
-  // slower than leaving it off (docs/gpu.md). Wider bands go to the general
+  // bound) about what EC costs per entry, and running EC there was slower
+  // than leaving it off (docs/gpu.md). Wider bands go to the general
   // DTW kernel, which costs more per candidate.
   options.lb_keogh_ec = options.lb_keogh_ec && rows.band > kMaxRegisterBand;
   const std::size_t shared =

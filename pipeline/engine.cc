@@ -322,7 +322,7 @@ bool Engine::on_frame(const sensors::Frame& frame, double arrival_s) {
 
 void Engine::on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char>& accepted) {
   accepted.assign(frames.size(), 0);
-  // Below this, waking the pool costs more than the appends (~2 us each).
+  // Below this, waking the pool costs more than the appends.
   // While the CPU backend searches, its own pool has the cores.
   constexpr std::size_t kFramesForPool = 32;
   const bool cpu_search_running = searching_.active && backend_name_.rfind("cpu", 0) == 0;
@@ -429,7 +429,7 @@ bool Engine::plan_view_slice(Stream& stream, std::uint64_t key, std::size_t v,
   slice.stream_key = view.raw ? key : key | (static_cast<std::uint64_t>(v + 1) << 48);
   // A backend that holds the stream's earlier samples (the CUDA backend's
   // device rings) gets only the new ones: the m - 1 samples of history are
-  // ~93 % of a W1 slice (docs/design.md, "Resident history").
+  // most of a W1 slice (docs/design.md, "Resident history").
   slice.omitted = backend_->held_samples(slice);
   data_size += slice.data_size();
   searching_.batch.streams.push_back(slice);
@@ -550,7 +550,7 @@ void Engine::restore_omitted_samples() {
 
 void Engine::for_each_stream_item(std::size_t count,
                                   const std::function<void(std::size_t, int)>& body) {
-  // Items differ in cost (a W1 slice ~50 us, a quiet one ~1 us), so workers
+  // Items differ in cost (a W1 slice far more than a quiet one), so workers
   // take small chunks in turn; a batch of one chunk stays on this thread.
   constexpr std::size_t kChunk = 8;
   if (count <= kChunk || host_pool_->size() == 1) {

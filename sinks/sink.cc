@@ -363,7 +363,7 @@ struct AlertSink::Impl {
     // the commit binds as it comes, then the published bodies, with the seqs
     // the alerts will get: this writer is the store's only one, so they
     // follow the last seq it committed (checked after the commit; bodies
-    // made for other seqs are made again). At ~1,000 alerts a tick this
+    // made for other seqs are made again). With many alerts a tick this
     // takes the JSON off the way from detection to the subscribers.
     BatchText text(alerts, publisher.has_value());
     const std::uint64_t expected_first = last_seq.load() + 1;

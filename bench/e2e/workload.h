@@ -55,8 +55,8 @@ namespace gw::bench::e2e {
 // offset of 37 * (w / distinct) samples, looping. A frame's samples depend
 // only on (stream, first sample), so each such frame is encoded once, when
 // first sent, and later sends copy it and restamp its header (wearer,
-// sequence, time; sensors::restamp_frame): at 10,000 wearers encoding every
-// frame took the load generator ~4 cores of the 16 it shares with the daemon.
+// sequence, time; sensors::restamp_frame): encoding every frame would take
+// the load generator cores it shares with the daemon (docs/benchmarks.md).
 struct WearerPool {
   int distinct = 0;
   int length = 0;
@@ -131,9 +131,8 @@ inline std::string w1_config(const Options& options, int wearers, const gw::benc
   const std::string hashtable = options.backend == "cpu" ? "cpu" : "auto";
   // A few ticks of every wearer's frames fit the queue; a ring holds the
   // pattern (128) and 12 ticks of frames (deferred ticks), the transforms'
-  // nothing. Not more: a ring's first pass page-faults its memory in (2.5 s
-  // at 256 samples, 10 s at 1,024), which at thousands of wearers cost the
-  // pipeline thread ~4 us per frame (docs/benchmarks.md).
+  // nothing. Not more: a ring's first pass page-faults its memory in, which
+  // at thousands of wearers costs the pipeline thread (docs/benchmarks.md).
   const int queue = std::max(8192, 8 * wearers);
   std::string yaml = fmt::format(
       R"(daemon:
