@@ -236,6 +236,7 @@ __global__ void iota_kernel(unsigned long long* table, unsigned long long words)
 // ------------------------------------------------------------------ host code
 
 using cuda_memory::DeviceBuffer;
+using cuda_memory::OwnedEvent;
 using cuda_memory::OwnedStream;
 using cuda_memory::PinnedBuffer;
 
@@ -262,7 +263,7 @@ class GpuHashTable final : public HashTableBackend {
   explicit GpuHashTable(const HashTableConfig& config) : config_(config) {
     internal::validate_config(config);
     select_device(config.gpu_device);
-    try {
+    {
       // The highest priority the device has: the daemon's dedup and slot
       // tables run small batches while a window search fills every SM, and
       // their blocks should not queue behind all of the search's (each
@@ -272,22 +273,20 @@ class GpuHashTable final : public HashTableBackend {
             "cudaDeviceGetStreamPriorityRange");
       owned_stream_.create(greatest_priority);
       stream_ = owned_stream_.get();
-      for (cudaEvent_t& event : events_) check(cudaEventCreate(&event), "cudaEventCreate");
+      for (OwnedEvent& event : events_) event.create(cudaEventDefault);
       check(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount,
                                    config.gpu_device),
             "cudaDeviceGetAttribute");
       PoolState state;
       internal::reset_state(state, internal::make_geometry(config), config.node_capacity);
       upload_state(state);
-    } catch (...) {
-      release_events();  // the destructor does not run for a throwing constructor
-      throw;
     }
   }
 
-  // The buffers free in the stream's order, then the stream goes (members
-  // are destroyed in reverse order of declaration).
-  ~GpuHashTable() override { release_events(); }
+  // The buffers free in the stream's order, then the events and the stream
+  // go (members are destroyed in reverse order of declaration; those a
+  // throwing constructor had made are destroyed the same way).
+  ~GpuHashTable() override = default;
 
   std::string name() const override { return "cuda"; }
   const HashTableConfig& config() const override { return config_; }
@@ -304,12 +303,12 @@ class GpuHashTable final : public HashTableBackend {
       std::memcpy(staged_ops_.get(), ops, count * sizeof(HashOp));
     }
     const HashTableView table = view();
-    check(cudaEventRecord(events_[0], stream_), "cudaEventRecord");
+    check(cudaEventRecord(events_[0].get(), stream_), "cudaEventRecord");
     if (count > 0)
       check(cudaMemcpyAsync(device_ops_.get(), staged_ops_.get(), count * sizeof(HashOp),
                             cudaMemcpyHostToDevice, stream_),
             "copy operations to the device");
-    check(cudaEventRecord(events_[1], stream_), "cudaEventRecord");
+    check(cudaEventRecord(events_[1].get(), stream_), "cudaEventRecord");
     if (count > 0) {
       const int block = config_.gpu_block_size;
       batch_kernel<<<grid_for(count, block), block, 0, stream_>>>(table, device_ops_.get(),
@@ -319,7 +318,7 @@ class GpuHashTable final : public HashTableBackend {
       reclaim_kernel<<<2 * multiprocessors_, 512, 0, stream_>>>(table);
       check(cudaGetLastError(), "launch reclaim_kernel");
     }
-    check(cudaEventRecord(events_[2], stream_), "cudaEventRecord");
+    check(cudaEventRecord(events_[2].get(), stream_), "cudaEventRecord");
     if (count > 0)
       check(cudaMemcpyAsync(staged_results_.get(), device_results_.get(),
                             count * sizeof(HashResult), cudaMemcpyDeviceToHost, stream_),
@@ -327,7 +326,7 @@ class GpuHashTable final : public HashTableBackend {
     check(cudaMemcpyAsync(staged_counters_.get(), counters_.get(), sizeof(PoolCounters),
                           cudaMemcpyDeviceToHost, stream_),
           "copy counters to the host");
-    check(cudaEventRecord(events_[3], stream_), "cudaEventRecord");
+    check(cudaEventRecord(events_[3].get(), stream_), "cudaEventRecord");
     check(cudaStreamSynchronize(stream_), "batch");
     if (count > 0) std::memcpy(results, staged_results_.get(), count * sizeof(HashResult));
 
@@ -337,9 +336,9 @@ class GpuHashTable final : public HashTableBackend {
                   std::to_string(counters.limbo_overflow) + " retired nodes found limbo full");
     free_count_ = counters.free_count;
     float upload = 0, compute = 0, download = 0;
-    check(cudaEventElapsedTime(&upload, events_[0], events_[1]), "cudaEventElapsedTime");
-    check(cudaEventElapsedTime(&compute, events_[1], events_[2]), "cudaEventElapsedTime");
-    check(cudaEventElapsedTime(&download, events_[2], events_[3]), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&upload, events_[0].get(), events_[1].get()), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&compute, events_[1].get(), events_[2].get()), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&download, events_[2].get(), events_[3].get()), "cudaEventElapsedTime");
     timing_ = BatchTiming{upload, compute, download};
     internal::count_statuses(results, count, status_counters_);
   }
@@ -399,13 +398,6 @@ class GpuHashTable final : public HashTableBackend {
   StatusCounters counters() const override { return status_counters_; }
 
  private:
-  void release_events() {
-    for (cudaEvent_t& event : events_) {
-      if (event) cudaEventDestroy(event);
-      event = nullptr;
-    }
-  }
-
   HashTableView view() const {
     HashTableView table;
     table.geometry = geometry_;
@@ -483,7 +475,7 @@ class GpuHashTable final : public HashTableBackend {
   // Declared before the buffers: they free in its order when destroyed.
   OwnedStream owned_stream_;
   cudaStream_t stream_ = nullptr;  // owned_stream_'s
-  cudaEvent_t events_[4] = {nullptr, nullptr, nullptr, nullptr};
+  OwnedEvent events_[4];
   int multiprocessors_ = 1;
   DeviceBuffer<LinkWord> heads_{owned_stream_};
   DeviceBuffer<HashNode> nodes_{owned_stream_};
@@ -528,11 +520,13 @@ RandomAccessCeiling measure_gpu_random_access(std::uint64_t table_bytes, int dev
   DeviceBuffer<unsigned long long> sink;
   table.reserve(words);
   sink.reserve(1);
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  cudaEvent_t start = nullptr, stop = nullptr;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
+  OwnedStream owned_stream;
+  owned_stream.create(0);
+  const cudaStream_t stream = owned_stream.get();
+  OwnedEvent start_event, stop_event;
+  start_event.create(cudaEventDefault);
+  stop_event.create(cudaEventDefault);
+  const cudaEvent_t start = start_event.get(), stop = stop_event.get();
   const int block = 256;
   const int blocks = properties.multiProcessorCount * 16;  // 4096 threads per SM of work
   const int per_thread = 256;
@@ -559,9 +553,6 @@ RandomAccessCeiling measure_gpu_random_access(std::uint64_t table_bytes, int dev
     random_cas_kernel<<<blocks, block, 0, stream>>>(table.get(), words - 1, per_thread, sink.get());
   });
   check(cudaGetLastError(), "random access kernels");
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaStreamDestroy(stream);
   return ceiling;
 }
 
