@@ -77,24 +77,14 @@ class DeviceMemory {
   // make one atomicAdd for all of them; each takes its own slot of the claim.
   // A claim at or beyond free_count fails (the pool is exhausted).
   __device__ std::uint32_t allocate() {
-    const cg::coalesced_group group = cg::coalesced_threads();
-    unsigned long long first = 0;
-    if (group.thread_rank() == 0)
-      first = atomicAdd(&counters_->taken, static_cast<unsigned long long>(group.size()));
-    first = group.shfl(first, 0);
-    const unsigned long long claim = first + group.thread_rank();
+    const unsigned long long claim = aggregated_claim(&counters_->taken);
     if (claim >= free_count_) return kNullIndex;
     return free_indices_[free_count_ - 1 - claim];
   }
 
   // Warp-aggregated append to the batch's limbo list.
   __device__ void retire(std::uint32_t index) {
-    const cg::coalesced_group group = cg::coalesced_threads();
-    unsigned long long first = 0;
-    if (group.thread_rank() == 0)
-      first = atomicAdd(&counters_->limbo_count, static_cast<unsigned long long>(group.size()));
-    first = group.shfl(first, 0);
-    const unsigned long long slot = first + group.thread_rank();
+    const unsigned long long slot = aggregated_claim(&counters_->limbo_count);
     if (slot < limbo_capacity_) {
       limbo_[slot] = index;
     } else {
@@ -103,6 +93,18 @@ class DeviceMemory {
   }
 
  private:
+  // The calling thread's slot of one atomicAdd on `counter` made for all the
+  // threads of its warp that call this at the same moment (each gets its own,
+  // consecutive by rank within the group).
+  static __device__ unsigned long long aggregated_claim(unsigned long long* counter) {
+    const cg::coalesced_group group = cg::coalesced_threads();
+    unsigned long long first = 0;
+    if (group.thread_rank() == 0)
+      first = atomicAdd(counter, static_cast<unsigned long long>(group.size()));
+    first = group.shfl(first, 0);
+    return first + group.thread_rank();
+  }
+
   HashNode* const nodes_;
   const std::uint32_t* const free_indices_;
   const unsigned long long free_count_;
