@@ -70,6 +70,7 @@
 #include "bench/w1_workload.h"
 #include "common/error.h"
 #include "config/config.h"
+#include "daemon/cli/usage.h"
 #include "daemon/ingest.h"
 #include "daemon/metrics_families.h"
 #include "pipeline/alert.h"
@@ -107,7 +108,7 @@ static_assert(kW1Dims == kW1Channels);
 
 struct Options {
   std::string daemon;
-  std::string backend = "cpu";
+  gw::config::BackendKind backend = gw::config::BackendKind::kCpu;
   int threads = 0;
   std::string wearers;  // explicit list; empty: search
   int start = 0;        // 0: 1 for the CPU backend, 1000 otherwise
@@ -151,7 +152,7 @@ struct Options {
   double overload_s = 60;
   double recover_s = 60;
   double recovered_s = 20;
-  std::string policy = "defer";
+  gw::config::OverloadPolicy policy = gw::config::OverloadPolicy::kDefer;
 };
 
 void progress(const std::string& text) { std::cerr << "e2e_bench: " << text << std::endl; }
@@ -260,7 +261,9 @@ int default_sender_threads(int wearers) {
 // The W1 daemon configuration of one run.
 std::string w1_config(const Options& options, int wearers, const gw::bench::W1PatternSet& set,
                       const fs::path& templates, const fs::path& run_dir, const Ports& ports) {
-  const std::string hashtable = options.backend == "cpu" ? "cpu" : "auto";
+  const gw::config::BackendKind hashtable = options.backend == gw::config::BackendKind::kCpu
+                                                ? gw::config::BackendKind::kCpu
+                                                : gw::config::BackendKind::kAuto;
   // A few ticks of every wearer's frames fit the queue; a ring holds the
   // pattern (128) and 12 ticks of frames (deferred ticks), the transforms'
   // nothing. Not more: a ring's first pass page-faults its memory in (2.5 s
@@ -289,8 +292,8 @@ search:
                                  : options.sender_threads > 0
                                      ? options.sender_threads
                                      : default_sender_threads(wearers)),
-      fmt::arg("backend", options.backend), fmt::arg("threads", options.threads),
-      fmt::arg("tick", options.tick_ms), fmt::arg("policy", options.policy),
+      fmt::arg("backend", gw::config::name(options.backend)), fmt::arg("threads", options.threads),
+      fmt::arg("tick", options.tick_ms), fmt::arg("policy", gw::config::name(options.policy)),
       fmt::arg("deadline", static_cast<int>(kDeadlineMs)));
   yaml += gw::bench::w1_devices_yaml(kDeviceId);
   yaml += gw::bench::w1_patterns_yaml(set.values.size(), templates,
@@ -318,7 +321,8 @@ zones:
 )",
                       fmt::arg("db", (run_dir / "hits.db").string()), fmt::arg("commit", options.commit_ms),
                       fmt::arg("metrics", ports.metrics), fmt::arg("publish", ports.publish),
-                      fmt::arg("control", ports.control), fmt::arg("hashtable", hashtable));
+                      fmt::arg("control", ports.control),
+                      fmt::arg("hashtable", gw::config::name(hashtable)));
   return yaml;
 }
 
@@ -889,7 +893,7 @@ json run_once(const Options& options, int wearers, double duration_s,
   line["wearers"] = wearers;
   line["duration_s"] = duration_s;
   line["warmup_s"] = options.warmup_s;
-  line["backend"] = options.backend;
+  line["backend"] = gw::config::name(options.backend);
   line["tick_ms"] = options.tick_ms;
   line["commit_interval_ms"] = options.commit_ms;
 
@@ -1435,8 +1439,8 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   line["overload_wearers"] = peak;
   line["overload_factor"] = options.overload_factor;
   line["overload_of"] = options.overload_of;
-  line["policy"] = options.policy;
-  line["backend"] = options.backend;
+  line["policy"] = gw::config::name(options.policy);
+  line["backend"] = gw::config::name(options.backend);
   line["tick_ms"] = options.tick_ms;
   line["commit_interval_ms"] = options.commit_ms;
   line["search_threads"] = options.threads;
@@ -1459,7 +1463,7 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   Senders senders(options, pool, capacity, control, start, end, start_unix, run.port(options));
   progress(fmt::format("overload: {} wearers, {} for {} s, then {} ({} policy, {} s in all)",
                        normal, of_sustainable ? std::string("factor x sustainable") : std::to_string(peak),
-                       options.overload_s, normal, options.policy, total_s));
+                       options.overload_s, normal, gw::config::name(options.policy), total_s));
   json phase_lines = json::array();
   auto boundary = start;
   std::uint64_t frames_at = 0;
@@ -1569,7 +1573,8 @@ int run(Options options) {
     options.warmup_s = std::min(options.warmup_s, 5.0);
     options.resolution = std::max(options.resolution, 0.1);
   }
-  if (options.start == 0) options.start = options.backend == "cpu" ? 1 : 1000;
+  if (options.start == 0)
+    options.start = options.backend == gw::config::BackendKind::kCpu ? 1 : 1000;
   const std::string data =
       options.data.empty() ? std::string(GW_DATA_DIR) + "/gaitpdb/GaCo01_01.txt" : options.data;
   const gw::sensors::Recording base = gw::sensors::read_gaitpdb(data);
@@ -1604,7 +1609,7 @@ int run(Options options) {
 
   json summary;
   summary["bench"] = "e2e_summary";
-  summary["backend"] = options.backend;
+  summary["backend"] = gw::config::name(options.backend);
   summary["data"] =
       "synthetic from gaitpdb (sensors/synthetic.h, " + fs::path(data).filename().string() + ")";
   summary["patterns"] = options.patterns;
@@ -1697,8 +1702,8 @@ int main(int argc, char** argv) {
       "W1 wearers through the whole daemon (or --micro: decode and store rates); JSON lines"};
   app.add_option("--daemon", options.daemon,
                  "gaitwatchd binary (default: ../daemon/gaitwatchd next to this)");
-  app.add_option("--backend", options.backend, "search.backend: cpu | cuda | auto")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  gw::cli::add_choice_option<gw::config::BackendKind>(app, "--backend", options.backend,
+                                                      "search.backend (default cpu)");
   app.add_option("--threads", options.threads, "search.threads (CPU backend; 0 = all cores)");
   app.add_option("--wearers", options.wearers,
                  "comma-separated wearer counts, each run for --duration; "
@@ -1783,9 +1788,8 @@ int main(int argc, char** argv) {
                  "--overload: the last part of --recover-s reported as phase \"recovered\" "
                  "(default 20)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--policy", options.policy,
-                 "search.overload_policy: defer | shed | drop_patterns | none (default defer)")
-      ->check(CLI::IsMember({"defer", "shed", "drop_patterns", "none"}));
+  gw::cli::add_choice_option<gw::config::OverloadPolicy>(app, "--policy", options.policy,
+                                                         "search.overload_policy (default defer)");
   CLI11_PARSE(app, argc, argv);
   if (options.overload && options.wearers.empty()) {
     std::cerr << "e2e_bench: --overload needs --wearers N (the normal load)\n";

@@ -89,9 +89,9 @@ std::unique_ptr<pipeline::HistoryRecorder> make_history(const config::Config& co
   options.path = config.history.path;
   options.retention_hours = config.history.retention_hours;
   options.chunk_s = config.history.chunk_s;
-  options.zlib_level = config.history.compression == "zlib" ? 1 : 0;
+  options.zlib_level = config.history.compression == config::HistoryCompression::kZlib ? 1 : 0;
   options.queue_chunks = config.history.queue_chunks;
-  options.overflow = parse_overflow_policy(config.history.queue_overflow);
+  options.overflow = config.history.queue_overflow;
   options.commit_interval_ms = config.history.commit_interval_ms;
   options.config_path = config.source_file;
   return std::make_unique<pipeline::HistoryRecorder>(std::move(options));
@@ -157,7 +157,8 @@ class TableJobs {
                    config_.dedup.bucket_s, config_.dedup.retention_s);
     if (slots_)
       spdlog::info("slots: {} table, {} clock, retention {} s, {} device(s) with status inputs",
-                   slots_->table().name(), config_.slots.clock, config_.slots.retention_s,
+                   slots_->table().name(), config::name(config_.slots.clock),
+                   config_.slots.retention_s,
                    pipeline::slot_sources(config_).size());
   }
 
@@ -225,7 +226,7 @@ class TableJobs {
       const auto& c = slots_->counters();
       const auto& r = recorder_->counters();
       slots.update({{"backend", slots_->table().name()},
-                    {"clock", config_.slots.clock},
+                    {"clock", config::name(config_.slots.clock)},
                     {"samples", r.samples},
                     {"seconds", r.seconds},
                     {"pending_seconds", recorder_->pending_seconds()},
@@ -247,7 +248,7 @@ class TableJobs {
  private:
   config::Config cpu_config() const {
     config::Config cpu = config_;
-    cpu.hashtable.backend = "cpu";
+    cpu.hashtable.backend = config::BackendKind::kCpu;
     return cpu;
   }
 
@@ -272,7 +273,8 @@ class Daemon {
     if (config_.patterns.empty())
       spdlog::warn("{}: patterns: [] - running without detection", config_path_);
     std::string note;
-    auto backend = kernels::make_backend(config_.search.backend, config_.search.threads, &note);
+    auto backend =
+        kernels::make_backend(config::name(config_.search.backend), config_.search.threads, &note);
     spdlog::info("search backend: {}", note);
     pipeline::Engine engine(config_, std::move(backend));
     metrics_board_.set_build_info(build_info_labels(engine.backend_name()));
@@ -312,8 +314,7 @@ class Daemon {
       });
     }
 
-    FrameQueue queue(config_.ingest.queue_capacity,
-                     parse_overflow_policy(config_.ingest.queue_overflow));
+    FrameQueue queue(config_.ingest.queue_capacity, config_.ingest.queue_overflow);
     boost::asio::io_context io;
     Ingest ingest(io, config_, queue);
     spdlog::info("ingest: udp {}:{} tcp {}:{}", config_.ingest.udp.bind, ingest.udp_port(),

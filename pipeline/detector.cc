@@ -204,8 +204,8 @@ CompiledLibrary compile_library(const config::Config& config) {
     kp.length = pc.length;
     kp.band = kernels::band_samples(pc.band, pc.length);
     kp.znorm = pc.znorm;
-    kp.mode =
-        pc.mode == "streaming" ? kernels::SearchMode::kStreaming : kernels::SearchMode::kWindow;
+    kp.mode = pc.mode == config::PatternMode::kStreaming ? kernels::SearchMode::kStreaming
+                                                         : kernels::SearchMode::kWindow;
     kp.threshold = static_cast<float>(pc.threshold);
     kp.max_matches_per_pair = config.search.max_matches_per_pair;
     kp.dim_count = static_cast<int>(dims.size());
@@ -572,7 +572,7 @@ DecisionFeatures decision_features(const CompiledPattern& pattern,
                                    const std::vector<ExampleMatch>& per_example) {
   using config::DecisionFeature;
   const config::PatternConfig& pc = pattern.config;
-  const bool euclidean = pc.measure == "euclidean";
+  const bool euclidean = pc.measure == config::Measure::kEuclidean;
   const double dims = static_cast<double>(pattern.home_channel.size());
   const double scale = dims * (euclidean ? 1.0 : pc.alpha) * pc.threshold;
   // Matched examples, nearest first, as (scaled completed distance, negative).
@@ -633,14 +633,16 @@ Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>&
 
 DecisionSummary summarize_decision(const CompiledPattern& pattern,
                                    const std::vector<ExampleMatch>& per_example) {
-  return summarize_decision(pattern, per_example, pattern.config.measure == "euclidean");
+  return summarize_decision(pattern, per_example,
+                            pattern.config.measure == config::Measure::kEuclidean);
 }
 
 Decision expand_decision(const CompiledPattern& pattern,
                          const std::vector<ExampleMatch>& per_example,
                          const DecisionSummary& summary) {
   const config::PatternConfig& pc = pattern.config;
-  const double unmatched = (pc.measure == "euclidean" ? 1.0 : pc.alpha) * pc.threshold;
+  const double unmatched =
+      (pc.measure == config::Measure::kEuclidean ? 1.0 : pc.alpha) * pc.threshold;
   const auto nearest = [&](int index) {
     if (index >= 0) return per_example[static_cast<std::size_t>(index)];
     ExampleMatch none;
@@ -730,7 +732,7 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
                                  const CompiledPattern& pattern, double sample_rate_hz,
                                  std::vector<Detection>& alerts) {
   const config::PatternConfig& pc = pattern.config;
-  const bool euclidean = pc.measure == "euclidean";
+  const bool euclidean = pc.measure == config::Measure::kEuclidean;
   // A candidate ending at c takes part in the windows (t - span, t] with
   // c <= t < c + span: phase 2 pairs dims up to a pattern length apart; the
   // Euclidean baseline needs them at the same end.
