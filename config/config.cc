@@ -253,6 +253,24 @@ bool NormaliseConfig::operator==(const NormaliseConfig& other) const {
          scale == other.scale;
 }
 
+bool AllowedDevice::operator==(const AllowedDevice& other) const {
+  return wearer == other.wearer && device == other.device && sources == other.sources &&
+         mac_key == other.mac_key;
+}
+
+bool ChannelGroup::operator==(const ChannelGroup& other) const {
+  return name == other.name && first == other.first && last == other.last;
+}
+
+bool StatusChannels::operator==(const StatusChannels& other) const {
+  return accel == other.accel && vertical_axis == other.vertical_axis && gravity == other.gravity &&
+         left_load == other.left_load && right_load == other.right_load;
+}
+
+bool ZoneConfig::operator==(const ZoneConfig& other) const {
+  return name == other.name && id == other.id && sources == other.sources;
+}
+
 bool PatternConfig::has_negatives() const {
   return std::any_of(examples.begin(), examples.end(),
                      [](const PatternExample& e) { return e.negative; });

@@ -151,6 +151,9 @@ struct AllowedDevice {
   std::vector<std::string> sources;   // as written; empty = any sender address
   std::vector<AddressRange> ranges;
   std::string mac_key;                // key file (sensors/frame.h); empty = no MAC required
+  // Equal entries as written (ranges follow from sources).
+  bool operator==(const AllowedDevice& other) const;
+  bool operator!=(const AllowedDevice& other) const { return !(*this == other); }
 };
 
 // The TCP listener with its connection limits.
@@ -190,6 +193,8 @@ struct ChannelGroup {
   std::string name;
   int first = 0;  // inclusive channel indices
   int last = 0;
+  bool operator==(const ChannelGroup& other) const;
+  bool operator!=(const ChannelGroup& other) const { return !(*this == other); }
 };
 
 // What a device contributes to its wearer's per-second status in the
@@ -203,6 +208,8 @@ struct StatusChannels {
   double gravity = 1000;        // 1 g in the accelerometer's unit (mg: 1000, m/s^2: 9.81)
   std::vector<int> left_load;   // summed per sample: the left foot's total load
   std::vector<int> right_load;  // summed per sample: the right foot's total load
+  bool operator==(const StatusChannels& other) const;
+  bool operator!=(const StatusChannels& other) const { return !(*this == other); }
 };
 
 struct DeviceProfile {
@@ -520,6 +527,9 @@ struct ZoneConfig {
   int id = 0;                        // 1.. in list order; 0 is "none"
   std::vector<std::string> sources;  // as written
   std::vector<AddressRange> ranges;  // parsed
+  // Equal zones as written (ranges follow from sources).
+  bool operator==(const ZoneConfig& other) const;
+  bool operator!=(const ZoneConfig& other) const { return !(*this == other); }
 };
 inline constexpr int kMaxZones = 63;
 inline constexpr const char* kNoZoneName = "none";
