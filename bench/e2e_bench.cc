@@ -70,6 +70,7 @@
 #include "bench/w1_workload.h"
 #include "common/error.h"
 #include "config/config.h"
+#include "daemon/cli/usage.h"
 #include "daemon/ingest.h"
 #include "daemon/metrics_families.h"
 #include "sinks/alert.h"
@@ -132,7 +133,7 @@ json run_once(const Options& options, int wearers, double duration_s,
   line["wearers"] = wearers;
   line["duration_s"] = duration_s;
   line["warmup_s"] = options.warmup_s;
-  line["backend"] = options.backend;
+  line["backend"] = gw::config::name(options.backend);
   line["tick_ms"] = options.tick_ms;
   line["commit_interval_ms"] = options.commit_ms;
 
@@ -678,8 +679,8 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   line["overload_wearers"] = peak;
   line["overload_factor"] = options.overload_factor;
   line["overload_of"] = options.overload_of;
-  line["policy"] = options.policy;
-  line["backend"] = options.backend;
+  line["policy"] = gw::config::name(options.policy);
+  line["backend"] = gw::config::name(options.backend);
   line["tick_ms"] = options.tick_ms;
   line["commit_interval_ms"] = options.commit_ms;
   line["search_threads"] = options.threads;
@@ -702,7 +703,7 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   Senders senders(options, pool, capacity, control, start, end, start_unix, run.port(options));
   progress(fmt::format("overload: {} wearers, {} for {} s, then {} ({} policy, {} s in all)",
                        normal, of_sustainable ? std::string("factor x sustainable") : std::to_string(peak),
-                       options.overload_s, normal, options.policy, total_s));
+                       options.overload_s, normal, gw::config::name(options.policy), total_s));
   json phase_lines = json::array();
   auto boundary = start;
   std::uint64_t frames_at = 0;
@@ -812,7 +813,8 @@ int run(Options options) {
     options.warmup_s = std::min(options.warmup_s, 5.0);
     options.resolution = std::max(options.resolution, 0.1);
   }
-  if (options.start == 0) options.start = options.backend == "cpu" ? 1 : 1000;
+  if (options.start == 0)
+    options.start = options.backend == gw::config::BackendKind::kCpu ? 1 : 1000;
   const std::string data =
       options.data.empty() ? std::string(GW_DATA_DIR) + "/gaitpdb/GaCo01_01.txt" : options.data;
   const gw::sensors::Recording base = gw::sensors::read_gaitpdb(data);
@@ -847,7 +849,7 @@ int run(Options options) {
 
   json summary;
   summary["bench"] = "e2e_summary";
-  summary["backend"] = options.backend;
+  summary["backend"] = gw::config::name(options.backend);
   summary["data"] =
       "synthetic from gaitpdb (sensors/synthetic.h, " + fs::path(data).filename().string() + ")";
   summary["patterns"] = options.patterns;
@@ -940,8 +942,8 @@ int main(int argc, char** argv) {
       "W1 wearers through the whole daemon (or --micro: decode and store rates); JSON lines"};
   app.add_option("--daemon", options.daemon,
                  "gaitwatchd binary (default: ../daemon/gaitwatchd next to this)");
-  app.add_option("--backend", options.backend, "search.backend: cpu | cuda | auto")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  gw::cli::add_choice_option<gw::config::BackendKind>(app, "--backend", options.backend,
+                                                      "search.backend (default cpu)");
   app.add_option("--threads", options.threads, "search.threads (CPU backend; 0 = all cores)");
   app.add_option("--wearers", options.wearers,
                  "comma-separated wearer counts, each run for --duration; "
@@ -1026,9 +1028,8 @@ int main(int argc, char** argv) {
                  "--overload: the last part of --recover-s reported as phase \"recovered\" "
                  "(default 20)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--policy", options.policy,
-                 "search.overload_policy: defer | shed | drop_patterns | none (default defer)")
-      ->check(CLI::IsMember({"defer", "shed", "drop_patterns", "none"}));
+  gw::cli::add_choice_option<gw::config::OverloadPolicy>(app, "--policy", options.policy,
+                                                         "search.overload_policy (default defer)");
   CLI11_PARSE(app, argc, argv);
   if (options.overload && options.wearers.empty()) {
     std::cerr << "e2e_bench: --overload needs --wearers N (the normal load)\n";

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "config/config.h"
+#include "daemon/cli/usage.h"
 #include "kernels/search.h"
 #include "history/history_recorder.h"
 #include "history/history_search.h"
@@ -43,17 +44,17 @@ struct Options {
   std::string pattern = "fog_freeze_index";
   int wearers = 4;
   double chunk_s = 10;
-  std::string compression = "zlib";
+  gw::config::HistoryCompression compression = gw::config::HistoryCompression::kZlib;
   int k = 10;
   int threads = 0;
-  std::string backend = "cpu";
+  gw::config::BackendKind backend = gw::config::BackendKind::kCpu;
 };
 
 void search(const Options& o, const gw::pipeline::HistoryStore& store,
             const gw::pipeline::HistoryPattern& pattern, const std::string& label,
             std::uint64_t samples) {
   std::string note;
-  auto backend = gw::kernels::make_backend(o.backend, o.threads, &note);
+  auto backend = gw::kernels::make_backend(gw::config::name(o.backend), o.threads, &note);
   gw::pipeline::HistorySearchRequest request;
   request.k = o.k;
   const auto start = Clock::now();
@@ -99,7 +100,7 @@ int run(Options o) {
   options.path = o.history;
   options.retention_hours = 0;
   options.chunk_s = o.chunk_s;
-  options.zlib_level = o.compression == "zlib" ? 1 : 0;
+  options.zlib_level = o.compression == gw::config::HistoryCompression::kZlib ? 1 : 0;
   options.overflow = gw::OverflowPolicy::kBlock;
   options.config_path = config.source_file;
   std::vector<std::vector<gw::sensors::Frame>> frames;
@@ -125,7 +126,7 @@ int run(Options o) {
   line["channels"] = rec.channels();
   line["rate_hz"] = rec.sample_rate_hz;
   line["chunk_s"] = o.chunk_s;
-  line["compression"] = o.compression;
+  line["compression"] = gw::config::name(o.compression);
   line["samples"] = counters.samples_written;
   line["data_s"] = static_cast<double>(counters.samples_written) / rec.sample_rate_hz;
   line["chunks"] = counters.chunks_written;
@@ -167,11 +168,12 @@ int main(int argc, char** argv) {
   app.add_option("--pattern", o.pattern, "pattern of the config to search for");
   app.add_option("--wearers", o.wearers, "copies of the recording, one per wearer");
   app.add_option("--chunk-s", o.chunk_s, "seconds per chunk");
-  app.add_option("--compression", o.compression, "zlib | none")
-      ->check(CLI::IsMember({"zlib", "none"}));
+  gw::cli::add_choice_option<gw::config::HistoryCompression>(app, "--compression", o.compression,
+                                                             "chunk compression (default zlib)");
   app.add_option("-k", o.k, "results per search");
   app.add_option("--threads", o.threads, "CPU backend threads (0 = all cores)");
-  app.add_option("--backend", o.backend, "cpu | cuda | auto");
+  gw::cli::add_choice_option<gw::config::BackendKind>(app, "--backend", o.backend,
+                                                      "search backend (default cpu)");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

@@ -42,6 +42,8 @@
 #include <vector>
 
 #include "bench/w1_workload.h"
+#include "config/config.h"
+#include "daemon/cli/usage.h"
 #include "kernels/search.h"
 #if defined(GW_HAVE_CUDA_BACKEND)
 #include <cuda_runtime.h>
@@ -59,6 +61,8 @@ using gw::bench::kW1Patterns;
 using gw::bench::random_walk_pattern;
 using gw::bench::random_walks;
 using gw::bench::w1_pairs;
+using gw::config::BackendKind;
+using gw::config::PatternMode;
 using gw::kernels::DimPair;
 using gw::kernels::Pattern;
 using gw::kernels::PatternLibrary;
@@ -97,8 +101,8 @@ struct Options {
   int slice_samples = 0;  // 0: one slice with all new samples per wearer
   std::string data = "random-walk";
   std::uint64_t seed = 1;
-  std::string backend = "cpu";
-  std::string mode = "window";
+  BackendKind backend = BackendKind::kCpu;  // cpu or cuda
+  PatternMode mode = PatternMode::kWindow;
   bool kernel_bound = false;
   int kernel_wearers = 64;
   double kernel_seconds = 1;
@@ -110,7 +114,7 @@ struct Options {
 };
 
 SearchMode search_mode(const Options& options) {
-  return options.mode == "streaming" ? SearchMode::kStreaming : SearchMode::kWindow;
+  return options.mode == PatternMode::kStreaming ? SearchMode::kStreaming : SearchMode::kWindow;
 }
 
 std::shared_ptr<PatternLibrary> make_library(const Options& options, int band, float threshold,
@@ -194,7 +198,7 @@ PruningOptions pruning_options(const std::string& pruning) {
 // A backend and what the JSON lines say about it.
 struct OpenBackend {
   std::unique_ptr<SearchBackend> backend;
-  std::string kind;    // "cpu" or "cuda"
+  BackendKind kind = BackendKind::kCpu;  // cpu or cuda
   std::string device;  // GPU name, or "cpu N threads"
   int threads = 0;     // CPU threads (0 for cuda)
 };
@@ -203,7 +207,7 @@ OpenBackend open_backend(const Options& options, const std::string& pruning_name
   OpenBackend out;
   out.kind = options.backend;
   const PruningOptions pruning = pruning_options(pruning_name);
-  if (options.backend == "cpu") {
+  if (options.backend == BackendKind::kCpu) {
     out.backend = gw::kernels::make_cpu_backend(threads, pruning);
     out.threads = threads;
     out.device = "cpu " + std::to_string(threads) + " threads";
@@ -258,10 +262,10 @@ nlohmann::ordered_json base_line(const char* bench, const Options& options,
   const bool window = search_mode(options) == SearchMode::kWindow;
   nlohmann::ordered_json line;
   line["bench"] = bench;
-  line["backend"] = backend.kind;
+  line["backend"] = gw::config::name(backend.kind);
   line["device"] = backend.device;
   line["backend_name"] = backend.backend->name();
-  line["mode"] = options.mode;
+  line["mode"] = gw::config::name(options.mode);
   line["pruning"] = pruning;
   line["threads"] = backend.threads;
   line["data"] = "random-walk+noise (synthetic)";
@@ -359,7 +363,8 @@ void run_throughput(const Options& options, int band, const std::vector<double>&
 
 // --kernel-bound: the unpruned banded DTW on the GPU against the fp32 bound.
 void run_kernel_bound(const Options& options, int band, double threshold, int threads) {
-  if (options.backend != "cuda") throw std::invalid_argument("--kernel-bound needs --backend cuda");
+  if (options.backend != BackendKind::kCuda)
+    throw std::invalid_argument("--kernel-bound needs --backend cuda");
   if (search_mode(options) != SearchMode::kWindow)
     throw std::invalid_argument("--kernel-bound measures the window-mode DTW kernel");
   // Every lower bound and early abandoning off: every window's DTW runs all
@@ -577,7 +582,7 @@ void run_sweep(const Options& options, int band, double threshold, int threads) 
       const double linear = wearers * kTickSeconds / batch_s;
       line["wearer_seconds_per_s"] = linear;
       line["ms_per_wearer_tick"] = 1e3 * batch_s / wearers;
-      if (mode == SearchMode::kStreaming && backend.kind == "cuda") {
+      if (mode == SearchMode::kStreaming && backend.kind == BackendKind::kCuda) {
         // SPRING state on the GPU: one float and one start index per cell.
         line["streaming_state_bytes"] = static_cast<double>(pairs_per_wearer) * wearers *
                                         options.length * (sizeof(float) + sizeof(long long));
@@ -591,8 +596,8 @@ void run_sweep(const Options& options, int band, double threshold, int threads) 
       // Typically out of device memory: larger counts would fail too.
       nlohmann::ordered_json error;
       error["bench"] = "search_sweep";
-      error["backend"] = options.backend;
-      error["mode"] = options.mode;
+      error["backend"] = gw::config::name(options.backend);
+      error["mode"] = gw::config::name(options.mode);
       error["pruning"] = options.pruning;
       error["wearers"] = wearers;
       error["error"] = e.what();
@@ -627,12 +632,8 @@ int run(const Options& options) {
     std::cerr << "search_bench: --pruning must be on, off, kim or kim-eq\n";
     return 2;
   }
-  if (options.backend != "cpu" && options.backend != "cuda") {
+  if (options.backend == BackendKind::kAuto) {
     std::cerr << "search_bench: --backend must be cpu or cuda\n";
-    return 2;
-  }
-  if (options.mode != "window" && options.mode != "streaming") {
-    std::cerr << "search_bench: --mode must be window or streaming\n";
     return 2;
   }
   if (options.length < 2 || options.dims < 1 || options.wearers < 1 || options.patterns < 1 ||
@@ -682,8 +683,9 @@ int run(const Options& options) {
 int main(int argc, char** argv) {
   Options options;
   CLI::App app{"Throughput of a search backend on a W1-shaped load; prints JSON lines."};
-  app.add_option("--backend", options.backend, "cpu or cuda");
-  app.add_option("--mode", options.mode, "window or streaming (SPRING; no band, no znorm)");
+  gw::cli::add_choice_option<BackendKind>(app, "--backend", options.backend, "cpu or cuda");
+  gw::cli::add_choice_option<PatternMode>(app, "--mode", options.mode,
+                                          "window or streaming (SPRING; no band, no znorm)");
   app.add_option("--wearers", options.wearers, "wearers (one slice each per batch)");
   app.add_option("--seconds", options.seconds,
                  "new data per wearer in seconds at 100 Hz (plus m-1 samples of history)");

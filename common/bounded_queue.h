@@ -24,13 +24,6 @@ namespace gw {
 
 enum class OverflowPolicy { kBlock, kDropOldest, kDropNewest };
 
-inline OverflowPolicy parse_overflow_policy(const std::string& s) {
-  if (s == "block") return OverflowPolicy::kBlock;
-  if (s == "drop_oldest") return OverflowPolicy::kDropOldest;
-  if (s == "drop_newest") return OverflowPolicy::kDropNewest;
-  throw Error("unknown overflow policy '" + s + "' (block, drop_oldest, drop_newest)");
-}
-
 template <typename T>
 class BoundedQueue {
  public:

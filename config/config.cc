@@ -253,6 +253,24 @@ bool NormaliseConfig::operator==(const NormaliseConfig& other) const {
          scale == other.scale;
 }
 
+bool AllowedDevice::operator==(const AllowedDevice& other) const {
+  return wearer == other.wearer && device == other.device && sources == other.sources &&
+         mac_key == other.mac_key;
+}
+
+bool ChannelGroup::operator==(const ChannelGroup& other) const {
+  return name == other.name && first == other.first && last == other.last;
+}
+
+bool StatusChannels::operator==(const StatusChannels& other) const {
+  return accel == other.accel && vertical_axis == other.vertical_axis && gravity == other.gravity &&
+         left_load == other.left_load && right_load == other.right_load;
+}
+
+bool ZoneConfig::operator==(const ZoneConfig& other) const {
+  return name == other.name && id == other.id && sources == other.sources;
+}
+
 bool PatternConfig::has_negatives() const {
   return std::any_of(examples.begin(), examples.end(),
                      [](const PatternExample& e) { return e.negative; });
@@ -594,6 +612,16 @@ bool read_choice(const MapReader& map, const std::string& key,
   return true;
 }
 
+// A choice of Choices<E>: the word is checked (and an issue made) as above,
+// then kept as its enum value.
+template <typename E>
+bool read_choice(const MapReader& map, const std::string& key, E& out) {
+  std::string word;
+  if (!read_choice(map, key, choice_words<E>(), word)) return false;
+  out = *parse_choice<E>(word);
+  return true;
+}
+
 struct LocatedString {
   std::string value;
   int line = 0;
@@ -744,8 +772,7 @@ void read_ingest(const MapReader& root, const std::string& base_dir, IngestConfi
            static_cast<std::int64_t>(sensors::kFrameHeaderBytes + sensors::kFrameCrcBytes + 4),
            static_cast<std::int64_t>(sensors::kMaxFrameBytes), ingest.max_frame_bytes);
   read_int(map, "queue_capacity", 1, 1 << 24, ingest.queue_capacity);
-  read_choice(map, "queue_overflow", {"block", "drop_oldest", "drop_newest"},
-              ingest.queue_overflow);
+  read_choice(map, "queue_overflow", ingest.queue_overflow);
   read_int(map, "ring_capacity_samples", 2, 1 << 24, ingest.ring_capacity_samples);
   read_int(map, "max_streams", 1, 1 << 24, ingest.max_streams);
   read_number(map, "stream_idle_s", at_least(0), ingest.stream_idle_s);
@@ -1031,7 +1058,7 @@ void read_search(const MapReader& root, SearchConfig& search) {
                       {"backend", "threads", "tick_ms", "deadline_ms", "max_matches_per_pair",
                        "overload_policy", "deadline_safety_ms"},
                       root.issues());
-  read_choice(map, "backend", {"auto", "cpu", "cuda"}, search.backend);
+  read_choice(map, "backend", search.backend);
   read_int(map, "threads", 0, 4096, search.threads);
   read_int(map, "tick_ms", 1, 10000, search.tick_ms);
   const bool deadline_given = read_int(map, "deadline_ms", 1, 600000, search.deadline_ms);
@@ -1046,8 +1073,7 @@ void read_search(const MapReader& root, SearchConfig& search) {
     }
   }
   read_int(map, "max_matches_per_pair", 1, 1 << 20, search.max_matches_per_pair);
-  read_choice(map, "overload_policy", {"none", "defer", "shed", "drop_patterns"},
-              search.overload_policy);
+  read_choice(map, "overload_policy", search.overload_policy);
   read_int(map, "deadline_safety_ms", 0, 600000, search.deadline_safety_ms);
 }
 
@@ -1113,10 +1139,9 @@ void read_history(const MapReader& root, const std::string& base_dir, const Stor
     map.add_issue("path", "must differ from storage.path (" + storage.path + ")");
   read_number(map, "retention_hours", at_least(0), history.retention_hours);
   read_number(map, "chunk_s", between(0.1, 600), history.chunk_s);
-  read_choice(map, "compression", {"zlib", "none"}, history.compression);
+  read_choice(map, "compression", history.compression);
   read_int(map, "queue_chunks", 1, 1 << 24, history.queue_chunks);
-  read_choice(map, "queue_overflow", {"block", "drop_oldest", "drop_newest"},
-              history.queue_overflow);
+  read_choice(map, "queue_overflow", history.queue_overflow);
   read_int(map, "commit_interval_ms", 0, 60000, history.commit_interval_ms);
 }
 
@@ -1172,7 +1197,7 @@ void read_control(const MapReader& root, const std::string& base_dir,
 void read_hashtable(const MapReader& root, HashTableSettings& table) {
   const MapReader map(root.value("hashtable"), "hashtable",
                       {"backend", "cpu_threads", "tables", "buckets_per_table"}, root.issues());
-  read_choice(map, "backend", {"auto", "cpu", "cuda"}, table.backend);
+  read_choice(map, "backend", table.backend);
   read_int(map, "cpu_threads", 0, 4096, table.cpu_threads);
   read_int(map, "tables", 1, 4096, table.tables);
   read_int(map, "buckets_per_table", 1, 1 << 24, table.buckets_per_table);
@@ -1207,7 +1232,7 @@ void read_slots(const MapReader& root, SlotsConfig& slots) {
                        "walking_max_std_g", "posture_axis_min_g", "foot_loaded_min"},
                       root.issues());
   read_bool(map, "enabled", slots.enabled);
-  read_choice(map, "clock", {"anchored", "device"}, slots.clock);
+  read_choice(map, "clock", slots.clock);
   read_number(map, "retention_s", above(0), slots.retention_s);
   read_number(map, "max_wait_s", Range{0, 3600, true, false}, slots.max_wait_s);
   read_int(map, "node_capacity", 1, kMaxNodeCapacityKey, slots.node_capacity);
@@ -1748,7 +1773,7 @@ void read_recall_options(const MapReader& map, PatternConfig& pattern) {
   if (read_number(map, "exhaust_band", between(0, 1), pattern.exhaust_band)) {
     if (pattern.exhaust_factor <= 0)
       map.add_issue("exhaust_band", "needs exhaust_factor (search exhausting is off)");
-    else if (pattern.mode != "window" || pattern.measure != "dtw")
+    else if (pattern.mode != PatternMode::kWindow || pattern.measure != Measure::kDtw)
       map.add_issue("exhaust_band", "applies to mode window with measure dtw only");
     else if (pattern.exhaust_band < pattern.band)
       map.add_issue("exhaust_band", "must be >= band (" + format_number(pattern.band) + ")");
@@ -1969,8 +1994,8 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
   const bool length_given =
       read_int(map, "length", kMinPatternLength, kMaxPatternLength, pattern.length);
   const bool length_ok = length_given || !map.has("length");
-  read_choice(map, "measure", {"dtw", "euclidean"}, pattern.measure);
-  const bool euclidean = pattern.measure == "euclidean";
+  read_choice(map, "measure", pattern.measure);
+  const bool euclidean = pattern.measure == Measure::kEuclidean;
   const bool band_given = read_number(map, "band", between(0, 1), pattern.band);
   if (euclidean) {
     // Moazeni's EDT: synchronous windows, i.e. DTW with a band of 0.
@@ -1979,8 +2004,7 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
     pattern.band = 0;
   }
   read_bool(map, "znorm", pattern.znorm);
-  if (read_choice(map, "mode", {"window", "streaming"}, pattern.mode) && euclidean &&
-      pattern.mode != "window")
+  if (read_choice(map, "mode", pattern.mode) && euclidean && pattern.mode != PatternMode::kWindow)
     map.add_issue("mode", "measure euclidean needs mode window");
   if (read_int(map, "nr", 0, 65535, pattern.nr) && pattern.nr > 0) {
     if (euclidean) {

@@ -13,12 +13,106 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
+#include "common/bounded_queue.h"
 #include "common/error.h"
 #include "sensors/frame.h"
 
 namespace gw::config {
+
+// The config's choices among fixed words, parsed once when the file is read
+// (an unknown word is an issue naming its key and the allowed words); code
+// past the config compares enum values, never text.
+enum class PatternMode { kWindow, kStreaming };  // sliding windows | SPRING streaming
+enum class Measure { kDtw, kEuclidean };         // MD-DTW | Moazeni's EDT baseline
+enum class BackendKind { kAuto, kCpu, kCuda };   // search.backend, hashtable.backend
+enum class OverloadPolicy { kNone, kDefer, kShed, kDropPatterns };
+enum class HistoryCompression { kZlib, kNone };
+enum class SlotClock { kAnchored, kDevice };  // jobs/slot_recorder.h says what each means
+// ingest.queue_overflow and history.queue_overflow are gw::OverflowPolicy,
+// the queue's own enum (common/bounded_queue.h).
+
+// Each choice enum's values with the word the file, the logs, JSON output
+// and command-line options use for it. The order is the order an error
+// message lists them in.
+template <typename E>
+struct Choices;
+template <>
+struct Choices<PatternMode> {
+  static constexpr std::pair<PatternMode, const char*> values[] = {
+      {PatternMode::kWindow, "window"}, {PatternMode::kStreaming, "streaming"}};
+};
+template <>
+struct Choices<Measure> {
+  static constexpr std::pair<Measure, const char*> values[] = {{Measure::kDtw, "dtw"},
+                                                               {Measure::kEuclidean, "euclidean"}};
+};
+template <>
+struct Choices<BackendKind> {
+  static constexpr std::pair<BackendKind, const char*> values[] = {
+      {BackendKind::kAuto, "auto"}, {BackendKind::kCpu, "cpu"}, {BackendKind::kCuda, "cuda"}};
+};
+template <>
+struct Choices<OverloadPolicy> {
+  static constexpr std::pair<OverloadPolicy, const char*> values[] = {
+      {OverloadPolicy::kNone, "none"},
+      {OverloadPolicy::kDefer, "defer"},
+      {OverloadPolicy::kShed, "shed"},
+      {OverloadPolicy::kDropPatterns, "drop_patterns"}};
+};
+template <>
+struct Choices<HistoryCompression> {
+  static constexpr std::pair<HistoryCompression, const char*> values[] = {
+      {HistoryCompression::kZlib, "zlib"}, {HistoryCompression::kNone, "none"}};
+};
+template <>
+struct Choices<OverflowPolicy> {
+  static constexpr std::pair<OverflowPolicy, const char*> values[] = {
+      {OverflowPolicy::kBlock, "block"},
+      {OverflowPolicy::kDropOldest, "drop_oldest"},
+      {OverflowPolicy::kDropNewest, "drop_newest"}};
+};
+template <>
+struct Choices<SlotClock> {
+  static constexpr std::pair<SlotClock, const char*> values[] = {
+      {SlotClock::kAnchored, "anchored"}, {SlotClock::kDevice, "device"}};
+};
+
+// The word for a choice (for logs, JSON and --check-config output).
+template <typename E, typename = decltype(Choices<E>::values)>
+const char* name(E value) {
+  for (const auto& [choice, word] : Choices<E>::values)
+    if (choice == value) return word;
+  return "?";
+}
+
+// The choice a word names, as the config file spells it; nullopt for any
+// other word. Command-line options that override a config key parse with it.
+template <typename E>
+std::optional<E> parse_choice(std::string_view word) {
+  for (const auto& [choice, word_of_choice] : Choices<E>::values)
+    if (word == word_of_choice) return choice;
+  return std::nullopt;
+}
+
+// Every word of a choice, in Choices order.
+template <typename E>
+std::vector<std::string> choice_words() {
+  std::vector<std::string> words;
+  for (const auto& [choice, word] : Choices<E>::values) words.emplace_back(word);
+  return words;
+}
+
+// "a | b | c": the words of a choice for messages.
+template <typename E>
+std::string choice_list() {
+  std::string out;
+  for (const std::string& word : choice_words<E>()) out += (out.empty() ? "" : " | ") + word;
+  return out;
+}
 
 struct ConfigIssue {
   std::string path;   // key path, e.g. "patterns[2].threshold"
@@ -57,6 +151,9 @@ struct AllowedDevice {
   std::vector<std::string> sources;   // as written; empty = any sender address
   std::vector<AddressRange> ranges;
   std::string mac_key;                // key file (sensors/frame.h); empty = no MAC required
+  // Equal entries as written (ranges follow from sources).
+  bool operator==(const AllowedDevice& other) const;
+  bool operator!=(const AllowedDevice& other) const { return !(*this == other); }
 };
 
 // The TCP listener with its connection limits.
@@ -73,7 +170,7 @@ struct IngestConfig {
   // daemon's I/O thread, which also serves UDP, metrics and signals.
   int threads = 1;
   std::size_t queue_capacity = 8192;         // decoded frames between ingest and pipeline
-  std::string queue_overflow = "drop_newest"; // block | drop_oldest | drop_newest
+  OverflowPolicy queue_overflow = OverflowPolicy::kDropNewest;
   std::size_t ring_capacity_samples = 8192;   // per stream; must exceed max pattern length + samples per tick
   // Live streams (wearer, device) at the most: a frame that would open one
   // more is dropped and counted (engine streams_refused).
@@ -96,6 +193,8 @@ struct ChannelGroup {
   std::string name;
   int first = 0;  // inclusive channel indices
   int last = 0;
+  bool operator==(const ChannelGroup& other) const;
+  bool operator!=(const ChannelGroup& other) const { return !(*this == other); }
 };
 
 // What a device contributes to its wearer's per-second status in the
@@ -109,6 +208,8 @@ struct StatusChannels {
   double gravity = 1000;        // 1 g in the accelerometer's unit (mg: 1000, m/s^2: 9.81)
   std::vector<int> left_load;   // summed per sample: the left foot's total load
   std::vector<int> right_load;  // summed per sample: the right foot's total load
+  bool operator==(const StatusChannels& other) const;
+  bool operator!=(const StatusChannels& other) const { return !(*this == other); }
 };
 
 struct DeviceProfile {
@@ -271,11 +372,12 @@ struct PatternConfig {
   std::vector<TransformStep> transforms;  // applied in order; empty = raw channels
   int dim_count = 0;                      // pattern dimensions = derived_channels().size()
   int length = 0;                // m
-  std::string measure = "dtw";   // dtw (Moazeni's MD-DTW) | euclidean (Moazeni's EDT baseline: band 0,
-                                 // every dim matched at the same window end, nr 0)
+  Measure measure = Measure::kDtw;  // dtw (Moazeni's MD-DTW) | euclidean (Moazeni's EDT baseline:
+                                    // band 0, every dim matched at the same window end, nr 0)
   double band = 0.1;             // R; r = floor(R * m)
   bool znorm = true;
-  std::string mode = "window";   // window (Moazeni's sliding windows) | streaming (SPRING; no band, no znorm)
+  PatternMode mode = PatternMode::kWindow;  // window (Moazeni's sliding windows) | streaming
+                                            // (SPRING; no band, no znorm)
   int nr = 0;                    // neighbour range: pattern dim on channel c is compared with c-nr..c+nr
   double threshold = 0;          // per-dim DTW distance cutoff
   int min_dims = 1;              // an alert needs at least this many matched dims
@@ -322,7 +424,7 @@ struct PatternConfig {
 };
 
 struct SearchConfig {
-  std::string backend = "auto";  // auto | cpu | cuda
+  BackendKind backend = BackendKind::kAuto;
   int threads = 0;               // CPU backend threads; 0 = all cores
   int tick_ms = 100;
   int deadline_ms = 250;
@@ -331,7 +433,7 @@ struct SearchConfig {
   // none | defer (search the most urgent streams, the rest next tick) |
   // shed (skip the rest's new samples) | drop_patterns (skip the views of
   // lower-severity patterns for this batch).
-  std::string overload_policy = "defer";
+  OverloadPolicy overload_policy = OverloadPolicy::kDefer;
   int deadline_safety_ms = 25;  // kept free for combination, commit and publish
 };
 
@@ -354,9 +456,9 @@ struct HistoryConfig {
   std::string path = "gaitwatch-history.db";
   double retention_hours = 24;                 // 0 = keep forever
   double chunk_s = 10;                         // samples per stored chunk, in seconds
-  std::string compression = "zlib";            // zlib | none
+  HistoryCompression compression = HistoryCompression::kZlib;
   std::size_t queue_chunks = 1024;             // finished chunks waiting for the writer
-  std::string queue_overflow = "drop_newest";  // block | drop_oldest | drop_newest
+  OverflowPolicy queue_overflow = OverflowPolicy::kDropNewest;
   int commit_interval_ms = 1000;
 };
 
@@ -390,7 +492,7 @@ struct ControlConfig {
 
 // Shared by the two hash tables of the daemon (dedup and the slot index).
 struct HashTableSettings {
-  std::string backend = "auto";  // auto | cpu | cuda
+  BackendKind backend = BackendKind::kAuto;
   int cpu_threads = 0;           // CPU table workers; 0 = all cores
   int tables = 16;               // PH n
   int buckets_per_table = 1024;  // m
@@ -405,7 +507,7 @@ struct DedupConfig {
 
 struct SlotsConfig {
   bool enabled = true;
-  std::string clock = "anchored";        // anchored | device (jobs/slot_recorder.h)
+  SlotClock clock = SlotClock::kAnchored;
   double retention_s = 86400;            // wall clock
   double max_wait_s = 2;                 // a wearer-second waits this long for lagging streams
   std::uint64_t node_capacity = 1 << 20; // initial pool; grows on demand
@@ -425,6 +527,9 @@ struct ZoneConfig {
   int id = 0;                        // 1.. in list order; 0 is "none"
   std::vector<std::string> sources;  // as written
   std::vector<AddressRange> ranges;  // parsed
+  // Equal zones as written (ranges follow from sources).
+  bool operator==(const ZoneConfig& other) const;
+  bool operator!=(const ZoneConfig& other) const { return !(*this == other); }
 };
 inline constexpr int kMaxZones = 63;
 inline constexpr const char* kNoZoneName = "none";

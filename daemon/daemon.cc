@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <future>
 #include <memory>
-#include <tuple>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -24,6 +23,7 @@
 #include "common/error.h"
 #include "common/thread_name.h"
 #include "config/config.h"
+#include "config/reload_rules.h"
 #include "daemon/commands.h"
 #include "daemon/control.h"
 #include "daemon/ipc_socket.h"
@@ -54,37 +54,6 @@ double unix_now() {
       .count();
 }
 
-// The restart-only sections of the control interface, the hash tables and
-// the zones, as one comparable value.
-auto control_sections(const config::Config& c) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> zones;
-  for (const auto& z : c.zones) zones.emplace_back(z.name, z.sources);
-  return std::make_tuple(
-      c.control.enabled, c.control.endpoint, c.control.max_jobs, c.control.queue_capacity,
-      c.control.max_request_bytes, c.control.curve_secret_key, c.control.curve_authorized_keys,
-      c.hashtable.backend, c.hashtable.cpu_threads,
-      c.hashtable.tables, c.hashtable.buckets_per_table, c.dedup.enabled, c.dedup.bucket_s,
-      c.dedup.retention_s, c.dedup.node_capacity, c.slots.enabled, c.slots.clock,
-      c.slots.retention_s, c.slots.max_wait_s, c.slots.node_capacity,
-      c.slots.query_chunk_searches, c.slots.still_max_std_g, c.slots.light_max_std_g,
-      c.slots.walking_max_std_g, c.slots.posture_axis_min_g, c.slots.foot_loaded_min, zones);
-}
-
-// ingest.allowed_devices as one comparable value.
-auto allowed_devices(const config::IngestConfig& ingest) {
-  std::vector<std::tuple<std::uint32_t, int, std::vector<std::string>, std::string>> list;
-  for (const auto& d : ingest.allowed_devices)
-    list.emplace_back(d.wearer, d.device ? int{*d.device} : -1, d.sources, d.mac_key);
-  return std::make_pair(ingest.restrict_devices, list);
-}
-
-bool history_differs(const config::HistoryConfig& a, const config::HistoryConfig& b) {
-  return a.enabled != b.enabled || a.path != b.path || a.retention_hours != b.retention_hours ||
-         a.chunk_s != b.chunk_s || a.compression != b.compression ||
-         a.queue_chunks != b.queue_chunks || a.queue_overflow != b.queue_overflow ||
-         a.commit_interval_ms != b.commit_interval_ms;
-}
-
 // The raw-stream history recorder, when history.enabled (throws gw::Error).
 std::unique_ptr<pipeline::HistoryRecorder> make_history(const config::Config& config) {
   if (!config.history.enabled) return nullptr;
@@ -92,53 +61,12 @@ std::unique_ptr<pipeline::HistoryRecorder> make_history(const config::Config& co
   options.path = config.history.path;
   options.retention_hours = config.history.retention_hours;
   options.chunk_s = config.history.chunk_s;
-  options.zlib_level = config.history.compression == "zlib" ? 1 : 0;
+  options.zlib_level = config.history.compression == config::HistoryCompression::kZlib ? 1 : 0;
   options.queue_chunks = config.history.queue_chunks;
-  options.overflow = parse_overflow_policy(config.history.queue_overflow);
+  options.overflow = config.history.queue_overflow;
   options.commit_interval_ms = config.history.commit_interval_ms;
   options.config_path = config.source_file;
   return std::make_unique<pipeline::HistoryRecorder>(std::move(options));
-}
-
-// Sections that only a restart can change: the sockets, the devices the
-// ingest validates against, the store, the control interface and the hash
-// tables.
-bool restart_sections_differ(const config::Config& a, const config::Config& b) {
-  auto listen_eq = [](const config::ListenConfig& x, const config::ListenConfig& y) {
-    return x.bind == y.bind && x.port == y.port;
-  };
-  bool devices_eq = a.devices.size() == b.devices.size();
-  for (std::size_t i = 0; devices_eq && i < a.devices.size(); ++i)
-    devices_eq = a.devices[i].id == b.devices[i].id && a.devices[i].name == b.devices[i].name &&
-                 a.devices[i].kind == b.devices[i].kind &&
-                 a.devices[i].channels == b.devices[i].channels &&
-                 a.devices[i].sample_rate_hz == b.devices[i].sample_rate_hz &&
-                 a.devices[i].status.accel == b.devices[i].status.accel &&
-                 a.devices[i].status.vertical_axis == b.devices[i].status.vertical_axis &&
-                 a.devices[i].status.gravity == b.devices[i].status.gravity &&
-                 a.devices[i].status.left_load == b.devices[i].status.left_load &&
-                 a.devices[i].status.right_load == b.devices[i].status.right_load;
-  return !devices_eq || !listen_eq(a.ingest.udp, b.ingest.udp) ||
-         !listen_eq(a.ingest.tcp, b.ingest.tcp) || a.ingest.threads != b.ingest.threads ||
-         a.ingest.queue_capacity != b.ingest.queue_capacity ||
-         a.ingest.queue_overflow != b.ingest.queue_overflow ||
-         a.ingest.max_frame_bytes != b.ingest.max_frame_bytes ||
-         a.ingest.ring_capacity_samples != b.ingest.ring_capacity_samples ||
-         a.ingest.max_streams != b.ingest.max_streams ||
-         a.ingest.stream_idle_s != b.ingest.stream_idle_s ||
-         a.ingest.stream_stale_s != b.ingest.stream_stale_s ||
-         a.ingest.stream_offline_s != b.ingest.stream_offline_s ||
-         a.ingest.tcp.max_connections != b.ingest.tcp.max_connections ||
-         a.ingest.tcp.idle_timeout_s != b.ingest.tcp.idle_timeout_s ||
-         allowed_devices(a.ingest) != allowed_devices(b.ingest) ||
-         a.storage.path != b.storage.path || history_differs(a.history, b.history) ||
-         a.publish.endpoint != b.publish.endpoint ||
-         a.publish.send_hwm != b.publish.send_hwm ||
-         a.publish.curve_secret_key != b.publish.curve_secret_key ||
-         a.publish.curve_authorized_keys != b.publish.curve_authorized_keys ||
-         a.search.backend != b.search.backend || a.search.threads != b.search.threads ||
-         a.metrics.bind != b.metrics.bind || a.metrics.port != b.metrics.port ||
-         control_sections(a) != control_sections(b);
 }
 
 // The two hash-table jobs of the pipeline thread. A table failure (a CUDA
@@ -160,7 +88,8 @@ class TableJobs {
                    config_.dedup.bucket_s, config_.dedup.retention_s);
     if (slots_)
       spdlog::info("slots: {} table, {} clock, retention {} s, {} device(s) with status inputs",
-                   slots_->table().name(), config_.slots.clock, config_.slots.retention_s,
+                   slots_->table().name(), config::name(config_.slots.clock),
+                   config_.slots.retention_s,
                    pipeline::slot_sources(config_).size());
   }
 
@@ -228,7 +157,7 @@ class TableJobs {
       const auto& c = slots_->counters();
       const auto& r = recorder_->counters();
       slots.update({{"backend", slots_->table().name()},
-                    {"clock", config_.slots.clock},
+                    {"clock", config::name(config_.slots.clock)},
                     {"samples", r.samples},
                     {"seconds", r.seconds},
                     {"pending_seconds", recorder_->pending_seconds()},
@@ -250,7 +179,7 @@ class TableJobs {
  private:
   config::Config cpu_config() const {
     config::Config cpu = config_;
-    cpu.hashtable.backend = "cpu";
+    cpu.hashtable.backend = config::BackendKind::kCpu;
     return cpu;
   }
 
@@ -281,7 +210,8 @@ class Daemon {
     if (config_.patterns.empty())
       spdlog::warn("{}: patterns: [] - running without detection", config_path_);
     std::string note;
-    auto backend = kernels::make_backend(config_.search.backend, config_.search.threads, &note);
+    auto backend =
+        kernels::make_backend(config::name(config_.search.backend), config_.search.threads, &note);
     spdlog::info("search backend: {}", note);
     pipeline::Engine engine(config_, std::move(backend));
     metrics_board_.set_build_info(build_info_labels(engine.backend_name()));
@@ -321,8 +251,7 @@ class Daemon {
       });
     }
 
-    FrameQueue queue(config_.ingest.queue_capacity,
-                     parse_overflow_policy(config_.ingest.queue_overflow));
+    FrameQueue queue(config_.ingest.queue_capacity, config_.ingest.queue_overflow);
     boost::asio::io_context io;
     Ingest ingest(io, config_, queue);
     spdlog::info("ingest: udp {}:{} tcp {}:{}", config_.ingest.udp.bind, ingest.udp_port(),
@@ -455,26 +384,12 @@ class Daemon {
     spdlog::info("SIGHUP: reloading {}", config_path_);
     try {
       config::Config fresh = config::load_config(config_path_);
-      if (restart_sections_differ(fresh, config_))
-        spdlog::warn("reload: ingest, devices, storage, history, publish endpoint and keys, backend, "
-                     "metrics, control, hashtable, dedup, slots and zones changes need a "
-                     "restart; keeping the running values of those");
-      fresh.ingest = config_.ingest;
-      fresh.devices = config_.devices;
-      fresh.storage = config_.storage;
-      fresh.history = config_.history;
-      fresh.publish.endpoint = config_.publish.endpoint;
-      fresh.publish.send_hwm = config_.publish.send_hwm;
-      fresh.publish.curve_secret_key = config_.publish.curve_secret_key;
-      fresh.publish.curve_authorized_keys = config_.publish.curve_authorized_keys;
-      fresh.metrics = config_.metrics;
-      fresh.search.backend = config_.search.backend;
-      fresh.search.threads = config_.search.threads;
-      fresh.control = config_.control;
-      fresh.hashtable = config_.hashtable;
-      fresh.dedup = config_.dedup;
-      fresh.slots = config_.slots;
-      fresh.zones = config_.zones;
+      // config_ is the config the daemon started with: what runs of every
+      // restart-only key (config/reload_rules.h).
+      const std::vector<std::string> kept = config::keep_restart_values(config_, fresh);
+      if (!kept.empty())
+        spdlog::warn("reload: {} need a restart; keeping the running values of those",
+                     fmt::join(kept, ", "));
       std::lock_guard<std::mutex> lock(reload_mu_);
       pending_ = std::move(fresh);
     } catch (const std::exception& e) {

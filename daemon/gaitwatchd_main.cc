@@ -1,6 +1,8 @@
 // gaitwatchd: the detector daemon.
 //   gaitwatchd --config FILE         run until SIGTERM (SIGHUP reloads FILE)
 //   gaitwatchd --check-config FILE   validate FILE; exit 0 when valid, 1 otherwise
+//     [--against RUNNING]            also warn about the keys that differ from the
+//                                    config RUNNING and that a reload would not apply
 // Exit codes: 0 stopped cleanly (also --help, --version), 1 a start-up or
 // runtime error (logged), 2 a usage error (daemon/cli/usage.h).
 #include <iostream>
@@ -8,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "config/config.h"
+#include "config/reload_rules.h"
 #include "daemon/cli/usage.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
@@ -15,10 +18,14 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"gaitwatchd - streaming abnormal-gait detector daemon"};
-  std::string config_path, check_path;
+  std::string config_path, check_path, running_path;
   auto* run_opt = app.add_option("--config", config_path, "run with this config file");
   auto* check_opt = app.add_option("--check-config", check_path, "validate a config file and exit");
   run_opt->excludes(check_opt);
+  app.add_option("--against", running_path,
+                 "with --check-config: the config the daemon runs; warn about the changes from "
+                 "it that a reload (SIGHUP) keeps at their running values")
+      ->needs(check_opt);
   app.set_version_flag("--version", "gaitwatchd 0.1.0");
   if (const auto code = gw::cli::parse_command_line(app, argc, argv)) return *code;
   if (config_path.empty() && check_path.empty()) {
@@ -35,6 +42,12 @@ int main(int argc, char** argv) {
       if (!issues.empty()) throw gw::config::ConfigError(check_path, std::move(issues));
       if (config.patterns.empty())
         std::cerr << check_path << ": warning: patterns: [] - this config detects nothing\n";
+      if (!running_path.empty()) {
+        const auto running = gw::config::load_config(running_path);
+        for (const std::string& key : gw::config::restart_only_differences(running, config))
+          std::cerr << check_path << ": warning: " << key << ": differs from " << running_path
+                    << " and needs a restart; a reload keeps the running value\n";
+      }
       std::cout << check_path << ": ok (" << config.devices.size() << " devices, "
                 << config.patterns.size() << " patterns)\n";
       return 0;

@@ -115,7 +115,8 @@ class Ingest {
   };
   // By wearer << 17 | device, and wearer << 17 | 0x10000 for every device.
   std::unordered_map<std::uint64_t, Allowed> allowed_;
-  // slots.* and devices are restart-only, so these stay the recorder's.
+  // slots.* and devices[].status are restart-only (config/reload_rules.h), so
+  // these stay the recorder's.
   std::map<std::uint16_t, pipeline::SlotSources> slot_sources_;  // empty: slots off
 
   boost::asio::io_context& io_;

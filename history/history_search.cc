@@ -19,8 +19,8 @@ constexpr double kSampleSlack = 1e-6;
 constexpr int kFirstSliceWindows = 4;
 
 HistoryPattern compile_single(const config::Config& config, const config::PatternConfig& pc) {
-  if (pc.mode != "window")
-    throw Error("pattern '" + pc.name + "' runs in " + pc.mode +
+  if (pc.mode != config::PatternMode::kWindow)
+    throw Error("pattern '" + pc.name + "' runs in " + config::name(pc.mode) +
                 " mode; the history search needs a window-mode pattern");
   const config::DeviceProfile* device = config.device_by_name(pc.device);
   if (!device) throw Error("pattern '" + pc.name + "': unknown device '" + pc.device + "'");

@@ -24,7 +24,7 @@ std::unique_ptr<AlertDeduplicator> make_alert_deduplicator(const config::Config&
   options.bucket_s = cfg.dedup.bucket_s;
   options.retention_s = cfg.dedup.retention_s;
   return std::make_unique<AlertDeduplicator>(
-      kernels::hashtable::make_hash_table_backend(cfg.hashtable.backend, note,
+      kernels::hashtable::make_hash_table_backend(config::name(cfg.hashtable.backend), note,
                               hash_table_config(cfg, cfg.dedup.node_capacity)),
       options);
 }
@@ -40,14 +40,14 @@ std::unique_ptr<SlotIndex> make_slot_index(const config::Config& cfg, std::strin
       matching_status_codes({}).size() * static_cast<std::uint64_t>(kMaxSlotZone + 1);
   options.max_query_searches = std::max(cfg.slots.query_chunk_searches, one_second_everywhere);
   return std::make_unique<SlotIndex>(
-      kernels::hashtable::make_hash_table_backend(cfg.hashtable.backend, note,
+      kernels::hashtable::make_hash_table_backend(config::name(cfg.hashtable.backend), note,
                               hash_table_config(cfg, cfg.slots.node_capacity)),
       options);
 }
 
 SlotRecorderOptions slot_recorder_options(const config::Config& cfg) {
   SlotRecorderOptions options;
-  options.clock = cfg.slots.clock == "device" ? SlotClock::kDevice : SlotClock::kAnchored;
+  options.clock = cfg.slots.clock;
   options.max_wait_s = cfg.slots.max_wait_s;
   options.still_max_std_g = static_cast<float>(cfg.slots.still_max_std_g);
   options.light_max_std_g = static_cast<float>(cfg.slots.light_max_std_g);

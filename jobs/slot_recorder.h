@@ -39,6 +39,7 @@
 #include <map>
 #include <vector>
 
+#include "config/config.h"
 #include "jobs/slot_index.h"
 #include "sensors/frame.h"
 
@@ -55,7 +56,8 @@ struct SlotSources {
   bool empty() const { return accel.empty() && left_load.empty() && right_load.empty(); }
 };
 
-enum class SlotClock { kAnchored, kDevice };
+// The config's `slots.clock` choice, used as it is.
+using SlotClock = config::SlotClock;
 
 struct SlotRecorderOptions {
   SlotClock clock = SlotClock::kAnchored;

@@ -72,7 +72,7 @@ DecisionFeatures decision_features(const CompiledPattern& pattern,
                                    const std::vector<ExampleMatch>& per_example) {
   using config::DecisionFeature;
   const config::PatternConfig& pc = pattern.config;
-  const bool euclidean = pc.measure == "euclidean";
+  const bool euclidean = pc.measure == config::Measure::kEuclidean;
   const double dims = static_cast<double>(pattern.home_channel.size());
   const double scale = dims * (euclidean ? 1.0 : pc.alpha) * pc.threshold;
   // Matched examples, nearest first, as (scaled completed distance, negative).
@@ -133,14 +133,14 @@ Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>&
 
 DecisionSummary summarize_decision(const CompiledPattern& pattern,
                                    const std::vector<ExampleMatch>& per_example) {
-  return summarize_decision(pattern, per_example, pattern.config.measure == "euclidean");
+  return summarize_decision(pattern, per_example, pattern.config.measure == config::Measure::kEuclidean);
 }
 
 Decision expand_decision(const CompiledPattern& pattern,
                          const std::vector<ExampleMatch>& per_example,
                          const DecisionSummary& summary) {
   const config::PatternConfig& pc = pattern.config;
-  const double unmatched = (pc.measure == "euclidean" ? 1.0 : pc.alpha) * pc.threshold;
+  const double unmatched = (pc.measure == config::Measure::kEuclidean ? 1.0 : pc.alpha) * pc.threshold;
   const auto nearest = [&](int index) {
     if (index >= 0) return per_example[static_cast<std::size_t>(index)];
     ExampleMatch none;

@@ -739,11 +739,11 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   const auto clear_pending = [](Stream& stream) {
     for (auto& range : stream.pending) range.first = range.second;
   };
-  const std::string& policy = config_.search.overload_policy;
+  const config::OverloadPolicy policy = config_.search.overload_policy;
   double total_work = 0;
   for (const Due& d : due) total_work += d.work;
   counters_.last_predicted_ms = cost_model_.predict_ms(total_work);
-  if (policy != "none" && cost_model_.ready()) {
+  if (policy != config::OverloadPolicy::kNone && cost_model_.ready()) {
     double oldest = due.front().oldest_arrival;
     for (const Due& d : due) oldest = std::min(oldest, d.oldest_arrival);
     // A batch that is late already still makes one and a half ticks of
@@ -758,7 +758,7 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
         std::max(deadline_ms_ - (batch_start - oldest) * 1000.0 - config_.search.deadline_safety_ms,
                  1.5 * tick_ms_);
     if (counters_.last_predicted_ms > budget_ms) {
-      if (policy == "drop_patterns") {
+      if (policy == config::OverloadPolicy::kDropPatterns) {
         // Lowest-priority views first, never the highest priority present.
         int top = 0;
         for (std::size_t v = 0; v < view_priority_.size(); ++v) top = std::max(top, view_priority_[v]);
@@ -784,7 +784,7 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
           work += due[take++].work;
         counters_.last_predicted_ms = cost_model_.predict_ms(work);
         for (std::size_t i = take; i < due.size(); ++i) {
-          if (policy == "shed") {
+          if (policy == config::OverloadPolicy::kShed) {
             ++counters_.shed_streams;
             counters_.shed_windows += static_cast<std::uint64_t>(due[i].work);
             due[i].stream->state.mark_searched(due[i].stream->state.next_index());

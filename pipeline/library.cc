@@ -205,7 +205,8 @@ CompiledLibrary compile_library(const config::Config& config) {
     kp.band = kernels::band_samples(pc.band, pc.length);
     kp.znorm = pc.znorm;
     kp.mode =
-        pc.mode == "streaming" ? kernels::SearchMode::kStreaming : kernels::SearchMode::kWindow;
+        pc.mode == config::PatternMode::kStreaming ? kernels::SearchMode::kStreaming
+                                                     : kernels::SearchMode::kWindow;
     kp.threshold = static_cast<float>(pc.threshold);
     kp.max_matches_per_pair = config.search.max_matches_per_pair;
     kp.dim_count = static_cast<int>(dims.size());

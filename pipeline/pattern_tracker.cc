@@ -89,7 +89,7 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
                                  const CompiledPattern& pattern, double sample_rate_hz,
                                  std::vector<Detection>& alerts) {
   const config::PatternConfig& pc = pattern.config;
-  const bool euclidean = pc.measure == "euclidean";
+  const bool euclidean = pc.measure == config::Measure::kEuclidean;
   // A candidate ending at c takes part in the windows (t - span, t] with
   // c <= t < c + span: phase 2 pairs dims up to a pattern length apart; the
   // Euclidean baseline needs them at the same end.

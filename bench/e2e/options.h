@@ -71,7 +71,7 @@ static_assert(kW1Dims == kW1Channels);
 
 struct Options {
   std::string daemon;
-  std::string backend = "cpu";
+  gw::config::BackendKind backend = gw::config::BackendKind::kCpu;
   int threads = 0;
   std::string wearers;  // explicit list; empty: search
   int start = 0;        // 0: 1 for the CPU backend, 1000 otherwise
@@ -115,7 +115,7 @@ struct Options {
   double overload_s = 60;
   double recover_s = 60;
   double recovered_s = 20;
-  std::string policy = "defer";
+  gw::config::OverloadPolicy policy = gw::config::OverloadPolicy::kDefer;
 };
 
 inline void progress(const std::string& text) { std::cerr << "e2e_bench: " << text << std::endl; }

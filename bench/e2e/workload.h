@@ -128,7 +128,9 @@ inline int default_sender_threads(int wearers) {
 // The W1 daemon configuration of one run.
 inline std::string w1_config(const Options& options, int wearers, const gw::bench::W1PatternSet& set,
                       const fs::path& templates, const fs::path& run_dir, const Ports& ports) {
-  const std::string hashtable = options.backend == "cpu" ? "cpu" : "auto";
+  const gw::config::BackendKind hashtable = options.backend == gw::config::BackendKind::kCpu
+                                                ? gw::config::BackendKind::kCpu
+                                                : gw::config::BackendKind::kAuto;
   // A few ticks of every wearer's frames fit the queue; a ring holds the
   // pattern (128) and 12 ticks of frames (deferred ticks), the transforms'
   // nothing. Not more: a ring's first pass page-faults its memory in, which
@@ -156,8 +158,8 @@ search:
                                  : options.sender_threads > 0
                                      ? options.sender_threads
                                      : default_sender_threads(wearers)),
-      fmt::arg("backend", options.backend), fmt::arg("threads", options.threads),
-      fmt::arg("tick", options.tick_ms), fmt::arg("policy", options.policy),
+      fmt::arg("backend", gw::config::name(options.backend)), fmt::arg("threads", options.threads),
+      fmt::arg("tick", options.tick_ms), fmt::arg("policy", gw::config::name(options.policy)),
       fmt::arg("deadline", static_cast<int>(kDeadlineMs)));
   yaml += gw::bench::w1_devices_yaml(kDeviceId);
   yaml += gw::bench::w1_patterns_yaml(set.values.size(), templates,
@@ -185,7 +187,8 @@ zones:
 )",
                       fmt::arg("db", (run_dir / "hits.db").string()), fmt::arg("commit", options.commit_ms),
                       fmt::arg("metrics", ports.metrics), fmt::arg("publish", ports.publish),
-                      fmt::arg("control", ports.control), fmt::arg("hashtable", hashtable));
+                      fmt::arg("control", ports.control),
+                      fmt::arg("hashtable", gw::config::name(hashtable)));
   return yaml;
 }
 

@@ -146,7 +146,7 @@ struct OfflineRun {
   std::int64_t start = 0;  // recording sample index of the stream's sample 0
   std::int64_t end = -1;   // exclusive; -1 = the recording's end
   bool int16 = false;      // quantise like replay --int16
-  std::string backend;     // overrides search.backend when set
+  std::optional<config::BackendKind> backend;  // overrides search.backend when set
   bool no_dedup = false;   // skip alert de-duplication (on when dedup.enabled, as in the daemon)
   void add_flags(CLI::App& cmd);
   const config::DeviceProfile& device_of(const config::Config& cfg) const;  // throws gw::Error
@@ -246,7 +246,7 @@ struct SearchFlags {
   bool znorm = false;
   int nr = 0;
   int top = 10;
-  std::string backend = "auto";
+  config::BackendKind backend = config::BackendKind::kAuto;
   int threads = 0;
   double alpha = 1.0;
   bool json = false;

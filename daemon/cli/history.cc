@@ -94,7 +94,7 @@ struct FillOptions {
   int frame_samples = 0;
   bool int16 = false;
   double chunk_s = 10;
-  std::string compression = "zlib";
+  config::HistoryCompression compression = config::HistoryCompression::kZlib;
   double time_offset_s = 0;
 };
 
@@ -120,7 +120,7 @@ int run_fill(const FillOptions& o) {
   options.path = o.history;
   options.retention_hours = 0;  // an offline fill keeps what it writes
   options.chunk_s = o.chunk_s;
-  options.zlib_level = o.compression == "zlib" ? 1 : 0;
+  options.zlib_level = o.compression == config::HistoryCompression::kZlib ? 1 : 0;
   options.overflow = OverflowPolicy::kBlock;  // offline: wait for the writer, lose nothing
   options.commit_interval_ms = 200;
   options.config_path = cfg.source_file;
@@ -371,7 +371,7 @@ int run_history_search(const HistorySearchOptions& h, const SearchFlags& f) {
   if (request.k < 1) throw Error("-k must be >= 1");
 
   std::string note;
-  auto backend = kernels::make_backend(f.backend, f.threads, &note);
+  auto backend = kernels::make_backend(config::name(f.backend), f.threads, &note);
   std::cerr << "backend: " << note << "\n";
   pipeline::HistorySearchResult result;
   {
@@ -409,8 +409,8 @@ void add_history(CLI::App& app, int& exit_code) {
                        "samples per frame (default rate/10)");
   fill_cmd->add_flag("--int16", fill->int16, "quantise like replay --int16");
   fill_cmd->add_option("--chunk-s", fill->chunk_s, "seconds per chunk (default 10)");
-  fill_cmd->add_option("--compression", fill->compression, "zlib | none")
-      ->check(CLI::IsMember({"zlib", "none"}));
+  add_choice_option<config::HistoryCompression>(*fill_cmd, "--compression", fill->compression,
+                                                "chunk compression (default zlib)");
   fill_cmd->add_option("--time-offset", fill->time_offset_s,
                        "add this many seconds to the recording's device times");
   on_run(*fill_cmd, exit_code, [fill] { return run_fill(*fill); });

@@ -42,7 +42,7 @@ void OfflineRun::add_flags(CLI::App& cmd) {
   cmd.add_option("--start", start, "first sample index");
   cmd.add_option("--end", end, "end sample index, exclusive");
   cmd.add_flag("--int16", int16, "quantise like replay --int16");
-  cmd.add_option("--backend", backend, "override search.backend");
+  add_choice_option<config::BackendKind>(cmd, "--backend", backend, "override search.backend");
   cmd.add_flag("--no-dedup", no_dedup,
                "keep repeated detections of one event (the daemon's dedup.enabled: false)");
 }
@@ -58,7 +58,7 @@ const config::DeviceProfile& OfflineRun::device_of(const config::Config& cfg) co
 nlohmann::json OfflineRun::run(
     config::Config cfg, const sensors::Recording& rec,
     const std::function<void(std::vector<pipeline::Alert>)>& on_alerts) const {
-  if (!backend.empty()) cfg.search.backend = backend;
+  if (backend) cfg.search.backend = *backend;
   const config::DeviceProfile& profile = device_of(cfg);
   if (rec.channels() != profile.channels.size())
     throw Error("the recording has " + std::to_string(rec.channels()) + " channels, device '" +
@@ -87,7 +87,8 @@ nlohmann::json OfflineRun::run(
                                               static_cast<std::size_t>(batch_samples) + reach + 1);
   std::string note;
   pipeline::Engine engine(cfg,
-                          kernels::make_backend(cfg.search.backend, cfg.search.threads, &note));
+                          kernels::make_backend(config::name(cfg.search.backend),
+                                                cfg.search.threads, &note));
   // The daemon's de-duplication, so that the same samples give the same
   // published alerts.
   if (no_dedup) cfg.dedup.enabled = false;

@@ -92,7 +92,7 @@ int run(const SearchOptions& o) {
   library->patterns.push_back(pattern);
 
   std::string note;
-  auto backend = kernels::make_backend(o.backend, o.threads, &note);
+  auto backend = kernels::make_backend(config::name(o.backend), o.threads, &note);
   backend->set_library(library);
   kernels::SearchBatch batch;
   batch.add_slice(0, k, data.values.data(), static_cast<int>(data.samples()), 0, m - 1);
@@ -211,8 +211,8 @@ void add_search(CLI::App& app, int& exit_code) {
   cmd->add_flag("--znorm", options->znorm, "z-normalise query and every window");
   cmd->add_option("--nr", options->nr, "compare query dim j with data dims j-nr..j+nr");
   cmd->add_option("-k,--top", options->top, "number of results (default 10)");
-  cmd->add_option("--backend", options->backend, "auto | cpu | cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  add_choice_option<config::BackendKind>(*cmd, "--backend", options->backend,
+                                         "search backend (default auto)");
   cmd->add_option("--threads", options->threads, "CPU backend threads (default all cores)");
   cmd->add_option("--alpha", options->alpha, "weight of a switched dim in the ranking (>= 1)");
   cmd->add_flag("--json", options->json, "one JSON object per match");

@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "config/config.h"
+
 namespace gw::cli {
 
 constexpr int kExitUsage = 2;
@@ -23,6 +25,27 @@ class UsageError : public CLI::ParseError {
   explicit UsageError(std::string message)
       : CLI::ParseError("UsageError", std::move(message), kExitUsage) {}
 };
+
+// An option that takes one of the words of a config choice (config/config.h),
+// parsed by the config's own parser into `target` (an E, or a
+// std::optional<E> for an override that may be absent); any other word is a
+// usage error listing the words, as the config file's error does.
+template <typename E, typename Target>
+CLI::Option* add_choice_option(CLI::App& app, const std::string& name, Target& target,
+                               const std::string& description) {
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&target, name](const std::string& word) {
+            const std::optional<E> choice = config::parse_choice<E>(word);
+            if (!choice)
+              throw CLI::ValidationError(
+                  name, "must be one of " + config::choice_list<E>() + ", got '" + word + "'");
+            target = *choice;
+          },
+          description)
+      ->type_name("{" + config::choice_list<E>() + "}");
+}
 
 // Parses argv, which runs the chosen subcommand's callback. Returns nullopt
 // when parsing succeeded (the program goes on), else the exit code to end

@@ -68,13 +68,6 @@ TEST_CASE("close wakes a blocked consumer and refuses pushes", "[queue]") {
   CHECK_FALSE(q.pop_for(std::chrono::milliseconds(10)));
 }
 
-TEST_CASE("overflow policy names parse and bad names are errors", "[queue]") {
-  CHECK(gw::parse_overflow_policy("block") == OverflowPolicy::kBlock);
-  CHECK(gw::parse_overflow_policy("drop_oldest") == OverflowPolicy::kDropOldest);
-  CHECK(gw::parse_overflow_policy("drop_newest") == OverflowPolicy::kDropNewest);
-  CHECK_THROWS_AS(gw::parse_overflow_policy("spill"), gw::Error);
-}
-
 TEST_CASE("push_all applies each policy item by item and empties its input", "[queue]") {
   BoundedQueue<int> newest(3, OverflowPolicy::kDropNewest);
   std::vector<int> items{1, 2, 3, 4, 5};

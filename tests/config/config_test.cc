@@ -166,7 +166,7 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(config.ingest.udp.port == 7700);
   CHECK(config.ingest.tcp.port == 7701);
   CHECK(config.ingest.max_frame_bytes == 65507);
-  CHECK(config.ingest.queue_overflow == "drop_newest");
+  CHECK(config.ingest.queue_overflow == gw::OverflowPolicy::kDropNewest);
   CHECK(config.ingest.max_streams == 65536);
   CHECK(config.ingest.stream_idle_s == 600);
   CHECK(config.ingest.stream_stale_s == 5);
@@ -174,7 +174,7 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(config.ingest.tcp.max_connections == 1024);
   CHECK(config.ingest.tcp.idle_timeout_s == 120);
   CHECK(config.publish.endpoint == "tcp://127.0.0.1:7710");
-  CHECK(config.search.backend == "auto");
+  CHECK(config.search.backend == gw::config::BackendKind::kAuto);
   CHECK(config.search.tick_ms == 100);
   CHECK(config.search.deadline_ms == 250);
   CHECK(config.search.max_matches_per_pair == 4096);
@@ -234,7 +234,7 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(fog.transforms[1].power_floor == 3000);
   CHECK(fog.dim_count == 3);  // |ankle|, |thigh|, |trunk|
   CHECK(fog.length == 128);
-  CHECK(fog.measure == "dtw");
+  CHECK(fog.measure == gw::config::Measure::kDtw);
   CHECK(fog.band == Approx(0.1));
   CHECK_FALSE(fog.znorm);
   CHECK(fog.nr == 0);
@@ -368,8 +368,8 @@ TEST_CASE("an empty document gives the defaults", "[config]") {
   CHECK(config.history.path == "/base/gaitwatch-history.db");
   CHECK(config.history.retention_hours == 24);
   CHECK(config.history.chunk_s == 10);
-  CHECK(config.history.compression == "zlib");
-  CHECK(config.history.queue_overflow == "drop_newest");
+  CHECK(config.history.compression == gw::config::HistoryCompression::kZlib);
+  CHECK(config.history.queue_overflow == gw::OverflowPolicy::kDropNewest);
 }
 
 TEST_CASE("history keys: ranges, choices, and a file apart from the hit store", "[config]") {
@@ -382,9 +382,9 @@ TEST_CASE("history keys: ranges, choices, and a file apart from the hit store", 
   CHECK(config.history.path == "/base/h.db");
   CHECK(config.history.retention_hours == 0.5);
   CHECK(config.history.chunk_s == 2);
-  CHECK(config.history.compression == "none");
+  CHECK(config.history.compression == gw::config::HistoryCompression::kNone);
   CHECK(config.history.queue_chunks == 16);
-  CHECK(config.history.queue_overflow == "block");
+  CHECK(config.history.queue_overflow == gw::OverflowPolicy::kBlock);
   CHECK(config.history.commit_interval_ms == 0);
 
   require_single_issue(issues_of(yaml({"history:", "  chunk_s: 0"})), "history.chunk_s", 2,
@@ -1115,6 +1115,12 @@ TEST_CASE("the Euclidean baseline allows no band, no neighbours and no streaming
                                                "    template: patterns/fog_ankle_S02R01_ep1.csv"}),
                                  "test.yaml", kConfigDir);
   CHECK(ok.patterns.at(0).band == 0);
+  CHECK(ok.patterns.at(0).measure == gw::config::Measure::kEuclidean);
+  CHECK(ok.patterns.at(0).mode == gw::config::PatternMode::kWindow);
+  require_single_issue(
+      issues_of(with_devices({GW_PATTERN_HEAD, "    measure: euclidean", "    mode: streaming",
+                              "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
+      "patterns[0].mode", 17, "measure euclidean needs mode window");
 }
 
 TEST_CASE("the ring must also hold the transforms' history", "[config]") {
@@ -1129,12 +1135,64 @@ TEST_CASE("the ring must also hold the transforms' history", "[config]") {
   require_single_issue(issues, "ingest.ring_capacity_samples", 19, "= 198, is 150");
 }
 
+namespace {
+
+// Each word of a choice parses to a value whose name is the word again, the
+// values are distinct, and a word of no value parses to nothing.
+template <typename E>
+void check_choice_words(const std::vector<std::string>& expected) {
+  CHECK(gw::config::choice_words<E>() == expected);
+  std::vector<E> values;
+  for (const std::string& word : expected) {
+    INFO(word);
+    const std::optional<E> value = gw::config::parse_choice<E>(word);
+    REQUIRE(value.has_value());
+    CHECK(std::string(gw::config::name(*value)) == word);
+    CHECK(std::find(values.begin(), values.end(), *value) == values.end());
+    values.push_back(*value);
+  }
+  CHECK_FALSE(gw::config::parse_choice<E>("").has_value());
+  CHECK_FALSE(gw::config::parse_choice<E>(expected.front() + "x").has_value());
+}
+
+}  // namespace
+
+TEST_CASE("config choices parse their words to enums and name them back", "[config]") {
+  check_choice_words<gw::config::PatternMode>({"window", "streaming"});
+  check_choice_words<gw::config::Measure>({"dtw", "euclidean"});
+  check_choice_words<gw::config::BackendKind>({"auto", "cpu", "cuda"});
+  check_choice_words<gw::config::OverloadPolicy>({"none", "defer", "shed", "drop_patterns"});
+  check_choice_words<gw::config::HistoryCompression>({"zlib", "none"});
+  check_choice_words<gw::OverflowPolicy>({"block", "drop_oldest", "drop_newest"});
+  check_choice_words<gw::config::SlotClock>({"anchored", "device"});
+  CHECK(gw::config::choice_list<gw::config::BackendKind>() == "auto | cpu | cuda");
+
+  // Each read from the file under its key, an unknown word reported with the
+  // key path and the words allowed.
+  const Config config = parse_config(
+      yaml({"ingest:", "  queue_overflow: block", "search:", "  backend: cpu",
+            "  overload_policy: drop_patterns", "history:", "  compression: none",
+            "  queue_overflow: drop_oldest", "hashtable:", "  backend: cuda", "slots:",
+            "  clock: device"}),
+      "choices.yaml", "/base");
+  CHECK(config.ingest.queue_overflow == gw::OverflowPolicy::kBlock);
+  CHECK(config.search.backend == gw::config::BackendKind::kCpu);
+  CHECK(config.search.overload_policy == gw::config::OverloadPolicy::kDropPatterns);
+  CHECK(config.history.compression == gw::config::HistoryCompression::kNone);
+  CHECK(config.history.queue_overflow == gw::OverflowPolicy::kDropOldest);
+  CHECK(config.hashtable.backend == gw::config::BackendKind::kCuda);
+  CHECK(config.slots.clock == gw::config::SlotClock::kDevice);
+  require_single_issue(issues_of(yaml({"ingest:", "  queue_overflow: spill"})),
+                       "ingest.queue_overflow", 2,
+                       "must be one of block | drop_oldest | drop_newest, got 'spill'");
+}
+
 TEST_CASE("soft-deadline, metrics and CURVE keys are read and checked with their key paths",
           "[config]") {
   const auto ok = parse_config(yaml({"search:", "  overload_policy: shed", "  deadline_safety_ms: 40",
                                      "metrics: {bind: 0.0.0.0, port: 0}"}),
                                "ok.yaml", "/base");
-  CHECK(ok.search.overload_policy == "shed");
+  CHECK(ok.search.overload_policy == gw::config::OverloadPolicy::kShed);
   CHECK(ok.search.deadline_safety_ms == 40);
   CHECK(ok.metrics.port == 0);
   CHECK(ok.metrics.bind == "0.0.0.0");
@@ -1219,12 +1277,12 @@ TEST_CASE("control, hashtable, dedup, slots and zones have documented defaults",
   CHECK(config.control.enabled);
   CHECK(config.control.endpoint == "ipc:///run/gaitwatch/control.sock");
   CHECK(config.control.max_jobs == 4);
-  CHECK(config.hashtable.backend == "auto");
+  CHECK(config.hashtable.backend == gw::config::BackendKind::kAuto);
   CHECK(config.dedup.enabled);
   CHECK(config.dedup.bucket_s == 5);
   CHECK(config.dedup.retention_s == 600);
   CHECK(config.slots.enabled);
-  CHECK(config.slots.clock == "anchored");
+  CHECK(config.slots.clock == gw::config::SlotClock::kAnchored);
   CHECK(config.slots.retention_s == 86400);
   CHECK(config.zones.empty());
   CHECK(config.zone_name(0) == "none");

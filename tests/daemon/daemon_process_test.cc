@@ -9,6 +9,7 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -305,6 +306,103 @@ TEST_CASE("SIGHUP re-reads the pattern packs, and a broken pack keeps the old co
       [&] { return daemon.err().find("reload applied") != std::string::npos; },
       std::chrono::seconds(10)));
   stop_and_collect(daemon, sub);
+}
+
+namespace {
+
+// The shipped config with the Daphnet device's groups ankle | thigh and trunk
+// (instead of ankle | thigh | trunk): the freeze pattern's magnitude dims,
+// one per group, become two, so that its alerts change.
+YAML::Node regrouped(const YAML::Node& config) {
+  YAML::Node changed = YAML::Clone(config);
+  YAML::Node groups(YAML::NodeType::Sequence);
+  for (const auto& [name, first, last] :
+       {std::tuple{"ankle", 0, 2}, std::tuple{"thigh_trunk", 3, 8}}) {
+    YAML::Node group;
+    group["name"] = name;
+    group["first"] = first;
+    group["last"] = last;
+    groups.push_back(group);
+  }
+  REQUIRE(changed["devices"][0]["name"].as<std::string>() == "daphnet_body");
+  changed["devices"][0]["groups"] = groups;
+  return changed;
+}
+
+// What detection decided, per alert: where and how close.
+std::vector<json> decisions(const std::vector<json>& alerts) {
+  std::vector<json> out;
+  for (const json& alert : alerts)
+    out.push_back({alert["end_index"], alert["distance"], alert["matched_dims"]});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("SIGHUP applies changed device groups and names the changes it keeps",
+          "[integration]") {
+  DaemonFixture fx;
+  const std::vector<json> with_shipped_groups = detect_offline(fx);
+  Process daemon = start_daemon(fx);
+  Subscriber sub(fx.endpoint());
+  REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
+
+  // New groups (applied at the next tick) and a restart-only key (kept).
+  YAML::Node changed = regrouped(fx.config);
+  changed["storage"]["retention_days"] = 7;
+  fx.write_config(changed);
+  // The test means something only if the groups change the alerts.
+  const std::vector<json> with_new_groups = detect_offline(fx);
+  REQUIRE_FALSE(with_new_groups.empty());
+  REQUIRE(decisions(with_new_groups) != decisions(with_shipped_groups));
+
+  daemon.signal(SIGHUP);
+  REQUIRE(gw::test::eventually(
+      [&] { return daemon.err().find("reload applied") != std::string::npos; },
+      std::chrono::seconds(10)));
+  INFO(daemon.err());
+  CHECK(daemon.err().find("reload: storage.retention_days need a restart") != std::string::npos);
+  CHECK(daemon.err().find("devices[0].groups") == std::string::npos);
+
+  // The daemon now raises the alerts of the new groups, as `detect` does.
+  replay(fx, fx.udp());
+  REQUIRE(sub.until([&] { return sub.alerts.size() >= with_new_groups.size(); },
+                    std::chrono::seconds(30)));
+  stop_and_collect(daemon, sub);
+  check_alerts_match(fx, sub.alerts);
+}
+
+TEST_CASE("check-config --against warns about the changes a reload keeps", "[integration]") {
+  DaemonFixture fx;
+  const fs::path running = fx.dir / "running.yaml";
+  fs::copy_file(fx.config_path, running);
+  YAML::Node changed = regrouped(fx.config);
+  changed["storage"]["retention_days"] = 7;
+  changed["slots"]["clock"] = "device";
+  changed["search"]["tick_ms"] = 50;
+  fx.write_config(changed);
+  auto checked = gw::test::run_process(
+      {kDaemon, "--check-config", fx.config_path.string(), "--against", running.string()},
+      fx.dir, "check_against", std::chrono::seconds(60));
+  INFO(checked.err);
+  CHECK(checked.code == 0);
+  for (const char* key : {"storage.retention_days", "slots.clock"})
+    CHECK(checked.err.find(fx.config_path.string() + ": warning: " + key + ": differs from " +
+                           running.string() + " and needs a restart") != std::string::npos);
+  CHECK(checked.err.find("tick_ms") == std::string::npos);
+  CHECK(checked.err.find("devices[0].groups") == std::string::npos);
+
+  // The same file against itself: nothing to warn about.
+  auto same = gw::test::run_process(
+      {kDaemon, "--check-config", fx.config_path.string(), "--against", fx.config_path.string()},
+      fx.dir, "check_against_self", std::chrono::seconds(60));
+  CHECK(same.code == 0);
+  CHECK(same.err.find("warning") == std::string::npos);
+  // --against belongs to --check-config.
+  auto usage = gw::test::run_process({kDaemon, "--config", fx.config_path.string(), "--against",
+                                      running.string()},
+                                     fx.dir, "against_usage", std::chrono::seconds(60));
+  CHECK(usage.code == 2);
 }
 
 TEST_CASE("check-config accepts the shipped config and rejects errors with the key path",

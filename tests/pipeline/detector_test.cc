@@ -399,7 +399,7 @@ TEST_CASE("a nearer negative example suppresses the alert", "[track]") {
 
 TEST_CASE("the Euclidean measure needs every dim on its own channel at the same end", "[track]") {
   CompiledPattern p = make_pattern(2, {false}, 5.0);
-  p.config.measure = "euclidean";
+  p.config.measure = gw::config::Measure::kEuclidean;
   p.config.min_dims = 1;  // does not apply: every dim is needed
   PatternTracker tracker;
   // Lagged by one sample, and switched: neither is a synchronous match.

@@ -362,7 +362,7 @@ LoadRun run_under_load(const gw::config::Config& cfg, int wearers, double ms_per
 TEST_CASE("soft deadlines: defer searches the most urgent streams and loses nothing",
           "[engine][deadline]") {
   Fixture fx;
-  fx.config.search.overload_policy = "none";
+  fx.config.search.overload_policy = gw::config::OverloadPolicy::kNone;
   // 8 wearers x 40 (end x pair) items per tick at 1 ms per item: 320 ms of
   // search per 100 ms tick, far over the 250 ms deadline.
   const LoadRun none = run_under_load(fx.config, 8, 1.0);
@@ -370,7 +370,7 @@ TEST_CASE("soft deadlines: defer searches the most urgent streams and loses noth
   CHECK(none.counters.deferred_streams == 0);
   REQUIRE(none.alerts.size() == 8);  // one planted shape per wearer
 
-  fx.config.search.overload_policy = "defer";
+  fx.config.search.overload_policy = gw::config::OverloadPolicy::kDefer;
   const LoadRun defer = run_under_load(fx.config, 8, 1.0);
   CHECK(defer.counters.deferred_streams > 0);
   CHECK(defer.counters.shed_windows == 0);
@@ -388,9 +388,9 @@ TEST_CASE("soft deadlines: defer searches the most urgent streams and loses noth
 TEST_CASE("soft deadlines: defer with a short ring counts what overran it as lost",
           "[engine][deadline]") {
   Fixture fx;
-  fx.config.search.overload_policy = "none";
+  fx.config.search.overload_policy = gw::config::OverloadPolicy::kNone;
   const LoadRun none = run_under_load(fx.config, 8, 1.0);
-  fx.config.search.overload_policy = "defer";
+  fx.config.search.overload_policy = gw::config::OverloadPolicy::kDefer;
   // Room for a window and 3 frames: a stream deferred for longer overruns.
   fx.config.ingest.ring_capacity_samples = kShapeLength + 30;
   const LoadRun defer = run_under_load(fx.config, 8, 1.0);
@@ -403,9 +403,9 @@ TEST_CASE("soft deadlines: defer with a short ring counts what overran it as los
 
 TEST_CASE("soft deadlines: shed skips what does not fit and counts it", "[engine][deadline]") {
   Fixture fx;
-  fx.config.search.overload_policy = "none";
+  fx.config.search.overload_policy = gw::config::OverloadPolicy::kNone;
   const LoadRun none = run_under_load(fx.config, 8, 1.0);
-  fx.config.search.overload_policy = "shed";
+  fx.config.search.overload_policy = gw::config::OverloadPolicy::kShed;
   const LoadRun shed = run_under_load(fx.config, 8, 1.0);
   CHECK(shed.counters.shed_streams > 0);
   CHECK(shed.counters.shed_windows > 0);
@@ -420,10 +420,12 @@ TEST_CASE("soft deadlines: shed skips what does not fit and counts it", "[engine
 TEST_CASE("soft deadlines: a light load is searched whole under every policy",
           "[engine][deadline]") {
   Fixture fx;
-  for (const char* policy : {"defer", "shed", "drop_patterns"}) {
+  for (const gw::config::OverloadPolicy policy :
+       {gw::config::OverloadPolicy::kDefer, gw::config::OverloadPolicy::kShed,
+        gw::config::OverloadPolicy::kDropPatterns}) {
     fx.config.search.overload_policy = policy;
     const LoadRun light = run_under_load(fx.config, 2, 0.01);
-    INFO(policy);
+    INFO(gw::config::name(policy));
     CHECK(light.counters.deferred_streams == 0);
     CHECK(light.counters.shed_windows == 0);
     CHECK(light.counters.dropped_windows == 0);
@@ -457,7 +459,7 @@ TEST_CASE("the cost model learns floor and slope from measured batches", "[engin
 TEST_CASE("a failing search backend is replaced by the CPU backend with the same alerts",
           "[engine][failover]") {
   Fixture fx;
-  fx.config.search.overload_policy = "none";
+  fx.config.search.overload_policy = gw::config::OverloadPolicy::kNone;
   const LoadRun healthy = run_under_load(fx.config, 3, 0.01);
   const LoadRun failing = run_under_load(fx.config, 3, 0.01, /*fail_on_call=*/5);
   CHECK(healthy.counters.backend_failovers == 0);
@@ -492,7 +494,7 @@ patterns:
 )";
   auto config = gw::config::parse_config(yaml, "drop.yaml", fx.dir.string());
   const LoadRun none = run_under_load(config, 8, 1.0);
-  config.search.overload_policy = "drop_patterns";
+  config.search.overload_policy = gw::config::OverloadPolicy::kDropPatterns;
   const LoadRun drop = run_under_load(config, 8, 1.0);
   CHECK(drop.counters.dropped_windows > 0);
   CHECK(drop.counters.windows < none.counters.windows);

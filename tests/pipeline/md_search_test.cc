@@ -54,9 +54,10 @@ std::vector<float> synthetic_series() {
 }
 
 // The pattern keys of MD-DTW and of the Euclidean baseline.
-std::string keys(const std::string& measure) {
-  return measure == "dtw" ? "    band: 0.1\n    nr: 1\n    min_dims: 3\n    alpha: 1.5\n"
-                          : "    measure: euclidean\n";
+std::string keys(gw::config::Measure measure) {
+  return measure == gw::config::Measure::kDtw
+             ? "    band: 0.1\n    nr: 1\n    min_dims: 3\n    alpha: 1.5\n"
+             : "    measure: euclidean\n";
 }
 
 std::vector<Alert> detect(const gw::config::Config& config, const std::vector<float>& v) {
@@ -90,9 +91,9 @@ TEST_CASE("MD-DTW alerts on all five planted scenarios, EDT only on the synchron
           "[md_search]") {
   const gw::test::SyntheticQuery fx("gw_md_search_test", kDims);
   const auto series = synthetic_series();
-  const auto md = detect(fx.config(keys("dtw")), series);
+  const auto md = detect(fx.config(keys(gw::config::Measure::kDtw)), series);
   CHECK(scenarios_alerted(md) == std::vector<int>{kExact, kLagged, kMissing, kScaled, kSwitched});
-  const auto edt = detect(fx.config(keys("euclidean")), series);
+  const auto edt = detect(fx.config(keys(gw::config::Measure::kEuclidean)), series);
   CHECK(scenarios_alerted(edt) == std::vector<int>{kExact, kScaled});
   for (const auto& a : edt) CHECK(a.matched_dims == kDims);
 }
@@ -101,7 +102,7 @@ TEST_CASE("phase 2 reassembles each scenario and ranks them by dims, then distan
           "[md_search]") {
   const gw::test::SyntheticQuery fx("gw_md_search_test", kDims);
   const auto series = synthetic_series();
-  const auto library = gw::pipeline::compile_library(fx.config(keys("dtw")));
+  const auto library = gw::pipeline::compile_library(fx.config(keys(gw::config::Measure::kDtw)));
   const auto& pattern = library.patterns.at(0);
   auto backend = gw::kernels::make_cpu_backend(2);
   backend->set_library(library.kernel_library);

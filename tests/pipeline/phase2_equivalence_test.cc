@@ -65,7 +65,7 @@ DimCandidate random_candidate(std::mt19937& rng, int dims, std::int64_t end, dou
 CompiledPattern random_pattern(std::mt19937& rng, int dims, int examples, bool euclidean) {
   CompiledPattern p;
   p.config.length = std::uniform_int_distribution<int>(4, 20)(rng);
-  p.config.measure = euclidean ? "euclidean" : "dtw";
+  p.config.measure = euclidean ? gw::config::Measure::kEuclidean : gw::config::Measure::kDtw;
   p.config.threshold = 3.0;
   p.config.alpha = std::bernoulli_distribution(0.5)(rng) ? 1.0 : 1.5;
   p.config.min_dims = std::uniform_int_distribution<int>(1, dims)(rng);

@@ -155,7 +155,7 @@ inline Combination combine_with_exhausting(const std::vector<DimCandidate>& cand
 inline Decision decide(const CompiledPattern& pattern, const std::vector<ExampleMatch>& per_example) {
   const config::PatternConfig& pc = pattern.config;
   const int dims = static_cast<int>(pattern.home_channel.size());
-  const bool euclidean = pc.measure == "euclidean";
+  const bool euclidean = pc.measure == gw::config::Measure::kEuclidean;
   const double unmatched = (euclidean ? 1.0 : pc.alpha) * pc.threshold;
   Decision decision;
   decision.positive.completed = dims * unmatched;
@@ -212,7 +212,7 @@ inline std::vector<PatternTracker::Detection> PatternTracker::update(
     std::vector<std::vector<DimCandidate>> fresh, std::int64_t first_end,
     std::int64_t searched_until, const CompiledPattern& pattern, double sample_rate_hz) {
   const config::PatternConfig& pc = pattern.config;
-  const bool euclidean = pc.measure == "euclidean";
+  const bool euclidean = pc.measure == gw::config::Measure::kEuclidean;
   // A candidate ending at c takes part in the windows (t - span, t] with
   // c <= t < c + span: phase 2 pairs dims up to a pattern length apart; the
   // Euclidean baseline needs them at the same end.
