@@ -670,15 +670,11 @@ bool Engine::search_done() const {
   return !search_.valid() || search_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
-bool Engine::start_batch(const std::function<double()>& now, std::launch search_on) {
-  if (searching_.active) throw Error("engine: a batch was started while another is in flight");
-  const double batch_start = now();
-  const auto stage_start = std::chrono::steady_clock::now();
-  // Every stream with unsearched window ends: its work (window end x dim
-  // pair items, the cost model's unit, per view) and the arrival of its oldest
-  // unsearched sample (its deadline runs from there). Worked out per stream
-  // on the pool (thousands of streams, a few cache misses each), then
-  // gathered in key order.
+void Engine::clear_pending(Stream& stream) {
+  for (auto& range : stream.pending) range.first = range.second;
+}
+
+void Engine::collect_due(std::vector<DueStream>& due) {
   if (!forgotten_keys_.empty()) {
     backend_->forget_streams(forgotten_keys_);
     forgotten_keys_.clear();
@@ -713,46 +709,31 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
     counters_.due_windows += t.due;
     counters_.lost_windows += t.lost;
   }
-  struct Due {
-    std::uint64_t key;
-    Stream* stream;
-    double oldest_arrival;
-    const double* view_work;  // per view; 0 where nothing is due
-    double work = 0;
-  };
-  std::vector<Due> due;
+  due.clear();
   for (std::size_t i = 0; i < stream_count; ++i)
     if (due_work_[i] > 0)
       due.push_back({stream_order_[i].first, stream_order_[i].second, due_oldest_[i],
                      due_view_work_.data() + i * views, due_work_[i]});
-  counters_.pending_windows = 0;
-  collect_stream_clocks(searching_.clocks);  // its storage reused
-  const auto due_done = std::chrono::steady_clock::now();
-  counters_.host_s.due += std::chrono::duration<double>(due_done - stage_start).count();
-  if (due.empty()) return false;
+}
 
-  // Soft deadlines: when the cost model predicts that searching everything
-  // would finish after the most urgent stream's deadline, apply the policy.
-  std::vector<bool> view_dropped(library_.views.size(), false);
-  std::size_t take = due.size();  // streams searched now, in `due` order
-  double pending_work = 0;        // of the deferred streams
-  const auto clear_pending = [](Stream& stream) {
-    for (auto& range : stream.pending) range.first = range.second;
-  };
+Engine::BatchPlan Engine::plan_within_deadline(std::vector<DueStream>& due, double batch_start) {
+  BatchPlan plan;
+  plan.view_dropped.assign(library_.views.size(), false);
+  plan.take = due.size();
   const config::OverloadPolicy policy = config_.search.overload_policy;
   double total_work = 0;
-  for (const Due& d : due) total_work += d.work;
+  for (const DueStream& d : due) total_work += d.work;
   counters_.last_predicted_ms = cost_model_.predict_ms(total_work);
   if (policy != config::OverloadPolicy::kNone && cost_model_.ready()) {
     double oldest = due.front().oldest_arrival;
-    for (const Due& d : due) oldest = std::min(oldest, d.oldest_arrival);
+    for (const DueStream& d : due) oldest = std::min(oldest, d.oldest_arrival);
     // A batch that is late already still makes one and a half ticks of
     // progress. A deferred stream waits a whole batch more, so deferring
     // pays only when the search cannot keep pace with the samples; a floor
     // of one tick also cut batches that were searched as fast as their
-    // samples came (a backlog then shrank by what the cost model's error
-    // left, and on the H100 at 10,000 W1 wearers ~10 % of the stream-
-    // batches waited one batch more, which set the p99 latency). Under
+    // samples came (a backlog then shrank only by what the cost model's
+    // error left, and the stream-batches that waited one batch more set the
+    // p99 latency; docs/benchmarks.md). Under
     // overload the batches stay within 1.5 ticks and the rest waits.
     const double budget_ms =
         std::max(deadline_ms_ - (batch_start - oldest) * 1000.0 - config_.search.deadline_safety_ms,
@@ -766,19 +747,20 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
         for (int rank = 0; rank < top && cost_model_.predict_ms(work) > budget_ms; ++rank)
           for (std::size_t v = 0; v < view_priority_.size(); ++v) {
             if (view_priority_[v] != rank) continue;
-            view_dropped[v] = true;
-            for (Due& d : due) {
+            plan.view_dropped[v] = true;
+            for (DueStream& d : due) {
               work -= d.view_work[v];
               counters_.dropped_windows += static_cast<std::uint64_t>(d.view_work[v]);
             }
           }
         counters_.last_predicted_ms = cost_model_.predict_ms(work);
       } else {  // defer | shed: the most urgent streams that fit (at least one)
-        std::stable_sort(due.begin(), due.end(), [](const Due& a, const Due& b) {
+        std::stable_sort(due.begin(), due.end(), [](const DueStream& a, const DueStream& b) {
           return a.oldest_arrival < b.oldest_arrival;
         });
         const double fits = cost_model_.work_within(budget_ms);
         double work = 0;
+        std::size_t& take = plan.take;
         take = 0;
         while (take < due.size() && (take == 0 || work + due[take].work <= fits))
           work += due[take++].work;
@@ -791,13 +773,16 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
             clear_pending(*due[i].stream);
           } else {
             ++counters_.deferred_streams;
-            pending_work += due[i].work;
+            plan.pending_work += due[i].work;
           }
         }
       }
     }
   }
+  return plan;
+}
 
+void Engine::lay_out_batch(const std::vector<DueStream>& due, const BatchPlan& plan) {
   const auto slices_start = std::chrono::steady_clock::now();
   // Lay out one slice per (stream, view) that has unsearched window ends,
   // then fill them on the host pool (a W1 slice is ~110 KB of samples, or
@@ -810,10 +795,10 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   flight.searched_work = 0;
   std::size_t data_size = 0;
   std::size_t times_size = 0;
-  for (std::size_t i = 0; i < take; ++i) {
+  for (std::size_t i = 0; i < plan.take; ++i) {
     Stream& stream = *due[i].stream;
     for (std::size_t v = 0; v < library_.views.size(); ++v) {
-      if (library_.views[v].device != stream.device || view_dropped[v]) continue;
+      if (library_.views[v].device != stream.device || plan.view_dropped[v]) continue;
       if (!plan_view_slice(stream, due[i].key, v, data_size)) continue;
       const kernels::StreamSlice& slice = batch.streams.back();
       flight.owners.push_back({&stream, v, times_size});
@@ -841,14 +826,31 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   });
   counters_.host_s.fill +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fill_start).count();
+}
 
+bool Engine::start_batch(const std::function<double()>& now, std::launch search_on) {
+  if (searching_.active) throw Error("engine: a batch was started while another is in flight");
+  const double batch_start = now();
+  const auto stage_start = std::chrono::steady_clock::now();
+  std::vector<DueStream> due;
+  collect_due(due);
+  counters_.pending_windows = 0;
+  collect_stream_clocks(searching_.clocks);  // its storage reused
+  const auto due_done = std::chrono::steady_clock::now();
+  counters_.host_s.due += std::chrono::duration<double>(due_done - stage_start).count();
+  if (due.empty()) return false;
+
+  const BatchPlan plan = plan_within_deadline(due, batch_start);
+  lay_out_batch(due, plan);
+
+  BatchState& flight = searching_;
   flight.batch_start = batch_start;
   flight.started = std::chrono::steady_clock::now();
   search_ = {};
   // The search task touches searching_'s batch, result and search end, and
   // the backend only; `now` is copied, since the caller's function object
   // may not outlive this.
-  if (!batch.streams.empty())
+  if (!flight.batch.streams.empty())
     search_ = std::async(search_on, [this, now, search_on] {
       if (search_on == std::launch::async) set_thread_name("gw-search");
       backend_->search_into(searching_.batch, searching_.result);
@@ -860,13 +862,13 @@ bool Engine::start_batch(const std::function<double()>& now, std::launch search_
   // when the batch finishes, so that samples taken meanwhile and lost to the
   // ring before a batch searched them count as overruns and these do not; and
   // the accounting moves, so that it adds up in stats sent during the search.
-  for (std::size_t i = 0; i < take; ++i) {
+  for (std::size_t i = 0; i < plan.take; ++i) {
     Stream& stream = *due[i].stream;
     stream.state.mark_searched(stream.state.next_index());
     clear_pending(stream);
   }
   counters_.searched_windows += static_cast<std::uint64_t>(flight.searched_work);
-  counters_.pending_windows = static_cast<std::uint64_t>(pending_work);
+  counters_.pending_windows = static_cast<std::uint64_t>(plan.pending_work);
   flight.active = true;
   return true;
 }

@@ -294,6 +294,38 @@ class Engine {
   // with its own `scratch`.
   void fill_view_slice(Stream& stream, std::size_t view, const kernels::StreamSlice& slice,
                        std::vector<float>& scratch);
+  // start_batch's steps, in order. A stream with window ends due now: its
+  // work per view (window end x dim pair items, the cost model's unit; 0
+  // where nothing is due) and the arrival of its oldest unsearched sample
+  // (its deadline runs from there).
+  struct DueStream {
+    std::uint64_t key = 0;
+    Stream* stream = nullptr;
+    double oldest_arrival = 0;
+    const double* view_work = nullptr;  // into due_view_work_
+    double work = 0;
+  };
+  // What the overload policy leaves for the batch: due[0, take) are searched
+  // now, except their views in view_dropped; pending_work is the deferred
+  // streams' work.
+  struct BatchPlan {
+    std::size_t take = 0;
+    double pending_work = 0;
+    std::vector<bool> view_dropped;
+  };
+  // The due streams in key order; counts due and lost windows. Worked out per
+  // stream on the host pool, then gathered.
+  void collect_due(std::vector<DueStream>& due);
+  // Soft deadlines: when the cost model predicts that searching everything
+  // would finish after the most urgent stream's deadline, applies
+  // search.overload_policy (which may reorder `due`, most urgent first, and
+  // mark shed streams searched).
+  BatchPlan plan_within_deadline(std::vector<DueStream>& due, double batch_start);
+  // Lays out searching_.batch: one slice per (taken stream, view not
+  // dropped) with window ends to search, filled on the host pool.
+  void lay_out_batch(const std::vector<DueStream>& due, const BatchPlan& plan);
+  // A stream's pending window ranges emptied (searched, or shed).
+  static void clear_pending(Stream& stream);
   // Calls body(i, worker) for every i in [0, count) on the host pool (worker
   // in [0, pool size)); returns when all calls have.
   void for_each_stream_item(std::size_t count, const std::function<void(std::size_t, int)>& body);
