@@ -1,7 +1,8 @@
 // Host side of the CUDA backend: owns the device copies of the pattern
 // library, the per-batch buffers and the streaming (SPRING) state, launches
-// the kernels of window_dtw.cu / spring_dtw.cu on one CUDA stream, and turns
-// the compact match buffer into the backend-independent SearchResult.
+// the kernels of window_filter.cu, window_dtw.cu and spring_dtw.cu on one
+// CUDA stream, and turns the compact match buffer into the backend-independent
+// SearchResult.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
