@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace gw {
@@ -44,23 +45,30 @@ class WorkerPool {
   // the first exception is rethrown here after all calls returned.
   void run(const std::function<void(int)>& task);
 
-  // Calls fn(begin, end) over [0, n) in consecutive ranges of at most
-  // `chunk` items, each range once, claimed by whichever workers run (see
-  // run()); in order within a worker, in no order across workers. n <= chunk
-  // runs inline on the caller. Blocks until every range is done.
+  // Calls fn(begin, end) (or fn(begin, end, worker)) over [0, n) in
+  // consecutive ranges of at most `chunk` items, each range once, claimed by
+  // whichever workers run (see run()); in order within a worker, in no order
+  // across workers. n <= chunk runs inline on the caller (worker 0). Blocks
+  // until every range is done.
   template <typename Fn>
   void for_ranges(std::size_t n, std::size_t chunk, Fn&& fn) {
+    const auto call = [&fn](std::size_t begin, std::size_t end, int worker) {
+      if constexpr (std::is_invocable_v<Fn&, std::size_t, std::size_t, int>)
+        fn(begin, end, worker);
+      else
+        fn(begin, end);
+    };
     if (chunk == 0) chunk = 1;
     if (n <= chunk) {
-      if (n > 0) fn(std::size_t{0}, n);
+      if (n > 0) call(std::size_t{0}, n, 0);
       return;
     }
     std::atomic<std::size_t> next{0};
-    run([&](int) {
+    run([&](int worker) {
       for (;;) {
         const std::size_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
         if (begin >= n) return;
-        fn(begin, std::min(n, begin + chunk));
+        call(begin, std::min(n, begin + chunk), worker);
       }
     });
   }

@@ -553,14 +553,8 @@ void Engine::for_each_stream_item(std::size_t count,
   // Items differ in cost (a W1 slice far more than a quiet one), so workers
   // take small chunks in turn; a batch of one chunk stays on this thread.
   constexpr std::size_t kChunk = 8;
-  if (count <= kChunk || host_pool_->size() == 1) {
-    for (std::size_t i = 0; i < count; ++i) body(i, 0);
-    return;
-  }
-  std::atomic<std::size_t> next{0};
-  host_pool_->run([&](int worker) {
-    for (std::size_t begin; (begin = next.fetch_add(kChunk)) < count;)
-      for (std::size_t i = begin; i < std::min(count, begin + kChunk); ++i) body(i, worker);
+  host_pool_->for_ranges(count, kChunk, [&](std::size_t begin, std::size_t end, int worker) {
+    for (std::size_t i = begin; i < end; ++i) body(i, worker);
   });
 }
 
