@@ -272,7 +272,9 @@ class Daemon {
                        {"transactions", c.transactions}, {"last_seq", c.last_seq},
                        {"store_errors", c.store_errors}, {"checkpoints", c.checkpoints},
                        {"commit_s", c.commit_s},
-                       {"publish_s", c.publish_s}};
+                       {"publish_s", c.publish_s},
+                       {"events_committed", c.events_committed},
+                       {"events_dropped", c.events_dropped}};
       stats.update(jobs.stats_json());
       if (history_) stats["history"] = history_->stats_json();
       stats["marks"] = marks.stats_json();

@@ -229,6 +229,11 @@ std::vector<MetricFamily> make_families() {
       counter("gaitwatch_sink_published_alerts_total",
               "Alerts handed to the publisher socket (after their commit).",
               leaf("/sink/published")),
+      counter("gaitwatch_sink_events_total",
+              "Events (acknowledgements, sensor recoveries, ...) by outcome: committed to the "
+              "audit log and published, or dropped (writer's queue full, sink stopped).",
+              by("outcome", {{"committed", "/sink/events_committed"},
+                             {"dropped", "/sink/events_dropped"}})),
       counter("gaitwatch_sink_transactions_total", "Store transactions committed.",
               leaf("/sink/transactions")),
       gauge("gaitwatch_sink_last_seq", "Sequence number of the last stored alert.",

@@ -12,8 +12,8 @@
 
 namespace gw::pipeline {
 
-std::vector<Event> events_from_labels(const std::vector<int>& labels, int label) {
-  std::vector<Event> out;
+std::vector<LabelledEvent> events_from_labels(const std::vector<int>& labels, int label) {
+  std::vector<LabelledEvent> out;
   for (std::size_t s = 0; s < labels.size(); ++s) {
     if (labels[s] != label) continue;
     std::size_t e = s;
@@ -24,10 +24,10 @@ std::vector<Event> events_from_labels(const std::vector<int>& labels, int label)
   return out;
 }
 
-std::vector<Event> read_events(const std::string& path) {
+std::vector<LabelledEvent> read_events(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error("cannot open events file '" + path + "'");
-  std::vector<Event> out;
+  std::vector<LabelledEvent> out;
   std::string line;
   int number = 0;
   bool first_content = true;
@@ -55,7 +55,7 @@ std::vector<Event> read_events(const std::string& path) {
     out.push_back({start, end});
   }
   std::sort(out.begin(), out.end(),
-            [](const Event& a, const Event& b) { return a.start < b.start; });
+            [](const LabelledEvent& a, const LabelledEvent& b) { return a.start < b.start; });
   return out;
 }
 
@@ -95,7 +95,7 @@ nlohmann::json Score::to_json() const {
   }
   if (folds > 0) j["cv_folds"] = folds;
   nlohmann::json missed_json = nlohmann::json::array();
-  for (const Event& e : missed) missed_json.push_back({e.start, e.end});
+  for (const LabelledEvent& e : missed) missed_json.push_back({e.start, e.end});
   j["missed"] = missed_json;
   return j;
 }
@@ -110,7 +110,7 @@ double ndcg_at(const std::vector<bool>& relevance_in_rank_order, int k, int idea
 
 namespace {
 
-bool overlaps(const ScoredAlert& a, const Event& e, std::int64_t tolerance) {
+bool overlaps(const ScoredAlert& a, const LabelledEvent& e, std::int64_t tolerance) {
   return a.first <= e.end - 1 + tolerance && a.last >= e.start - tolerance;
 }
 
@@ -131,7 +131,7 @@ double median(std::vector<double> values) {
 }
 
 // The first alert (by completing sample) overlapping `event`, or nullptr.
-const ScoredAlert* first_on(const std::vector<ScoredAlert>& alerts, const Event& event,
+const ScoredAlert* first_on(const std::vector<ScoredAlert>& alerts, const LabelledEvent& event,
                             std::int64_t tolerance) {
   const ScoredAlert* first = nullptr;
   for (const auto& a : alerts)
@@ -147,7 +147,7 @@ void finish(Score& s) {
 
 }  // namespace
 
-Score score_alerts(const std::vector<ScoredAlert>& alerts, const std::vector<Event>& events,
+Score score_alerts(const std::vector<ScoredAlert>& alerts, const std::vector<LabelledEvent>& events,
                    std::int64_t tolerance, double sample_rate_hz, int ndcg_k) {
   Score s;
   s.events = static_cast<int>(events.size());
@@ -164,7 +164,7 @@ Score score_alerts(const std::vector<ScoredAlert>& alerts, const std::vector<Eve
   std::vector<bool> relevance;
   for (const auto& a : ranked(alerts)) {
     const bool on_event = std::any_of(events.begin(), events.end(),
-                                      [&](const Event& e) { return overlaps(a, e, tolerance); });
+                                      [&](const LabelledEvent& e) { return overlaps(a, e, tolerance); });
     relevance.push_back(on_event);
     (on_event ? s.true_alerts : s.false_alerts) += 1;
   }
@@ -177,7 +177,7 @@ Score score_alerts(const std::vector<ScoredAlert>& alerts, const std::vector<Eve
 }
 
 Score score_cross_validated(const std::vector<std::vector<ScoredAlert>>& fold_alerts,
-                            const std::vector<Event>& events, std::int64_t tolerance,
+                            const std::vector<LabelledEvent>& events, std::int64_t tolerance,
                             double sample_rate_hz, int ndcg_k) {
   if (fold_alerts.size() != events.size())
     throw Error("cross-validation: one fold per event expected");
@@ -203,7 +203,7 @@ Score score_cross_validated(const std::vector<std::vector<ScoredAlert>>& fold_al
         continue;
       }
       const bool on_other = std::any_of(events.begin(), events.end(),
-                                        [&](const Event& e) { return overlaps(a, e, tolerance); });
+                                        [&](const LabelledEvent& e) { return overlaps(a, e, tolerance); });
       if (on_other) continue;  // another event: possibly a training example of this fold
       relevance.push_back(false);
       false_sum += 1;
@@ -336,7 +336,7 @@ TrialSummary summarize_trials(const std::vector<TrialOutcome>& trials) {
 }
 
 Folds leave_one_episode_out(const config::PatternConfig& pattern, const std::string& recording_file,
-                            const std::vector<Event>& events) {
+                            const std::vector<LabelledEvent>& events) {
   namespace fs = std::filesystem;
   std::error_code ignored;
   const fs::path recording = fs::weakly_canonical(recording_file, ignored);

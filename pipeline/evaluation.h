@@ -1,4 +1,4 @@
-// Event-level scoring of alerts against annotated events (docs/detection.md):
+// LabelledEvent-level scoring of alerts against annotated events (docs/detection.md):
 // what `gaitwatch eval` reports per pattern, with or without leave-one-
 // episode-out cross-validation.
 //
@@ -20,18 +20,19 @@
 
 namespace gw::pipeline {
 
-struct Event {
+// A labelled episode of a recording (a freeze, a fall), in sample indices.
+struct LabelledEvent {
   std::int64_t start = 0;
   std::int64_t end = 0;  // exclusive
 };
 
 // Runs of `label` in per-sample labels (Daphnet column 11: 2 = freeze).
-std::vector<Event> events_from_labels(const std::vector<int>& labels, int label);
+std::vector<LabelledEvent> events_from_labels(const std::vector<int>& labels, int label);
 
 // An events file: one event per line, "START END" (0-based sample indices,
 // END exclusive, blank- or comma-separated); '#' starts a comment; a first
 // line that is not two numbers is a header. Throws gw::Error naming the line.
-std::vector<Event> read_events(const std::string& path);
+std::vector<LabelledEvent> read_events(const std::string& path);
 
 // One alert as scored: the samples it covers and its rank keys.
 struct ScoredAlert {
@@ -56,7 +57,7 @@ struct Score {
   double ndcg = 0;              // nDCG@k of the alerts ranked by §7.4.6 (Moazeni 2013, §7.5.2)
   int ndcg_k = 0;
   int folds = 0;              // --cv: patterns built (0 without --cv)
-  std::vector<Event> missed;  // the events no (fold's) alert overlapped
+  std::vector<LabelledEvent> missed;  // the events no (fold's) alert overlapped
   std::vector<double> latencies_s;  // per detected event, for pooling medians
   double hours = 0;                 // scored (annotated) recording time
   // Integers stay integers in JSON where the counts are whole (no --cv).
@@ -139,7 +140,7 @@ double ndcg_at(const std::vector<bool>& relevance_in_rank_order, int k, int idea
 // Scores one pattern's alerts against the events. The ranked list for nDCG
 // holds every alert, relevant when it overlaps an event; the ideal has
 // max(relevant alerts, events) relevant results.
-Score score_alerts(const std::vector<ScoredAlert>& alerts, const std::vector<Event>& events,
+Score score_alerts(const std::vector<ScoredAlert>& alerts, const std::vector<LabelledEvent>& events,
                    std::int64_t tolerance, double sample_rate_hz, int ndcg_k);
 
 // Leave-one-episode-out: event i is scored with the alerts of the pattern
@@ -150,7 +151,7 @@ Score score_alerts(const std::vector<ScoredAlert>& alerts, const std::vector<Eve
 // mean over events of fold i's false alerts (one recording's worth, like the
 // true alerts); nDCG = mean over events of fold i's nDCG on its own event.
 Score score_cross_validated(const std::vector<std::vector<ScoredAlert>>& fold_alerts,
-                            const std::vector<Event>& events, std::int64_t tolerance,
+                            const std::vector<LabelledEvent>& events, std::int64_t tolerance,
                             double sample_rate_hz, int ndcg_k);
 
 // The folds of leave-one-episode-out for one pattern: fold i is the pattern
@@ -166,7 +167,7 @@ struct Folds {
   int left_without_positives = 0;  // folds that had no positive example left (cannot alert)
 };
 Folds leave_one_episode_out(const config::PatternConfig& pattern, const std::string& recording_file,
-                            const std::vector<Event>& events);
+                            const std::vector<LabelledEvent>& events);
 
 // Template examples do not say where they were cut. A template example whose
 // raw values (every pattern channel, the transforms' lead-in included) occur

@@ -53,7 +53,7 @@ struct StatsMessage {
 // Ends the alerts of one submit_all() (a tick's alerts): nothing more of that
 // group is coming, so the writer commits without waiting for the interval.
 struct GroupEnd {};
-using Item = std::variant<Alert, StatsMessage, GroupEnd>;
+using Item = std::variant<Alert, StatsMessage, GroupEnd, Event>;
 
 // "<3>" is the syslog priority "err"; journald strips it from the line and
 // records the priority (sd-daemon(3)).
@@ -300,6 +300,9 @@ struct AlertSink::Impl {
       }
       if (batch.empty()) batch_deadline = Clock::now() + commit_interval;
       if (std::holds_alternative<Alert>(item)) ++batch_alerts;
+      // An event is a person's action or a sensor's state: it goes out with
+      // whatever is queued now, without waiting for commit_interval_ms.
+      if (std::holds_alternative<Event>(item)) group_complete = true;
       batch.push_back(std::move(item));
       if (batch_alerts >= static_cast<std::size_t>(options.max_batch)) {
         flush(batch);
@@ -355,8 +358,10 @@ struct AlertSink::Impl {
   void flush(std::vector<Item>& batch) {
     if (batch.empty()) return;
     std::vector<Alert> alerts;
+    std::vector<Event> events;
     for (Item& item : batch) {
       if (auto* alert = std::get_if<Alert>(&item)) alerts.push_back(std::move(*alert));
+      if (auto* event = std::get_if<Event>(&item)) events.push_back(std::move(*event));
     }
     // From kAlertsForSerializer alerts, their text is made on a thread of
     // its own while the transaction runs: first each row's dims text, which
@@ -377,7 +382,7 @@ struct AlertSink::Impl {
       text.write_bodies(expected_first);
     const auto commit_start = Clock::now();
     const std::optional<std::uint64_t> first_seq =
-        commit(alerts, text_made.valid() ? &text : nullptr);
+        commit(alerts, events, text_made.valid() ? &text : nullptr);
     const auto publish_start = Clock::now();
     commit_ns += nanoseconds_between(commit_start, publish_start);
     if (text_made.valid()) text_made.get();
@@ -386,11 +391,15 @@ struct AlertSink::Impl {
       if (publisher && *first_seq != expected_first) text.write_bodies(*first_seq);
     }
     std::size_t next_alert = 0;
+    std::size_t next_event = 0;
     for (const Item& item : batch) {
       if (std::holds_alternative<Alert>(item)) {
         const std::size_t i = next_alert++;
         // Never publish an alert whose row is not committed.
         if (first_seq && publish(alert_topic(alerts[i]), text.body(i))) ++published;
+      } else if (std::holds_alternative<Event>(item)) {
+        const Event& event = events[next_event++];
+        if (first_seq) publish(event_topic(event), json_text(event_to_json(event)));
       } else if (const auto* stats = std::get_if<StatsMessage>(&item)) {
         publish(kStatsTopic, json_text(stats->body));
       }
@@ -399,12 +408,20 @@ struct AlertSink::Impl {
     publish_ns += nanoseconds_between(publish_start, Clock::now());
   }
 
-  // Returns the first alert's seq once the alerts are committed (the others
-  // follow it); nothing only when drain() was called and the batch was given
-  // up at its deadline. The rows' dims texts come from `text` when given
-  // (else they are made here).
-  std::optional<std::uint64_t> commit(const std::vector<Alert>& alerts, BatchText* text) {
-    if (alerts.empty()) return last_seq.load() + 1;
+  // Returns the first alert's seq once the alerts and the events are
+  // committed (the other alerts follow it; each event has its id); nothing
+  // only when drain() was called and the batch was given up at its deadline.
+  // The rows' dims texts come from `text` when given (else they are made
+  // here).
+  std::optional<std::uint64_t> commit(const std::vector<Alert>& alerts, std::vector<Event>& events,
+                                      BatchText* text) {
+    if (alerts.empty() && events.empty()) return last_seq.load() + 1;
+    std::string own_text;  // one row's, when `text` is not given
+    const HitStore::DimsText dims_text = [&](std::size_t i) -> const std::string& {
+      if (text) return text->dims(i);
+      own_text = json_text(dims_to_json(alerts[i]));
+      return own_text;
+    };
     auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstBackoff);
     int failures = 0;
     while (true) {
@@ -412,18 +429,15 @@ struct AlertSink::Impl {
       // not tried again: every batch held is given up at once.
       if (draining.load() && Clock::now() >= drain_deadline() &&
           given_up_at == drain_deadline_rep.load()) {
-        give_up(alerts.size());
+        give_up(alerts.size(), events.size());
         return std::nullopt;
       }
       try {
-        const std::uint64_t first_seq =
-            text
-                ? store.insert_rows(
-                      alerts, [text](std::size_t i) -> const std::string& { return text->dims(i); })
-                : store.insert_rows(alerts);
+        const std::uint64_t first_seq = store.insert_rows(alerts, dims_text, &events);
         committed += alerts.size();
+        events_committed += events.size();
         ++transactions;
-        last_seq = first_seq + alerts.size() - 1;
+        if (!alerts.empty()) last_seq = first_seq + alerts.size() - 1;
         release_pending(alerts.size());
         if (failures > 0) {
           log_error("commit of " + std::to_string(alerts.size()) + " alerts succeeded after " +
@@ -437,14 +451,13 @@ struct AlertSink::Impl {
         const auto now = Clock::now();
         if (ending && now >= drain_deadline()) {
           given_up_at = drain_deadline_rep.load();
-          log_error("giving up on " + std::to_string(alerts.size()) +
-                    " alerts at the drain deadline after " + std::to_string(failures) +
+          log_error("giving up on " + std::to_string(alerts.size()) + " alerts and " +
+                    std::to_string(events.size()) + " events at the drain deadline after " +
+                    std::to_string(failures) +
                     " failed commits, and on every other alert held (" +
                     std::to_string(pending.load() - alerts.size()) +
-                    "); they are neither stored nor published (first: wearer " +
-                    std::to_string(alerts.front().wearer) + ", pattern '" +
-                    alerts.front().pattern + "'): " + e.what());
-          give_up(alerts.size());
+                    "); they are neither stored nor published: " + e.what());
+          give_up(alerts.size(), events.size());
           return std::nullopt;
         }
         const auto pause =
@@ -493,9 +506,10 @@ struct AlertSink::Impl {
     drained_cv.notify_all();
   }
 
-  void give_up(std::size_t count) {
-    stop_abandoned += count;
-    release_pending(count);
+  void give_up(std::size_t alert_count, std::size_t event_count) {
+    stop_abandoned += alert_count;
+    events_dropped += event_count;
+    release_pending(alert_count);
   }
 
   // Counts `count` alerts handed in, of which `refused` were dropped.
@@ -571,6 +585,8 @@ struct AlertSink::Impl {
   std::atomic<std::uint64_t> stop_abandoned{0};
   std::atomic<std::uint64_t> committed{0};
   std::atomic<std::uint64_t> published{0};  // alerts handed to the socket; stats not counted
+  std::atomic<std::uint64_t> events_committed{0};
+  std::atomic<std::uint64_t> events_dropped{0};
   std::atomic<std::uint64_t> transactions{0};
   std::atomic<std::uint64_t> retention_deleted{0};
   std::atomic<std::uint64_t> last_seq{0};
@@ -623,6 +639,21 @@ void AlertSink::submit_all(std::vector<Alert>& alerts) {
     if (queued_alerts < taken) impl_->release_pending(taken - queued_alerts);
   }
   impl_->count_submitted(given, given - queued_alerts);
+}
+
+void AlertSink::submit_event(Event event) {
+  if (event.at == 0) event.at = unix_now_s();
+  const std::string what = std::string(event_type_name(event.type)) + " event for wearer " +
+                           std::to_string(event.wearer);
+  if (!impl_->accepting.load()) {
+    ++impl_->events_dropped;
+    log_error("the sink is stopped; the " + what + " is neither stored nor published");
+    return;
+  }
+  if (!impl_->queue.push(Item(std::move(event)))) {
+    ++impl_->events_dropped;
+    log_error("the writer's queue is full; the " + what + " is neither stored nor published");
+  }
 }
 
 void AlertSink::submit_stats(nlohmann::json stats) {
@@ -679,6 +710,8 @@ SinkCounters AlertSink::counters() const {
   c.pending = impl_->pending.load();
   c.submitted = impl_->submitted.load();
   c.published = impl_->published.load();
+  c.events_committed = impl_->events_committed.load();
+  c.events_dropped = impl_->events_dropped.load();
   c.transactions = impl_->transactions.load();
   c.retention_deleted = impl_->retention_deleted.load();
   c.last_seq = impl_->last_seq.load();

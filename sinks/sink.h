@@ -27,6 +27,7 @@
 
 #include "common/bounded_queue.h"
 #include "sinks/alert.h"
+#include "sinks/event.h"
 
 namespace gw::pipeline {
 
@@ -62,6 +63,9 @@ struct SinkCounters {
   std::uint64_t pending = 0;         // held: accepted, neither committed nor given up
   std::uint64_t stop_abandoned = 0;  // given up by drain()/stop() at their deadline
   std::uint64_t published = 0;
+  // Events (submit_event): stored and published, or refused/given up.
+  std::uint64_t events_committed = 0;
+  std::uint64_t events_dropped = 0;
   std::uint64_t transactions = 0;
   std::uint64_t retention_deleted = 0;
   std::uint64_t last_seq = 0;
@@ -93,6 +97,14 @@ class AlertSink {
   // `alerts` is left empty.
   void submit_all(std::vector<Alert>& alerts);
   void submit_stats(nlohmann::json stats);
+  // Queues an event for the audit log: committed in order with the alerts
+  // submitted around it (in the same transaction as those that share its
+  // batch, without waiting for commit_interval_ms), then published on
+  // event_topic() with its id. `at` = 0 is set to now. Never blocks and never
+  // throws: after stop(), with the writer's queue full, or when its batch is
+  // given up at a drain's deadline, the event is dropped, logged and counted
+  // (events_dropped).
+  void submit_event(Event event);
   // Commits (and publishes) every alert submitted before the call, at once,
   // and returns when none is held. A batch that fails is retried until
   // `deadline`; from then on a failing batch is given up, and with it every

@@ -75,6 +75,19 @@ const char* const kMigrations[] = {
     ");"
     "CREATE INDEX marks_seq ON marks(seq);"
     "CREATE INDEX marks_wearer_pattern ON marks(wearer, pattern);",
+    // 2 -> 3: the audit log of events (sinks/event.h); details is a JSON
+    // object, alert_seq NULL when the event concerns no alert.
+    "CREATE TABLE events ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  type TEXT NOT NULL,"
+    "  wearer INTEGER NOT NULL,"
+    "  alert_seq INTEGER,"
+    "  actor TEXT NOT NULL,"
+    "  at REAL NOT NULL,"
+    "  details TEXT NOT NULL"
+    ");"
+    "CREATE INDEX events_alert_seq ON events(alert_seq);"
+    "CREATE INDEX events_at ON events(at);",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");
@@ -100,6 +113,10 @@ const char* const kInsertWindowSql =
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 const char* const kSelectWindowColumns =
     "SELECT seq, pattern, wearer, lead_in, length, channels, shape, samples FROM alert_windows";
+const char* const kInsertEventSql =
+    "INSERT INTO events(type, wearer, alert_seq, actor, at, details) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const char* const kSelectEventColumns =
+    "SELECT id, type, wearer, alert_seq, actor, at, details FROM events";
 const char* const kSelectMarkColumns =
     "SELECT id, seq, wearer, pattern, verdict, note, created_at, withdrawn_at FROM marks";
 
@@ -127,6 +144,27 @@ AlertWindow row_to_window(const Statement& stmt, const std::string& label) {
   w.values.resize(expected);
   if (bytes > 0) std::memcpy(w.values.data(), data, bytes);
   return w;
+}
+
+Event row_to_event(const Statement& stmt, const std::string& label) {
+  Event event;
+  event.id = static_cast<std::uint64_t>(stmt.column_int64(0));
+  const std::optional<EventType> type = parse_event_type(stmt.column_text(1));
+  if (!type)
+    throw Error(label + ": event " + std::to_string(event.id) + " has type '" +
+                stmt.column_text(1) + "'");
+  event.type = *type;
+  event.wearer = static_cast<std::uint32_t>(stmt.column_int64(2));
+  if (sqlite3_column_type(stmt.get(), 3) != SQLITE_NULL)
+    event.alert_seq = static_cast<std::uint64_t>(stmt.column_int64(3));
+  event.actor = stmt.column_text(4);
+  event.at = stmt.column_double(5);
+  try {
+    event.details = json::parse(stmt.column_text(6));
+  } catch (const std::exception& e) {
+    throw Error(label + ": event " + std::to_string(event.id) + " is malformed: " + e.what());
+  }
+  return event;
 }
 
 MarkRecord row_to_mark(const Statement& stmt, const std::string& label) {
@@ -215,13 +253,18 @@ std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts) {
   });
 }
 
-std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts, const DimsText& dims_text) {
-  if (alerts.empty()) return last_seq() + 1;
+std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts, const DimsText& dims_text,
+                                    std::vector<Event>* events) {
+  const bool with_events = events != nullptr && !events->empty();
+  if (alerts.empty() && !with_events) return last_seq() + 1;
   // IMMEDIATE: take the write lock up front, so the read of last_seq and the
   // writes that follow cannot interleave with another writer.
   std::uint64_t first_seq = 0;
+  std::vector<std::uint64_t> event_ids;
   sqlite::in_transaction(db_, label_, [&] {
     first_seq = last_seq() + 1;
+    if (with_events) event_ids = insert_event_rows(*events);
+    if (alerts.empty()) return;
     Statement insert(db_, label_, kInsertSql);
     for (std::size_t i = 0; i < alerts.size(); ++i) {
       const Alert& a = alerts[i];
@@ -264,7 +307,53 @@ std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts, const Dims
     if (sqlite3_changes(db_) != 1)
       throw Error(label_ + ": meta.last_seq is missing; the file is damaged");
   });
+  // Ids are handed out only once the rows exist.
+  for (std::size_t i = 0; i < event_ids.size(); ++i) (*events)[i].id = event_ids[i];
   return first_seq;
+}
+
+void HitStore::insert_events(std::vector<Event>& events) {
+  if (events.empty()) return;
+  std::vector<std::uint64_t> ids;
+  sqlite::in_transaction(db_, label_, [&] { ids = insert_event_rows(events); });
+  for (std::size_t i = 0; i < ids.size(); ++i) events[i].id = ids[i];
+}
+
+std::vector<std::uint64_t> HitStore::insert_event_rows(std::vector<Event>& events) {
+  std::vector<std::uint64_t> ids;
+  ids.reserve(events.size());
+  Statement insert(db_, label_, kInsertEventSql);
+  for (const Event& event : events) {
+    insert.bind(1, std::string(event_type_name(event.type)));
+    insert.bind(2, static_cast<std::int64_t>(event.wearer));
+    if (event.alert_seq != 0) insert.bind(3, static_cast<std::int64_t>(event.alert_seq));
+    insert.bind(4, event.actor);
+    insert.bind(5, event.at);
+    insert.bind(6, json_text(event.details.is_null() ? json::object() : event.details));
+    insert.run();
+    ids.push_back(static_cast<std::uint64_t>(sqlite3_last_insert_rowid(db_)));
+    insert.reset();
+  }
+  return ids;
+}
+
+std::vector<Event> HitStore::events(const EventQuery& q) const {
+  std::vector<Event> result;
+  if (q.after_id >= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    return result;
+  std::string sql = std::string(kSelectEventColumns) + " WHERE id > ?1";
+  if (q.wearer) sql += " AND wearer = ?2";
+  if (q.alert_seq) sql += " AND alert_seq = ?3";
+  if (q.since) sql += " AND at >= ?4";
+  sql += " ORDER BY id LIMIT ?5";
+  Statement select(db_, label_, sql);
+  select.bind(1, static_cast<std::int64_t>(q.after_id));
+  if (q.wearer) select.bind(2, static_cast<std::int64_t>(*q.wearer));
+  if (q.alert_seq) select.bind(3, static_cast<std::int64_t>(*q.alert_seq));
+  if (q.since) select.bind(4, *q.since);
+  select.bind(5, static_cast<std::int64_t>(q.limit));
+  while (select.step()) result.push_back(row_to_event(select, label_));
+  return result;
 }
 
 std::vector<Alert> HitStore::query(const HitQuery& q) const {
@@ -331,6 +420,10 @@ std::int64_t HitStore::delete_older_than(double cutoff_unix_s) {
                       "DELETE FROM alert_windows WHERE seq NOT IN (SELECT seq FROM hits) "
                       "AND seq NOT IN (SELECT seq FROM marks WHERE withdrawn_at IS NULL)");
     orphans.run();
+    // The audit log is kept as long as the alerts it speaks of.
+    Statement old_events(db_, label_, "DELETE FROM events WHERE at < ?1");
+    old_events.bind(1, cutoff_unix_s);
+    old_events.run();
   });
   return removed;
 }

@@ -15,18 +15,27 @@
 
 #include "common/error.h"
 #include "sinks/alert.h"
+#include "sinks/event.h"
 
 struct sqlite3;
 
 namespace gw::pipeline {
 
-inline constexpr int kStoreSchemaVersion = 2;
+inline constexpr int kStoreSchemaVersion = 3;
 
 struct HitQuery {
   std::optional<std::uint32_t> wearer;
   std::optional<std::string> pattern;
   std::uint64_t after_seq = 0;  // rows with seq > after_seq
   std::optional<double> since;  // detected_at >= since (unix s)
+  int limit = 1000;
+};
+
+struct EventQuery {
+  std::optional<std::uint32_t> wearer;
+  std::optional<std::uint64_t> alert_seq;
+  std::uint64_t after_id = 0;   // rows with id > after_id
+  std::optional<double> since;  // at >= since (unix s)
   int limit = 1000;
 };
 
@@ -88,8 +97,16 @@ class HitStore {
   // order, inside the transaction, and may wait for the text; the string is
   // bound without a copy, so it must stay as it is until the next call or
   // the return.
-  std::uint64_t insert_rows(const std::vector<Alert>& alerts, const DimsText& dims_text);
+  // `events`, when given, go into the same transaction (before the alerts)
+  // and get their ids when it commits.
+  std::uint64_t insert_rows(const std::vector<Alert>& alerts, const DimsText& dims_text,
+                            std::vector<Event>* events = nullptr);
   std::vector<Alert> query(const HitQuery& q) const;
+  // The audit log (table events): insert_events() adds rows in one
+  // transaction and sets each event's id; events() reads them oldest first.
+  // delete_older_than() removes events older than its cutoff too.
+  void insert_events(std::vector<Event>& events);
+  std::vector<Event> events(const EventQuery& q) const;
   std::uint64_t last_seq() const;
   std::uint64_t count() const;
   // Deletes rows with detected_at < cutoff; returns how many. Seq numbers of
@@ -138,6 +155,9 @@ class HitStore {
   const std::string& path() const { return path_; }
 
  private:
+  // Inserts the rows inside the caller's open transaction; returns their ids.
+  std::vector<std::uint64_t> insert_event_rows(std::vector<Event>& events);
+
   std::string path_;
   std::string label_;  // "hit store 'PATH'", the start of every error message
   sqlite3* db_ = nullptr;

@@ -97,7 +97,7 @@ ScoredFile load_file(const EvalOptions& o, const config::DeviceProfile& device,
   }
   // Only the events inside the evaluated range count.
   f.events.erase(std::remove_if(f.events.begin(), f.events.end(),
-                                [&](const pipeline::Event& e) {
+                                [&](const pipeline::LabelledEvent& e) {
                                   return e.start < f.first || e.end > f.stop;
                                 }),
                  f.events.end());
@@ -166,13 +166,13 @@ std::map<std::string, FileAlerts> run_file(const EvalOptions& o, const config::C
   return out;
 }
 
-bool on_event(const pipeline::ScoredAlert& a, const pipeline::Event& e, std::int64_t tolerance) {
+bool on_event(const pipeline::ScoredAlert& a, const pipeline::LabelledEvent& e, std::int64_t tolerance) {
   return a.first <= e.end - 1 + tolerance && a.last >= e.start - tolerance;
 }
 
 bool is_false_alert(const pipeline::ScoredAlert& a, const ScoredFile& f, std::int64_t tolerance) {
   return std::none_of(f.events.begin(), f.events.end(),
-                      [&](const pipeline::Event& e) { return on_event(a, e, tolerance); });
+                      [&](const pipeline::LabelledEvent& e) { return on_event(a, e, tolerance); });
 }
 
 std::int64_t tolerance_of(const EvalOptions& o, const ScoredFile& f) {

@@ -48,8 +48,8 @@ struct ScoredFile {
   pipeline::RecordingName name;
   sensors::Recording rec;
   bool trial = false;                   // SisFall: labelled per file
-  std::vector<pipeline::Event> events;  // recording indices, inside [first, stop)
-  std::vector<pipeline::Event> unannotated;
+  std::vector<pipeline::LabelledEvent> events;  // recording indices, inside [first, stop)
+  std::vector<pipeline::LabelledEvent> unannotated;
   std::int64_t first = 0;
   std::int64_t stop = 0;
 };

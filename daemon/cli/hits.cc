@@ -56,7 +56,7 @@ void print_hits_with_truth(const std::vector<pipeline::Alert>& hits, const HitsO
     double from, to;
   };
   std::vector<Span> events;
-  for (const pipeline::Event& e : pipeline::events_from_labels(rec.labels, o.truth_label))
+  for (const pipeline::LabelledEvent& e : pipeline::events_from_labels(rec.labels, o.truth_label))
     if (e.start >= from && e.start < to)
       events.push_back({rec.time_s[static_cast<std::size_t>(e.start)],
                         rec.time_s[static_cast<std::size_t>(e.end - 1)]});

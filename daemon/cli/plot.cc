@@ -150,13 +150,13 @@ int overview(const PlotOptions& o, const sensors::Recording& rec,
       data << '\n';
     }
   }
-  std::vector<pipeline::Event> events;
+  std::vector<pipeline::LabelledEvent> events;
   if (!o.events_file.empty())
     events = pipeline::read_events(o.events_file);
   else if (!rec.labels.empty())
     events = pipeline::events_from_labels(rec.labels, 2);
   const auto unannotated = o.events_file.empty() ? pipeline::events_from_labels(rec.labels, 0)
-                                                 : std::vector<pipeline::Event>{};
+                                                 : std::vector<pipeline::LabelledEvent>{};
 
   std::ostringstream gp;
   const int height = o.height > 0 ? o.height : 420;

@@ -41,7 +41,7 @@ struct TrainOptions {
 };
 
 // Which window ends of a file train the decision, and how (nullopt: unused).
-// Event files: an end whose window (t - m, t] lies at least half inside an
+// LabelledEvent files: an end whose window (t - m, t] lies at least half inside an
 // event is positive; one whose window, widened by the tolerance on both
 // sides, touches no event is negative; windows in unannotated parts are
 // unused. Trial files: every end of an everyday trial is negative; in a fall

@@ -113,7 +113,7 @@ TEST_CASE("eval scores every event, and --cv scores each with a pattern built wi
   CHECK(eval(rec, {"--batch-frames", "1"}) == all);
   CHECK(eval(rec, {"--batch-frames", "300"}) == all);
 
-  // Event 0 (A) is scored by the pattern with only example B: missed; event 1
+  // LabelledEvent 0 (A) is scored by the pattern with only example B: missed; event 1
   // (B) by the pattern with only A: missed; event 2 has no example: the full
   // pattern finds it. False alerts: the decoy, for the two folds that hold A.
   const json cv = eval(rec, {"--cv"});

@@ -1,4 +1,4 @@
-// Event-level scoring: events from labels and files, precision/recall/latency,
+// LabelledEvent-level scoring: events from labels and files, precision/recall/latency,
 // nDCG@k, and the leave-one-episode-out folds and their scoring.
 #include "pipeline/evaluation.h"
 
@@ -9,7 +9,7 @@
 #include <fstream>
 
 namespace fs = std::filesystem;
-using gw::pipeline::Event;
+using gw::pipeline::LabelledEvent;
 using gw::pipeline::ScoredAlert;
 
 TEST_CASE("events are the runs of a label", "[eval]") {
@@ -48,7 +48,7 @@ TEST_CASE("nDCG@k of binary relevance", "[eval]") {
 }
 
 TEST_CASE("alerts against events: detected, true and false alerts, latency", "[eval]") {
-  const std::vector<Event> events = {{1000, 1500}, {3000, 3100}, {6000, 6400}};
+  const std::vector<LabelledEvent> events = {{1000, 1500}, {3000, 3100}, {6000, 6400}};
   // Rate 100 Hz, tolerance 1 s = 100 samples.
   const std::vector<ScoredAlert> alerts = {
       {1100, 1200, 2, 3.0},  // on event 0, 2 s after onset
@@ -78,7 +78,7 @@ TEST_CASE("alerts against events: detected, true and false alerts, latency", "[e
 }
 
 TEST_CASE("cross-validated scoring counts each fold on its own event", "[eval]") {
-  const std::vector<Event> events = {{1000, 1500}, {3000, 3500}};
+  const std::vector<LabelledEvent> events = {{1000, 1500}, {3000, 3500}};
   // Fold 0 (scores event 0): finds event 0, event 1 (its training event, not
   // counted) and two false alerts. Fold 1 finds nothing of event 1, one false.
   const std::vector<std::vector<ScoredAlert>> folds = {
@@ -109,7 +109,7 @@ TEST_CASE("leave-one-episode-out drops the positives cut from each event", "[eva
   p.examples = {example("/data/a.txt", 1050, false), example("/data/a.txt", 1200, false),
                 example("/data/a.txt", 3050, false), example("/data/b.txt", 5050, false),
                 example("/data/a.txt", 1100, true)};
-  const std::vector<Event> events = {{1000, 1500}, {3000, 3500}, {5000, 5500}};
+  const std::vector<LabelledEvent> events = {{1000, 1500}, {3000, 3500}, {5000, 5500}};
   const auto folds = gw::pipeline::leave_one_episode_out(p, "/data/a.txt", events);
   REQUIRE(folds.fold_of_event == std::vector<int>{0, 1, -1});  // event 2: no example from a.txt
   REQUIRE(folds.patterns.size() == 2);

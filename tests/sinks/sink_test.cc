@@ -806,3 +806,97 @@ TEST_CASE("AlertSink: on a full database drain() gives up at its deadline and th
   sink.stop();
   check_accounting(sink, options.db_path);
 }
+
+TEST_CASE("AlertSink: events are stored in the audit log and published in order with alerts",
+          "[sink]") {
+  using gw::pipeline::Event;
+  using gw::pipeline::EventQuery;
+  using gw::pipeline::EventType;
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.commit_interval_ms = 300;
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "event.", "stats."});
+  wait_until_subscribed(sink, {&sub});
+
+  sink.submit(make_alert(0, 9));
+  Event acknowledged;
+  acknowledged.type = EventType::kAlertAcknowledged;
+  acknowledged.wearer = 9;
+  acknowledged.alert_seq = 1;
+  acknowledged.actor = "nurse ana";
+  acknowledged.details = json{{"note", "on my way"}};
+  sink.submit_event(acknowledged);
+  Event recovered;
+  recovered.type = EventType::kSensorRecovered;
+  recovered.wearer = 4;
+  recovered.actor = "gaitwatchd";
+  recovered.at = 1.7e9;
+  recovered.details = json{{"device", 2}};
+  sink.submit_event(recovered);
+  sink.submit_stats(json{{"end", true}});
+
+  auto messages = sub.receive_until_end();
+  REQUIRE(messages.size() == 3);
+  CHECK(messages[0].topic == "alert.critical.9.");
+  CHECK(messages[1].topic == "event.alert_acknowledged.9.");
+  const json first = json::parse(messages[1].body);
+  CHECK(first["schema"] == gw::pipeline::kMessageSchemaVersion);
+  CHECK(first["type"] == "alert_acknowledged");
+  CHECK(first["alert_seq"] == 1);
+  CHECK(first["actor"] == "nurse ana");
+  CHECK(first["details"] == json{{"note", "on my way"}});
+  CHECK(first["at"].get<double>() > 1.6e9);  // set by the sink
+  CHECK(messages[2].topic == "event.sensor_recovered.4.");
+  const json second = json::parse(messages[2].body);
+  CHECK_FALSE(second.contains("alert_seq"));
+  CHECK(second["at"] == 1.7e9);
+  CHECK(second["id"].get<std::uint64_t>() > first["id"].get<std::uint64_t>());
+
+  sink.stop();
+  CHECK(sink.counters().events_committed == 2);
+  CHECK(sink.counters().events_dropped == 0);
+  HitStore store(options.db_path);
+  const std::vector<Event> stored = store.events(EventQuery{});
+  REQUIRE(stored.size() == 2);
+  // The published bodies are the stored rows.
+  CHECK(gw::pipeline::event_to_json(stored[0]) == first);
+  CHECK(gw::pipeline::event_to_json(stored[1]) == second);
+  EventQuery about_alert;
+  about_alert.alert_seq = 1;
+  CHECK(store.events(about_alert).size() == 1);
+}
+
+TEST_CASE("AlertSink: an event whose commit fails is published only once it commits", "[sink]") {
+  using gw::pipeline::Event;
+  using gw::pipeline::EventType;
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"event.", "stats."});
+  wait_until_subscribed(sink, {&sub});
+
+  raw_exec(options.db_path,
+           "CREATE TRIGGER refuse_events BEFORE INSERT ON events "
+           "BEGIN SELECT RAISE(ABORT, 'audit log refused'); END");
+  Event event;
+  event.type = EventType::kAlertResolved;
+  event.wearer = 3;
+  event.actor = "carer";
+  sink.submit_event(event);
+  REQUIRE(eventually([&] { return sink.counters().store_errors >= 2; }));
+  CHECK_FALSE(sub.receive(200ms).has_value());
+
+  raw_exec(options.db_path, "DROP TRIGGER refuse_events");
+  auto message = sub.receive();
+  REQUIRE(message.has_value());
+  CHECK(message->topic == "event.alert_resolved.3.");
+  CHECK(sink.counters().events_committed == 1);
+  sink.stop();
+
+  // After stop() an event is dropped and counted, never thrown.
+  sink.submit_event(event);
+  CHECK(sink.counters().events_dropped == 1);
+}

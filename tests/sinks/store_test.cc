@@ -30,6 +30,7 @@ using gw::pipeline::alert_topic;
 using gw::pipeline::DimMatch;
 using gw::pipeline::HitQuery;
 using gw::pipeline::HitStore;
+using gw::pipeline::kStoreSchemaVersion;
 using nlohmann::json;
 
 // Each test's own folder.
@@ -127,17 +128,17 @@ std::string error_of(const std::function<void()>& action) {
 
 }  // namespace
 
-TEST_CASE("HitStore: a new store has schema version 2 and WAL journal mode", "[store]") {
+TEST_CASE("HitStore: a new store has the current schema version and WAL journal mode", "[store]") {
   TempDir dir;
   const std::string path = dir.file("hits.db");
   HitStore store(path);
-  CHECK(store.schema_version() == 2);
+  CHECK(store.schema_version() == kStoreSchemaVersion);
   CHECK(store.count() == 0);
   CHECK(store.last_seq() == 0);
   CHECK(store.path() == path);
 
   RawDb raw(path);
-  CHECK(raw.text("PRAGMA user_version") == "2");
+  CHECK(raw.text("PRAGMA user_version") == std::to_string(kStoreSchemaVersion));
   CHECK(raw.text("PRAGMA journal_mode") == "wal");
   CHECK(raw.text("SELECT value FROM meta WHERE key = 'last_seq'") == "0");
 }
@@ -174,7 +175,7 @@ TEST_CASE("HitStore: reopening keeps the rows and the sequence", "[store]") {
     store.insert(alerts);
   }
   HitStore reopened(path);
-  CHECK(reopened.schema_version() == 2);
+  CHECK(reopened.schema_version() == kStoreSchemaVersion);
   CHECK(reopened.count() == 2);
   CHECK(reopened.last_seq() == 2);
   auto rows = reopened.query(HitQuery{});
@@ -187,14 +188,15 @@ TEST_CASE("HitStore: a database with a newer schema version is refused, untouche
   TempDir dir;
   const std::string path = dir.file("hits.db");
   { HitStore store(path); }
-  RawDb(path).exec("PRAGMA user_version = 3");
+  const std::string newer = std::to_string(kStoreSchemaVersion + 1);
+  RawDb(path).exec("PRAGMA user_version = " + newer);
 
   std::string message = error_of([&] { HitStore store(path); });
-  CHECK_THAT(message, Catch::Contains(path) && Catch::Contains("schema version 3") &&
+  CHECK_THAT(message, Catch::Contains(path) && Catch::Contains("schema version " + newer) &&
                           Catch::Contains("newer"));
   message = error_of([&] { HitStore store(path, /*read_only=*/true); });
-  CHECK_THAT(message, Catch::Contains("schema version 3"));
-  CHECK(RawDb(path).text("PRAGMA user_version") == "3");
+  CHECK_THAT(message, Catch::Contains("schema version " + newer));
+  CHECK(RawDb(path).text("PRAGMA user_version") == newer);
 }
 
 TEST_CASE("HitStore: an unrelated SQLite database is not taken over", "[store]") {
@@ -412,7 +414,7 @@ TEST_CASE("HitStore: read-only sees committed rows, refuses writes, never create
   const std::string path = dir.file("hits.db");
   HitStore writer(path);
   HitStore reader(path, /*read_only=*/true);
-  CHECK(reader.schema_version() == 2);
+  CHECK(reader.schema_version() == kStoreSchemaVersion);
   CHECK(reader.count() == 0);
 
   std::vector<Alert> alerts{make_alert(0), make_alert(1)};
@@ -736,9 +738,78 @@ TEST_CASE("HitStore: a version 1 store is migrated with its rows kept", "[store]
         "PRAGMA user_version = 1;");
   }
   HitStore store(path);
-  CHECK(store.schema_version() == 2);
+  CHECK(store.schema_version() == kStoreSchemaVersion);
   CHECK(store.count() == 1);
   CHECK(store.window_count() == 0);
   CHECK(reason_of([&] { store.add_mark(1, MarkVerdict::kFalse, "", 1.0); }) ==
         MarkError::Reason::kNoWindow);
+}
+
+TEST_CASE("HitStore: events get increasing ids, filter by wearer and alert, and age out",
+          "[store]") {
+  using gw::pipeline::Event;
+  using gw::pipeline::EventQuery;
+  using gw::pipeline::EventType;
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  std::vector<Event> events(3);
+  events[0].type = EventType::kAlertAcknowledged;
+  events[0].wearer = 5;
+  events[0].alert_seq = 12;
+  events[0].actor = "ana";
+  events[0].at = 1000;
+  events[1].type = EventType::kSensorRecovered;
+  events[1].wearer = 6;
+  events[1].actor = "gaitwatchd";
+  events[1].at = 2000;
+  events[1].details = nlohmann::json{{"device", 1}, {"silent_s", 42.5}};
+  events[2].type = EventType::kAlertResolved;
+  events[2].wearer = 5;
+  events[2].alert_seq = 12;
+  events[2].actor = "ben";
+  events[2].at = 3000;
+  store.insert_events(events);
+  CHECK(events[0].id > 0);
+  CHECK(events[1].id > events[0].id);
+  CHECK(events[2].id > events[1].id);
+
+  const std::vector<Event> all = store.events(EventQuery{});
+  REQUIRE(all.size() == 3);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    CHECK(gw::pipeline::event_to_json(all[i]) == gw::pipeline::event_to_json(events[i]));
+  EventQuery of_wearer;
+  of_wearer.wearer = 5;
+  CHECK(store.events(of_wearer).size() == 2);
+  EventQuery after;
+  after.after_id = events[1].id;
+  REQUIRE(store.events(after).size() == 1);
+  CHECK(store.events(after)[0].actor == "ben");
+
+  store.delete_older_than(2500);
+  const std::vector<Event> left = store.events(EventQuery{});
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].id == events[2].id);
+}
+
+TEST_CASE("Event: JSON round trip and unknown types refused", "[store]") {
+  gw::pipeline::Event event;
+  event.type = gw::pipeline::EventType::kEpisodeEnded;
+  event.wearer = 77;
+  event.alert_seq = 3;
+  event.actor = "gaitwatchd";
+  event.at = 1.5e9;
+  event.id = 9;
+  const nlohmann::json j = gw::pipeline::event_to_json(event);
+  CHECK(gw::pipeline::event_to_json(gw::pipeline::event_from_json(j)) == j);
+  CHECK(gw::pipeline::event_topic(event) == "event.episode_ended.77.");
+  nlohmann::json bad = j;
+  bad["type"] = "alert_exploded";
+  CHECK_THROWS_WITH(gw::pipeline::event_from_json(bad), Catch::Contains("alert_exploded"));
+  for (const char* name : {"alert_acknowledged", "alert_resolved", "alert_marked", "alert_unmarked",
+                           "alert_escalated", "episode_ended", "sensor_recovered",
+                           "wearer_changed"}) {
+    const auto type = gw::pipeline::parse_event_type(name);
+    REQUIRE(type.has_value());
+    CHECK(std::string(gw::pipeline::event_type_name(*type)) == name);
+  }
 }
