@@ -1,7 +1,7 @@
 // Trivially-copyable views of one batch and one pattern library in device
 // memory, passed by value into the kernels of kernels/*.cu (cuCollections
-// style: the owning objects live in cuda_backend.cu). Plain C++: no CUDA
-// header needed to include this.
+// style: the owning objects live in cuda_library.h, cuda_staging.h and
+// cuda_backend.cu). Plain C++: no CUDA header needed to include this.
 #pragma once
 
 #include <cstdint>
