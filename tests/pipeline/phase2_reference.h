@@ -1,7 +1,8 @@
-// The phase-2 code as it was before the incremental PatternTracker and the
-// allocation-free combination (commit 72c71ba), kept verbatim as the
-// reference that the optimised code must match bit for bit
-// (phase2_equivalence_test.cc). Test-only: not built into any library.
+// A straightforward phase 2 (recomputed from scratch at every window end,
+// allocating freely): the reference that the incremental PatternTracker and
+// the allocation-free combination must match bit for bit
+// (phase2_equivalence_test.cc). Kept independent of the production code on
+// purpose. Test-only: not built into any library.
 #pragma once
 
 #include <algorithm>
