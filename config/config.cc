@@ -26,6 +26,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "common/spelling.h"
@@ -273,6 +274,14 @@ bool StatusChannels::operator==(const StatusChannels& other) const {
 
 bool ZoneConfig::operator==(const ZoneConfig& other) const {
   return name == other.name && id == other.id && sources == other.sources;
+}
+
+bool MqttBridgeConfig::operator==(const MqttBridgeConfig& other) const {
+  return std::tie(enabled, host, port, client_id, topic_prefix, username, password_file,
+                  tls_ca_file, tls_cert_file, tls_key_file, qos, keepalive_s, max_queued) ==
+         std::tie(other.enabled, other.host, other.port, other.client_id, other.topic_prefix,
+                  other.username, other.password_file, other.tls_ca_file, other.tls_cert_file,
+                  other.tls_key_file, other.qos, other.keepalive_s, other.max_queued);
 }
 
 bool PatternConfig::has_negatives() const {
@@ -841,6 +850,52 @@ void read_marks(const MapReader& root, MarksConfig& marks) {
   read_bool(map, "alert_windows", marks.alert_windows);
 }
 
+// A file the daemon reads at start: resolved against the config's folder
+// and required to exist now, so that --check-config finds a typo.
+void read_existing_file(const MapReader& map, const std::string& key, const std::string& base_dir,
+                        std::string& path) {
+  if (!read_string(map, key, path) || path.empty()) return;
+  path = resolve_path(base_dir, path);
+  if (!std::filesystem::is_regular_file(path)) map.add_issue(key, "no such file: " + path);
+}
+
+void read_bridges(const MapReader& root, const std::string& base_dir, BridgesConfig& bridges) {
+  const MapReader map(root.value("bridges"), "bridges", {"mqtt"}, root.issues());
+  MqttBridgeConfig& mqtt = bridges.mqtt;
+  const MapReader m(map.value("mqtt"), map.key_path("mqtt"),
+                    {"enabled", "host", "port", "client_id", "topic_prefix", "username",
+                     "password_file", "tls", "qos", "keepalive_s", "max_queued"},
+                    root.issues());
+  read_bool(m, "enabled", mqtt.enabled);
+  read_string(m, "host", mqtt.host);
+  if (mqtt.host.empty()) m.add_issue("host", "must not be empty");
+  read_int(m, "port", 1, 65535, mqtt.port);
+  read_string(m, "client_id", mqtt.client_id);
+  if (mqtt.client_id.empty() || mqtt.client_id.size() > 23)
+    m.add_issue("client_id", "must be 1 to 23 characters (MQTT 3.1.1)");
+  read_string(m, "topic_prefix", mqtt.topic_prefix);
+  if (mqtt.topic_prefix.empty() || mqtt.topic_prefix.find_first_of("#+") != std::string::npos ||
+      mqtt.topic_prefix.back() == '/')
+    m.add_issue("topic_prefix", "must be non-empty, without '#', '+' or a trailing '/'");
+  read_string(m, "username", mqtt.username);
+  read_existing_file(m, "password_file", base_dir, mqtt.password_file);
+  if (!mqtt.password_file.empty() && mqtt.username.empty())
+    m.add_issue("password_file", "a password needs a username");
+  const MapReader tls(m.value("tls"), m.key_path("tls"), {"ca_file", "cert_file", "key_file"},
+                      root.issues());
+  read_existing_file(tls, "ca_file", base_dir, mqtt.tls_ca_file);
+  read_existing_file(tls, "cert_file", base_dir, mqtt.tls_cert_file);
+  read_existing_file(tls, "key_file", base_dir, mqtt.tls_key_file);
+  if (mqtt.tls_cert_file.empty() != mqtt.tls_key_file.empty())
+    tls.add_issue(mqtt.tls_cert_file.empty() ? "key_file" : "cert_file",
+                  "a client certificate needs both cert_file and key_file");
+  if (!mqtt.tls_cert_file.empty() && mqtt.tls_ca_file.empty())
+    tls.add_issue("cert_file", "a client certificate needs TLS (ca_file)");
+  read_int(m, "qos", 0, 2, mqtt.qos);
+  read_int(m, "keepalive_s", 5, 3600, mqtt.keepalive_s);
+  read_int(m, "max_queued", 1, 10000000, mqtt.max_queued);
+}
+
 void read_slots(const MapReader& root, SlotsConfig& slots) {
   const MapReader map(root.value("slots"), "slots",
                       {"enabled", "clock", "retention_s", "max_wait_s", "node_capacity",
@@ -925,7 +980,8 @@ void check_ring_capacity(const MapReader& root, const Config& config) {
 
 const std::vector<std::string> kSections = {
     "daemon", "ingest", "devices",  "search",    "patterns", "storage", "history",
-    "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones", "marks"};
+    "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones", "marks",
+    "bridges"};
 
 
 // A daemon's file must say what it detects: an empty file, or one cut off
@@ -1014,6 +1070,7 @@ Config parse_config_text(const std::string& yaml_text, const std::string& source
     read_slots(root, config.slots);
     read_zones(root, config.zones);
     read_marks(root, config.marks);
+    read_bridges(root, base_dir, config.bridges);
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
   throw_if_any(issues, source_name);

@@ -547,6 +547,31 @@ struct MarksConfig {
   bool alert_windows = true;
 };
 
+// The MQTT bridge (bridges/mqtt_bridge.h, docs/integrations.md): every
+// alert and event also goes to an MQTT broker.
+struct MqttBridgeConfig {
+  bool enabled = false;
+  std::string host = "127.0.0.1";
+  int port = 1883;
+  std::string client_id = "gaitwatchd";
+  std::string topic_prefix = "gaitwatch";
+  std::string username;       // empty = anonymous
+  std::string password_file;  // its first line is the password (kept out of the YAML)
+  // TLS when tls.ca_file is set; cert_file + key_file: a client certificate.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  int qos = 1;
+  int keepalive_s = 30;
+  std::size_t max_queued = 10000;  // waiting for the broker; beyond it the oldest is dropped
+  bool operator==(const MqttBridgeConfig& other) const;
+  bool operator!=(const MqttBridgeConfig& other) const { return !(*this == other); }
+};
+
+struct BridgesConfig {
+  MqttBridgeConfig mqtt;
+};
+
 struct DaemonConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error
   double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
@@ -572,6 +597,7 @@ struct Config {
   SlotsConfig slots;
   std::vector<ZoneConfig> zones;
   MarksConfig marks;
+  BridgesConfig bridges;
 
   const DeviceProfile* device_by_id(std::uint16_t id) const;
   const DeviceProfile* device_by_name(const std::string& name) const;

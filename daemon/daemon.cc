@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,7 @@
 
 #include "common/diagnostics.h"
 #include "common/error.h"
+#include "bridges/mqtt_bridge.h"
 #include "common/thread_name.h"
 #include "config/config.h"
 #include "config/reload_rules.h"
@@ -191,6 +193,34 @@ class TableJobs {
   std::uint64_t table_failures_ = 0;
 };
 
+// How long the MQTT bridge may take at stop to hand the broker what is queued.
+constexpr std::chrono::milliseconds kBridgeFlushLimit{2000};
+
+// The bridge `config` asks for, or none; its password is read here, at start.
+std::unique_ptr<bridges::MqttBridge> make_mqtt_bridge(const config::MqttBridgeConfig& config) {
+  if (!config.enabled) return nullptr;
+  bridges::MqttBridgeOptions options;
+  options.host = config.host;
+  options.port = config.port;
+  options.client_id = config.client_id;
+  options.topic_prefix = config.topic_prefix;
+  options.username = config.username;
+  if (!config.password_file.empty()) {
+    std::ifstream in(config.password_file);
+    if (!in || !std::getline(in, options.password))
+      throw Error("bridges.mqtt.password_file: cannot read " + config.password_file);
+  }
+  options.tls_ca_file = config.tls_ca_file;
+  options.tls_cert_file = config.tls_cert_file;
+  options.tls_key_file = config.tls_key_file;
+  options.qos = config.qos;
+  options.keepalive_s = config.keepalive_s;
+  options.max_queued = config.max_queued;
+  spdlog::info("MQTT bridge to {}:{} under {}/ (QoS {})", config.host, config.port,
+               config.topic_prefix, config.qos);
+  return std::make_unique<bridges::MqttBridge>(std::move(options));
+}
+
 class Daemon {
  public:
   explicit Daemon(std::string config_path)
@@ -229,6 +259,13 @@ class Daemon {
     sink_options.max_pending_alerts = config_.storage.max_pending_alerts;
     sink_options.max_size_bytes =
         static_cast<std::uint64_t>(config_.storage.max_size_mb * 1024 * 1024);
+    // Before the sink, so that it outlives the sink's last commit.
+    std::unique_ptr<bridges::MqttBridge> mqtt = make_mqtt_bridge(config_.bridges.mqtt);
+    if (mqtt)
+      sink_options.on_committed = [bridge = mqtt.get()](const std::string& topic,
+                                                        const std::string& body) {
+        bridge->offer(topic, body);
+      };
     pipeline::AlertSink sink(sink_options);
     if (config_.publish.send_hwm > 0 && config_.publish.send_hwm <= config_.storage.max_batch)
       spdlog::warn("publish.send_hwm {} is not above storage.max_batch {}: a transaction's alerts "
@@ -278,6 +315,13 @@ class Daemon {
       stats.update(jobs.stats_json());
       if (history_) stats["history"] = history_->stats_json();
       stats["marks"] = marks.stats_json();
+      if (mqtt) {
+        const bridges::MqttBridgeCounters m = mqtt->counters();
+        stats["bridges"]["mqtt"] = {{"offered", m.offered},     {"sent", m.sent},
+                                    {"delivered", m.delivered}, {"dropped", m.dropped},
+                                    {"connects", m.connects},   {"queued", m.queued},
+                                    {"connected", m.connected ? 1 : 0}};
+      }
       stats["latency"] = {{"alert_p50_ms", alert_latency_.quantile(0.5)},
                           {"alert_p99_ms", alert_latency_.quantile(0.99)},
                           {"alert_max_ms", alert_latency_.max()}};
@@ -368,6 +412,12 @@ class Daemon {
     const auto c = sink.counters();
     spdlog::info("stopped: {} alerts committed, {} published, last seq {}", c.committed,
                  c.published, c.last_seq);
+    if (mqtt) {
+      mqtt->stop(kBridgeFlushLimit);
+      const bridges::MqttBridgeCounters m = mqtt->counters();
+      spdlog::info("MQTT bridge: {} messages offered, {} delivered, {} dropped", m.offered,
+                   m.delivered, m.dropped);
+    }
     return 0;
   }
 

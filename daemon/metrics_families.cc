@@ -314,6 +314,22 @@ std::vector<MetricFamily> make_families() {
               "Bytes of the chunks written: raw (float32 samples) and stored (after "
               "compression).",
               by("form", {{"raw", "/history/raw_bytes"}, {"stored", "/history/stored_bytes"}})),
+      // ---- MQTT bridge (bridges/mqtt_bridge.h), when bridges.mqtt.enabled
+      optional(counter("gaitwatch_bridge_mqtt_messages_total",
+                       "Alerts and events for the MQTT broker by outcome: offered (handed to "
+                       "the bridge), delivered (acknowledged by the broker, status and retained "
+                       "wearer topics included), dropped (queue full or left at stop).",
+                       by("outcome", {{"offered", "/bridges/mqtt/offered"},
+                                      {"delivered", "/bridges/mqtt/delivered"},
+                                      {"dropped", "/bridges/mqtt/dropped"}}))),
+      optional(gauge("gaitwatch_bridge_mqtt_queued_messages",
+                     "Messages waiting for the MQTT broker now.", leaf("/bridges/mqtt/queued"))),
+      optional(gauge("gaitwatch_bridge_mqtt_connected",
+                     "1 while the MQTT bridge is connected to its broker.",
+                     leaf("/bridges/mqtt/connected"))),
+      optional(counter("gaitwatch_bridge_mqtt_connects_total",
+                       "Successful connections to the MQTT broker, the first included.",
+                       leaf("/bridges/mqtt/connects"))),
       gauge("gaitwatch_marks",
             "Carers' active marks by state: active (its example in use) or inactive because "
             "its pattern is no longer configured, its pattern's shape changed, or newer marks "

@@ -370,7 +370,8 @@ struct AlertSink::Impl {
     // follow the last seq it committed (checked after the commit; bodies
     // made for other seqs are made again). With many alerts a tick this
     // takes the JSON off the way from detection to the subscribers.
-    BatchText text(alerts, publisher.has_value());
+    const bool with_bodies = publisher.has_value() || static_cast<bool>(options.on_committed);
+    BatchText text(alerts, with_bodies);
     const std::uint64_t expected_first = last_seq.load() + 1;
     std::future<void> text_made;
     if (alerts.size() >= kAlertsForSerializer)
@@ -378,7 +379,7 @@ struct AlertSink::Impl {
         set_thread_name("gw-sink-json");
         text.make(expected_first);
       });
-    else if (publisher)
+    else if (with_bodies)
       text.write_bodies(expected_first);
     const auto commit_start = Clock::now();
     const std::optional<std::uint64_t> first_seq =
@@ -388,7 +389,7 @@ struct AlertSink::Impl {
     if (text_made.valid()) text_made.get();
     if (first_seq) {
       for (std::size_t i = 0; i < alerts.size(); ++i) alerts[i].seq = *first_seq + i;
-      if (publisher && *first_seq != expected_first) text.write_bodies(*first_seq);
+      if (with_bodies && *first_seq != expected_first) text.write_bodies(*first_seq);
     }
     std::size_t next_alert = 0;
     std::size_t next_event = 0;
@@ -396,10 +397,17 @@ struct AlertSink::Impl {
       if (std::holds_alternative<Alert>(item)) {
         const std::size_t i = next_alert++;
         // Never publish an alert whose row is not committed.
-        if (first_seq && publish(alert_topic(alerts[i]), text.body(i))) ++published;
+        if (!first_seq) continue;
+        const std::string topic = alert_topic(alerts[i]);
+        if (publish(topic, text.body(i))) ++published;
+        if (options.on_committed) options.on_committed(topic, text.body(i));
       } else if (std::holds_alternative<Event>(item)) {
         const Event& event = events[next_event++];
-        if (first_seq) publish(event_topic(event), json_text(event_to_json(event)));
+        if (!first_seq) continue;
+        const std::string topic = event_topic(event);
+        const std::string body = json_text(event_to_json(event));
+        publish(topic, body);
+        if (options.on_committed) options.on_committed(topic, body);
       } else if (const auto* stats = std::get_if<StatsMessage>(&item)) {
         publish(kStatsTopic, json_text(stats->body));
       }

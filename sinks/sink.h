@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -50,6 +51,11 @@ struct SinkOptions {
   std::size_t max_pending_alerts = 100000;
   // The database's size limit in bytes (HitStore::limit_size); 0 = none.
   std::uint64_t max_size_bytes = 0;
+  // Called on the writer thread with [topic, body] of every alert and event
+  // once its row is committed, in commit order, whether or not there is a
+  // publish_endpoint (the bridges take alerts this way). It must not block:
+  // the next commit waits for it.
+  std::function<void(const std::string& topic, const std::string& body)> on_committed;
 };
 
 // How often at most the sink logs that it drops alerts, and that commits

@@ -1952,3 +1952,34 @@ TEST_CASE("agree problems in a pack name the pack's file and the include", "[con
   CHECK_THAT(issues[0].message,
              Catch::Contains("included by patterns[0].include at " + main_path + ":12"));
 }
+
+TEST_CASE("bridges.mqtt: defaults off, values read, errors with their key paths", "[config]") {
+  const auto defaults = parse_config(yaml({"search:", "  threads: 1"}), "ok.yaml", "/base");
+  CHECK_FALSE(defaults.bridges.mqtt.enabled);
+  CHECK(defaults.bridges.mqtt.qos == 1);
+  TempDir dir;
+  dir.write("mqtt-password", "s3cret\n");
+  dir.write("ca.pem", "not checked here\n");
+  const auto ok = parse_config(yaml({"bridges:", "  mqtt:", "    enabled: true",
+                                     "    host: broker.ward", "    port: 8883",
+                                     "    topic_prefix: site/ward3", "    username: gw",
+                                     "    password_file: mqtt-password", "    tls:",
+                                     "      ca_file: ca.pem", "    qos: 2"}),
+                               "ok.yaml", dir.path().string());
+  CHECK(ok.bridges.mqtt.enabled);
+  CHECK(ok.bridges.mqtt.host == "broker.ward");
+  CHECK(ok.bridges.mqtt.port == 8883);
+  CHECK(ok.bridges.mqtt.topic_prefix == "site/ward3");
+  CHECK(ok.bridges.mqtt.password_file == (dir.path() / "mqtt-password").string());
+  CHECK(ok.bridges.mqtt.tls_ca_file == (dir.path() / "ca.pem").string());
+  CHECK(ok.bridges.mqtt.qos == 2);
+  require_single_issue(issues_of(yaml({"bridges:", "  mqtt:", "    qos: 3"})), "bridges.mqtt.qos",
+                       3, "3");
+  require_single_issue(issues_of(yaml({"bridges:", "  mqtt:", "    topic_prefix: \"a/+\""})),
+                       "bridges.mqtt.topic_prefix", 3, "'+'");
+  require_single_issue(issues_of(yaml({"bridges:", "  mqtt:", "    password_file: /nonexistent/pw",
+                                       "    username: gw"})),
+                       "bridges.mqtt.password_file", 3, "no such file");
+  require_single_issue(issues_of(yaml({"bridges:", "  mqtt:", "    tlss: {}"})), "bridges.mqtt.tlss",
+                       3, "tls");
+}
