@@ -29,6 +29,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/http_url.h"
 #include "common/spelling.h"
 #include "config/patterns_reader.h"
 #include "config/yaml_reader.h"
@@ -282,6 +283,13 @@ bool MqttBridgeConfig::operator==(const MqttBridgeConfig& other) const {
          std::tie(other.enabled, other.host, other.port, other.client_id, other.topic_prefix,
                   other.username, other.password_file, other.tls_ca_file, other.tls_cert_file,
                   other.tls_key_file, other.qos, other.keepalive_s, other.max_queued);
+}
+
+bool WebhookBridgeConfig::operator==(const WebhookBridgeConfig& other) const {
+  return std::tie(enabled, url, topics, bearer_token_file, timeout_s, retry_initial_s, retry_max_s,
+                  max_attempts, max_queued) ==
+         std::tie(other.enabled, other.url, other.topics, other.bearer_token_file, other.timeout_s,
+                  other.retry_initial_s, other.retry_max_s, other.max_attempts, other.max_queued);
 }
 
 bool PatternConfig::has_negatives() const {
@@ -859,8 +867,43 @@ void read_existing_file(const MapReader& map, const std::string& key, const std:
   if (!std::filesystem::is_regular_file(path)) map.add_issue(key, "no such file: " + path);
 }
 
+void read_webhook(const MapReader& bridges, const std::string& base_dir,
+                  WebhookBridgeConfig& webhook) {
+  const MapReader w(bridges.value("webhook"), bridges.key_path("webhook"),
+                    {"enabled", "url", "topics", "bearer_token_file", "timeout_s",
+                     "retry_initial_s", "retry_max_s", "max_attempts", "max_queued"},
+                    bridges.issues());
+  read_bool(w, "enabled", webhook.enabled);
+  if (read_string(w, "url", webhook.url)) {
+    try {
+      parse_http_url(webhook.url);
+    } catch (const Error& e) {
+      w.add_issue("url", e.what());
+    }
+  }
+  std::vector<LocatedString> topics;
+  if (read_string_list(w, "topics", topics)) {
+    webhook.topics.clear();
+    if (topics.empty()) w.add_issue("topics", "must name at least one topic prefix");
+    for (const LocatedString& topic : topics) {
+      if (topic.value.rfind("alert.", 0) != 0 && topic.value.rfind("event.", 0) != 0)
+        w.add_issue("topics", "'" + topic.value + "' must start with alert. or event.");
+      webhook.topics.push_back(topic.value);
+    }
+  }
+  read_existing_file(w, "bearer_token_file", base_dir, webhook.bearer_token_file);
+  read_number(w, "timeout_s", between(0.1, 300), webhook.timeout_s);
+  read_number(w, "retry_initial_s", between(0.01, 3600), webhook.retry_initial_s);
+  read_number(w, "retry_max_s", between(0.01, 86400), webhook.retry_max_s);
+  if (webhook.retry_max_s < webhook.retry_initial_s)
+    w.add_issue("retry_max_s", "must be >= retry_initial_s");
+  read_int(w, "max_attempts", 1, 1000000, webhook.max_attempts);
+  read_int(w, "max_queued", 1, 10000000, webhook.max_queued);
+}
+
 void read_bridges(const MapReader& root, const std::string& base_dir, BridgesConfig& bridges) {
-  const MapReader map(root.value("bridges"), "bridges", {"mqtt"}, root.issues());
+  const MapReader map(root.value("bridges"), "bridges", {"mqtt", "webhook"}, root.issues());
+  read_webhook(map, base_dir, bridges.webhook);
   MqttBridgeConfig& mqtt = bridges.mqtt;
   const MapReader m(map.value("mqtt"), map.key_path("mqtt"),
                     {"enabled", "host", "port", "client_id", "topic_prefix", "username",

@@ -568,8 +568,24 @@ struct MqttBridgeConfig {
   bool operator!=(const MqttBridgeConfig& other) const { return !(*this == other); }
 };
 
+// The webhook bridge (bridges/webhook.h): alerts POSTed as JSON.
+struct WebhookBridgeConfig {
+  bool enabled = false;
+  std::string url = "http://127.0.0.1:8080/gaitwatch";  // http:// only
+  std::vector<std::string> topics = {"alert."};        // publisher topic prefixes
+  std::string bearer_token_file;  // its first line is sent as "Authorization: Bearer ..."
+  double timeout_s = 5;
+  double retry_initial_s = 1;
+  double retry_max_s = 60;
+  int max_attempts = 10;
+  std::size_t max_queued = 1000;
+  bool operator==(const WebhookBridgeConfig& other) const;
+  bool operator!=(const WebhookBridgeConfig& other) const { return !(*this == other); }
+};
+
 struct BridgesConfig {
   MqttBridgeConfig mqtt;
+  WebhookBridgeConfig webhook;
 };
 
 struct DaemonConfig {

@@ -23,6 +23,7 @@
 #include "common/diagnostics.h"
 #include "common/error.h"
 #include "bridges/mqtt_bridge.h"
+#include "bridges/webhook.h"
 #include "common/thread_name.h"
 #include "config/config.h"
 #include "config/reload_rules.h"
@@ -193,7 +194,15 @@ class TableJobs {
   std::uint64_t table_failures_ = 0;
 };
 
-// How long the MQTT bridge may take at stop to hand the broker what is queued.
+// The first line of `path`, a secret kept out of the config file.
+std::string read_secret(const std::string& path, const std::string& key) {
+  std::string secret;
+  std::ifstream in(path);
+  if (!in || !std::getline(in, secret)) throw Error(key + ": cannot read " + path);
+  return secret;
+}
+
+// How long each bridge may take at stop to hand on what is queued.
 constexpr std::chrono::milliseconds kBridgeFlushLimit{2000};
 
 // The bridge `config` asks for, or none; its password is read here, at start.
@@ -205,11 +214,8 @@ std::unique_ptr<bridges::MqttBridge> make_mqtt_bridge(const config::MqttBridgeCo
   options.client_id = config.client_id;
   options.topic_prefix = config.topic_prefix;
   options.username = config.username;
-  if (!config.password_file.empty()) {
-    std::ifstream in(config.password_file);
-    if (!in || !std::getline(in, options.password))
-      throw Error("bridges.mqtt.password_file: cannot read " + config.password_file);
-  }
+  if (!config.password_file.empty())
+    options.password = read_secret(config.password_file, "bridges.mqtt.password_file");
   options.tls_ca_file = config.tls_ca_file;
   options.tls_cert_file = config.tls_cert_file;
   options.tls_key_file = config.tls_key_file;
@@ -219,6 +225,23 @@ std::unique_ptr<bridges::MqttBridge> make_mqtt_bridge(const config::MqttBridgeCo
   spdlog::info("MQTT bridge to {}:{} under {}/ (QoS {})", config.host, config.port,
                config.topic_prefix, config.qos);
   return std::make_unique<bridges::MqttBridge>(std::move(options));
+}
+
+std::unique_ptr<bridges::WebhookBridge> make_webhook(const config::WebhookBridgeConfig& config) {
+  if (!config.enabled) return nullptr;
+  bridges::WebhookOptions options;
+  options.url = config.url;
+  options.topics = config.topics;
+  if (!config.bearer_token_file.empty())
+    options.bearer_token =
+        read_secret(config.bearer_token_file, "bridges.webhook.bearer_token_file");
+  options.timeout_s = config.timeout_s;
+  options.retry_initial_s = config.retry_initial_s;
+  options.retry_max_s = config.retry_max_s;
+  options.max_attempts = config.max_attempts;
+  options.max_queued = config.max_queued;
+  spdlog::info("webhook: POSTing {} to {}", fmt::join(config.topics, ", "), config.url);
+  return std::make_unique<bridges::WebhookBridge>(std::move(options));
 }
 
 class Daemon {
@@ -261,10 +284,12 @@ class Daemon {
         static_cast<std::uint64_t>(config_.storage.max_size_mb * 1024 * 1024);
     // Before the sink, so that it outlives the sink's last commit.
     std::unique_ptr<bridges::MqttBridge> mqtt = make_mqtt_bridge(config_.bridges.mqtt);
-    if (mqtt)
-      sink_options.on_committed = [bridge = mqtt.get()](const std::string& topic,
-                                                        const std::string& body) {
-        bridge->offer(topic, body);
+    std::unique_ptr<bridges::WebhookBridge> webhook = make_webhook(config_.bridges.webhook);
+    if (mqtt || webhook)
+      sink_options.on_committed = [mqtt = mqtt.get(), webhook = webhook.get()](
+                                      const std::string& topic, const std::string& body) {
+        if (mqtt) mqtt->offer(topic, body);
+        if (webhook) webhook->offer(topic, body);
       };
     pipeline::AlertSink sink(sink_options);
     if (config_.publish.send_hwm > 0 && config_.publish.send_hwm <= config_.storage.max_batch)
@@ -321,6 +346,12 @@ class Daemon {
                                     {"delivered", m.delivered}, {"dropped", m.dropped},
                                     {"connects", m.connects},   {"queued", m.queued},
                                     {"connected", m.connected ? 1 : 0}};
+      }
+      if (webhook) {
+        const bridges::WebhookCounters w = webhook->counters();
+        stats["bridges"]["webhook"] = {{"offered", w.offered}, {"delivered", w.delivered},
+                                       {"retries", w.retries}, {"failed", w.failed},
+                                       {"dropped", w.dropped}, {"queued", w.queued}};
       }
       stats["latency"] = {{"alert_p50_ms", alert_latency_.quantile(0.5)},
                           {"alert_p99_ms", alert_latency_.quantile(0.99)},
@@ -417,6 +448,12 @@ class Daemon {
       const bridges::MqttBridgeCounters m = mqtt->counters();
       spdlog::info("MQTT bridge: {} messages offered, {} delivered, {} dropped", m.offered,
                    m.delivered, m.dropped);
+    }
+    if (webhook) {
+      webhook->stop(kBridgeFlushLimit);
+      const bridges::WebhookCounters w = webhook->counters();
+      spdlog::info("webhook: {} messages offered, {} delivered, {} failed, {} dropped", w.offered,
+                   w.delivered, w.failed, w.dropped);
     }
     return 0;
   }

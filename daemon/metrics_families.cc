@@ -330,6 +330,20 @@ std::vector<MetricFamily> make_families() {
       optional(counter("gaitwatch_bridge_mqtt_connects_total",
                        "Successful connections to the MQTT broker, the first included.",
                        leaf("/bridges/mqtt/connects"))),
+      // ---- webhook bridge (bridges/webhook.h), when bridges.webhook.enabled
+      optional(counter("gaitwatch_bridge_webhook_messages_total",
+                       "Alerts and events for the webhook by outcome: offered, delivered (2xx), "
+                       "failed (refused, or out of attempts), dropped (queue full or left at "
+                       "stop).",
+                       by("outcome", {{"offered", "/bridges/webhook/offered"},
+                                      {"delivered", "/bridges/webhook/delivered"},
+                                      {"failed", "/bridges/webhook/failed"},
+                                      {"dropped", "/bridges/webhook/dropped"}}))),
+      optional(counter("gaitwatch_bridge_webhook_retries_total",
+                       "Webhook requests repeated after a failure.",
+                       leaf("/bridges/webhook/retries"))),
+      optional(gauge("gaitwatch_bridge_webhook_queued_messages",
+                     "Messages waiting for the webhook now.", leaf("/bridges/webhook/queued"))),
       gauge("gaitwatch_marks",
             "Carers' active marks by state: active (its example in use) or inactive because "
             "its pattern is no longer configured, its pattern's shape changed, or newer marks "

@@ -1,8 +1,9 @@
-// The MQTT bridge through the real daemon: gaitwatchd with bridges.mqtt
-// pointing at a real mosquitto on loopback, fed by `gaitwatch replay` of the
-// bundled recording with a pattern that alerts at nearly every sample. The
-// broker's subscriber must see every alert the store holds, once, in seq
-// order, with the same body, and the retained per-wearer last alert.
+// The bridges through the real daemon fed by `gaitwatch replay` of the
+// bundled recording: bridges.mqtt pointing at a real mosquitto on loopback
+// (with a pattern that alerts at nearly every sample: the broker's
+// subscriber must see every alert the store holds, once, in seq order, with
+// the same body, and the retained per-wearer last alert), and
+// bridges.webhook pointing at an HTTP server that fails at first.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "sinks/alert.h"
 #include "sinks/store.h"
+#include "tests/common/http_server.h"
 #include "tests/common/mqtt_broker.h"
 #include "tests/daemon/daemon_fixture.h"
 #include "tests/daemon/metrics_client.h"
@@ -99,4 +101,39 @@ TEST_CASE("bridges.mqtt: the broker gets every stored alert once, in order, and 
   for (const auto& [wearer, alert] : last_per_wearer)
     CHECK(json::parse(retained["gaitwatch/wearer/" + std::to_string(wearer) + "/last_alert"]) ==
           alert);
+}
+
+TEST_CASE("bridges.webhook: every stored alert POSTed once, in order, through failures",
+          "[integration]") {
+  // The endpoint fails its first two requests (503): the daemon retries.
+  gw::test::HttpServer server({503, 503});
+  DaemonFixture fx;
+  fx.config["bridges"]["webhook"]["enabled"] = true;
+  fx.config["bridges"]["webhook"]["url"] =
+      "http://127.0.0.1:" + std::to_string(server.port()) + "/nurse-call";
+  fx.config["bridges"]["webhook"]["retry_initial_s"] = 0.05;
+  fx.write_config(fx.config);
+  gw::test::Process daemon = gw::test::start_daemon(fx);
+  gw::test::Subscriber sub(fx.endpoint());
+  INFO(daemon.err());
+  REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
+  gw::test::replay(fx, fx.udp());
+  REQUIRE(sub.until([&] { return !sub.alerts.empty(); }, std::chrono::seconds(60)));
+  gw::test::stop_and_collect(daemon, sub);
+
+  gw::pipeline::HitStore store(fx.db(), /*read_only=*/true);
+  const auto rows = store.query({});
+  REQUIRE_FALSE(rows.empty());
+  const auto received = server.received();
+  // The failed tries repeat the first alert; then each alert once, in order.
+  REQUIRE(received.size() == rows.size() + 2);
+  for (std::size_t i = 0; i < received.size(); ++i) {
+    const std::size_t row = i < 2 ? 0 : i - 2;
+    CHECK(json::parse(received[i].body) == gw::pipeline::alert_to_json(rows[row]));
+    CHECK(received[i].target == "/nurse-call");
+    CHECK(received[i].topic == gw::pipeline::alert_topic(rows[row]));
+  }
+  const json& final_stats = sub.stats.back();
+  CHECK(final_stats["bridges"]["webhook"]["delivered"] == rows.size());
+  CHECK(final_stats["bridges"]["webhook"]["retries"] == 2);
 }

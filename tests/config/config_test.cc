@@ -1983,3 +1983,24 @@ TEST_CASE("bridges.mqtt: defaults off, values read, errors with their key paths"
   require_single_issue(issues_of(yaml({"bridges:", "  mqtt:", "    tlss: {}"})), "bridges.mqtt.tlss",
                        3, "tls");
 }
+
+TEST_CASE("bridges.webhook: defaults off, values read, errors with their key paths", "[config]") {
+  const auto defaults = parse_config(yaml({"search:", "  threads: 1"}), "ok.yaml", "/base");
+  CHECK_FALSE(defaults.bridges.webhook.enabled);
+  CHECK(defaults.bridges.webhook.topics == std::vector<std::string>{"alert."});
+  const auto ok = parse_config(yaml({"bridges:", "  webhook:", "    enabled: true",
+                                     "    url: http://10.0.0.5:9000/in",
+                                     "    topics: [alert.critical., event.]",
+                                     "    max_attempts: 3"}),
+                               "ok.yaml", "/base");
+  CHECK(ok.bridges.webhook.url == "http://10.0.0.5:9000/in");
+  CHECK(ok.bridges.webhook.topics == std::vector<std::string>{"alert.critical.", "event."});
+  CHECK(ok.bridges.webhook.max_attempts == 3);
+  require_single_issue(issues_of(yaml({"bridges:", "  webhook:", "    url: https://x/"})),
+                       "bridges.webhook.url", 3, "https");
+  require_single_issue(issues_of(yaml({"bridges:", "  webhook:", "    topics: [stats.]"})),
+                       "bridges.webhook.topics", 3, "stats.");
+  require_single_issue(
+      issues_of(yaml({"bridges:", "  webhook:", "    retry_initial_s: 10", "    retry_max_s: 5"})),
+      "bridges.webhook.retry_max_s", 4, "retry_initial_s");
+}
