@@ -939,6 +939,20 @@ void read_bridges(const MapReader& root, const std::string& base_dir, BridgesCon
   read_int(m, "max_queued", 1, 10000000, mqtt.max_queued);
 }
 
+void read_wearers(const MapReader& root, WearersConfig& wearers) {
+  const MapReader map(root.value("wearers"), "wearers",
+                      {"stale_after_s", "offline_after_s", "offline_alerts", "offline_severity"},
+                      root.issues());
+  read_number(map, "stale_after_s", above(0), wearers.stale_after_s);
+  read_number(map, "offline_after_s", above(0), wearers.offline_after_s);
+  if (!(wearers.offline_after_s > wearers.stale_after_s))
+    map.add_issue(map.has("offline_after_s") ? "offline_after_s" : "stale_after_s",
+                  "offline_after_s (" + format_number(wearers.offline_after_s) +
+                      ") must exceed stale_after_s (" + format_number(wearers.stale_after_s) + ")");
+  read_bool(map, "offline_alerts", wearers.offline_alerts);
+  read_choice(map, "offline_severity", wearers.offline_severity);
+}
+
 void read_slots(const MapReader& root, SlotsConfig& slots) {
   const MapReader map(root.value("slots"), "slots",
                       {"enabled", "clock", "retention_s", "max_wait_s", "node_capacity",
@@ -1024,7 +1038,7 @@ void check_ring_capacity(const MapReader& root, const Config& config) {
 const std::vector<std::string> kSections = {
     "daemon", "ingest", "devices",  "search",    "patterns", "storage", "history",
     "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones", "marks",
-    "bridges"};
+    "bridges", "wearers"};
 
 
 // A daemon's file must say what it detects: an empty file, or one cut off
@@ -1114,6 +1128,7 @@ Config parse_config_text(const std::string& yaml_text, const std::string& source
     read_zones(root, config.zones);
     read_marks(root, config.marks);
     read_bridges(root, base_dir, config.bridges);
+    read_wearers(root, config.wearers);
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
   throw_if_any(issues, source_name);

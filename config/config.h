@@ -32,6 +32,7 @@ enum class BackendKind { kAuto, kCpu, kCuda };   // search.backend, hashtable.ba
 enum class OverloadPolicy { kNone, kDefer, kShed, kDropPatterns };
 enum class HistoryCompression { kZlib, kNone };
 enum class SlotClock { kAnchored, kDevice };  // jobs/slot_recorder.h says what each means
+enum class AlertSeverity { kInfo, kWarning, kCritical };  // wearers.offline_severity
 // ingest.queue_overflow and history.queue_overflow are gw::OverflowPolicy,
 // the queue's own enum (common/bounded_queue.h).
 
@@ -79,6 +80,14 @@ template <>
 struct Choices<SlotClock> {
   static constexpr std::pair<SlotClock, const char*> values[] = {
       {SlotClock::kAnchored, "anchored"}, {SlotClock::kDevice, "device"}};
+};
+
+template <>
+struct Choices<AlertSeverity> {
+  static constexpr std::pair<AlertSeverity, const char*> values[] = {
+      {AlertSeverity::kInfo, "info"},
+      {AlertSeverity::kWarning, "warning"},
+      {AlertSeverity::kCritical, "critical"}};
 };
 
 // The word for a choice (for logs, JSON and --check-config output).
@@ -588,6 +597,18 @@ struct BridgesConfig {
   WebhookBridgeConfig webhook;
 };
 
+// Wearers' sensor liveness (daemon/liveness.h): a (wearer, device) is
+// online while its last frame is younger than stale_after_s, stale until
+// offline_after_s, offline from then on; going offline raises one
+// sensor_offline alert per silence (unless off or the wearer is registered
+// as inactive).
+struct WearersConfig {
+  double stale_after_s = 5;
+  double offline_after_s = 30;  // > stale_after_s
+  bool offline_alerts = true;
+  AlertSeverity offline_severity = AlertSeverity::kWarning;
+};
+
 struct DaemonConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error
   double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
@@ -614,6 +635,7 @@ struct Config {
   std::vector<ZoneConfig> zones;
   MarksConfig marks;
   BridgesConfig bridges;
+  WearersConfig wearers;
 
   const DeviceProfile* device_by_id(std::uint16_t id) const;
   const DeviceProfile* device_by_name(const std::string& name) const;

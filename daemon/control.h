@@ -72,6 +72,9 @@ inline constexpr const char* kUnknownAlert = "unknown_alert";
 inline constexpr const char* kNoWindow = "no_window";
 inline constexpr const char* kUnknownMark = "unknown_mark";
 inline constexpr const char* kAlreadyWithdrawn = "already_withdrawn";
+// The wearer registry (wearer.add, wearer.set, wearer.remove).
+inline constexpr const char* kDuplicateWearer = "duplicate_wearer";
+inline constexpr const char* kUnknownWearer = "unknown_wearer";
 }  // namespace control_error
 
 // Thrown by a handler to answer with this error code and message. Any other

@@ -37,6 +37,7 @@
 #include "daemon/notify.h"
 #include "daemon/preflight.h"
 #include "daemon/tick_scheduler.h"
+#include "daemon/wearers.h"
 #include "kernels/search.h"
 #include "jobs/daemon_jobs.h"
 #include "pipeline/engine.h"
@@ -302,6 +303,17 @@ class Daemon {
     MarkBook marks(config_.storage.path, config_);
     marks_ = &marks;
     apply_marks(engine);
+    // The wearer registry and the sensors' liveness: offline alerts and
+    // recovery events take the detections' way out.
+    WearerOutputs wearer_outputs{
+        [&sink](pipeline::Alert alert) { sink.submit(std::move(alert)); },
+        [&sink](pipeline::Event event) { sink.submit_event(std::move(event)); }, {}};
+    if (mqtt)
+      wearer_outputs.state = [bridge = mqtt.get()](std::uint32_t wearer, const nlohmann::json& state) {
+        bridge->set_retained(wearer, "state", state.dump());
+      };
+    WearerBook wearers(config_.storage.path, config_, unix_now(), std::move(wearer_outputs));
+    wearers_ = &wearers;
     history_ = make_history(config_);
     if (history_) {
       spdlog::info("recording raw streams in {} for {} h", history_->path(),
@@ -353,6 +365,7 @@ class Daemon {
                                        {"retries", w.retries}, {"failed", w.failed},
                                        {"dropped", w.dropped}, {"queued", w.queued}};
       }
+      stats["wearers"] = wearers.stats_json(unix_now());
       stats["latency"] = {{"alert_p50_ms", alert_latency_.quantile(0.5)},
                           {"alert_p99_ms", alert_latency_.quantile(0.99)},
                           {"alert_max_ms", alert_latency_.max()}};
@@ -375,6 +388,7 @@ class Daemon {
       deps.live_config = [&engine] { return engine.config(); };
       deps.marks = &marks;
       add_daemon_commands(registry, std::move(deps));
+      add_wearer_commands(registry, &wearers);
       ControlOptions options;
       options.endpoint = config_.control.endpoint;
       options.max_jobs = config_.control.max_jobs;
@@ -439,6 +453,7 @@ class Daemon {
     pipeline_thread.join();
     if (control) control->stop();
     marks_ = nullptr;
+    wearers_ = nullptr;
     sink.stop();  // publishes the final counters; everything was drained before
     const auto c = sink.counters();
     spdlog::info("stopped: {} alerts committed, {} published, last seq {}", c.committed,
@@ -606,6 +621,7 @@ class Daemon {
           logged_alerts.push_back({alert.pattern, alert.wearer, alert.device, alert.t_end,
                                    alert.distance, alert.matched_dims, alert.pattern_dims});
       }
+      if (wearers_) wearers_->name_alerts(alerts);
       p.sink.submit_all(alerts);
       const auto submitted = Clock::now();
       pipeline_seconds_.alerts_out += seconds_between(batch_end, submitted);
@@ -659,8 +675,11 @@ class Daemon {
         arrived_refs.push_back({&f.frame, f.arrival_s});
       }
       p.engine.on_frames(arrived_refs, accepted);
-      for (std::size_t i = 0; i < frames.size(); ++i)
-        if (accepted[i]) p.jobs.on_frame(frames[i]);
+      for (std::size_t i = 0; i < frames.size(); ++i) {
+        if (!accepted[i]) continue;
+        p.jobs.on_frame(frames[i]);
+        if (wearers_) wearers_->on_frame(frames[i].frame, frames[i].arrival_s);
+      }
       pipeline_seconds_.frames_engine += seconds_between(engine_start, Clock::now());
     };
     // A tick's batch takes every frame queued by then: they arrived before
@@ -698,6 +717,12 @@ class Daemon {
         spdlog::info("engine: removed {} stream(s) without a frame for {} s ({} in all, {} live)",
                      *since, limits.stream_idle_s, e.streams_evicted, e.streams);
     };
+    // Sensor liveness on the daemon's clock, a few times a second: a device
+    // goes offline (and alerts) within kLivenessPeriod of its limit. While
+    // frames wait in the queue, the clock is the newest frame taken, so that
+    // a backlog does not look like silence.
+    constexpr auto kLivenessPeriod = std::chrono::milliseconds(200);
+    auto next_liveness = Clock::now();
     auto turn_start = Clock::now();
     while (!stopping_) {
       auto frame = p.queue.pop_for(schedule.frame_wait(turn_start, p.engine.batch_in_flight()));
@@ -735,6 +760,10 @@ class Daemon {
       }
       if (schedule.batch_due(now, p.engine.batch_in_flight())) start_tick(now);
       if (schedule.slot_step_due(p.engine.batch_in_flight())) record_slots(/*final=*/false);
+      if (wearers_ && now >= next_liveness) {
+        wearers_->tick(p.queue.size() > 0 ? newest_arrival : unix_now());
+        next_liveness = now + kLivenessPeriod;
+      }
       if (now >= next_sweep) {
         sweep_streams();
         next_sweep = now + std::chrono::seconds(1);
@@ -799,6 +828,7 @@ class Daemon {
     // Every accepted sample is committed to the history, and every alert to
     // the store (or given up at the limit), before the final counters go out.
     if (history_) history_->stop();
+    if (wearers_) wearers_->flush();
     if (!p.sink.drain(limits.commits_end)) {
       const auto c = p.sink.counters();
       spdlog::warn("stop: the hit store still failed at the stop limit: {} alerts given up "
@@ -857,6 +887,7 @@ class Daemon {
         marks_->take_changed();
       }
       engine.reconfigure(marks_ ? marks_->effective_config() : *fresh);
+      if (wearers_) wearers_->set_config(*fresh);
       set_log_level(fresh->daemon.log_level);
       stats_interval_ms_ = static_cast<long>(fresh->publish.stats_interval_s * 1000);
       spdlog::info("reload applied: {} patterns, tick {} ms, deadline {} ms",
@@ -911,6 +942,7 @@ class Daemon {
   } pipeline_seconds_;
   std::unique_ptr<pipeline::HistoryRecorder> history_;  // null unless history.enabled
   MarkBook* marks_ = nullptr;  // run()'s; pipeline thread only while it runs
+  WearerBook* wearers_ = nullptr;  // run()'s; pipeline thread only while it runs
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };
 

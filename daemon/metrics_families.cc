@@ -362,6 +362,25 @@ std::vector<MetricFamily> make_families() {
       gauge("gaitwatch_history_queue_chunks", "Chunks waiting in the history writer's queue.",
             leaf("/history/queue_depth")),
 
+      // ---- wearers and sensor liveness (daemon/wearers.h)
+      gauge("gaitwatch_wearers_registered", "Wearers in the registry.",
+            leaf("/wearers/registered")),
+      gauge("gaitwatch_wearer_devices",
+            "Wearers' devices by the silence since their last frame: online (below "
+            "wearers.stale_after_s), stale, offline (from wearers.offline_after_s until a frame).",
+            by("state", {{"online", "/wearers/devices/online"},
+                         {"stale", "/wearers/devices/stale"},
+                         {"offline", "/wearers/devices/offline"}})),
+      counter("gaitwatch_sensor_offline_alerts_total",
+              "sensor_offline alerts raised: a device went offline (one per silence).",
+              leaf("/wearers/offline_alerts")),
+      counter("gaitwatch_sensor_recoveries_total",
+              "Devices that sent again after their sensor_offline alert.",
+              leaf("/wearers/recoveries")),
+      counter("gaitwatch_wearers_store_errors_total",
+              "Failed reads and writes of the devices' last frames in the store (retried).",
+              leaf("/wearers/store_errors")),
+
       // ---- control interface (daemon/control.h; with control.enabled)
       counter("gaitwatch_control_requests_total", "Control requests received.",
               leaf("/control/requests")),

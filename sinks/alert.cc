@@ -112,6 +112,7 @@ nlohmann::json alert_to_json(const Alert& alert) {
   members.emplace("detected_at", alert.detected_at);
   members.emplace("latency_ms", alert.latency_ms);
   members.emplace("dims", dims_to_json(alert));
+  if (!alert.wearer_name.empty()) members.emplace("wearer_name", alert.wearer_name);
   return object;
 }
 
@@ -136,6 +137,7 @@ Alert alert_from_json(const nlohmann::json& j) {
   alert.pattern_dims = get_integer<int>(j, top, "pattern_dims");
   alert.detected_at = get_double(j, top, "detected_at");
   alert.latency_ms = get_double(j, top, "latency_ms");
+  if (j.contains("wearer_name")) alert.wearer_name = get_string(j, top, "wearer_name");
 
   const json& dims = field(j, top, "dims");
   if (!dims.is_array())

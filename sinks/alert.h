@@ -62,10 +62,23 @@ struct Alert {
   double detected_at = 0;       // unix time [s] when the detector decided
   double latency_ms = 0;        // detected_at minus arrival of the completing sample
   std::vector<DimMatch> dims;
+  // The wearer's display name when the wearer is registered (the daemon's
+  // wearer registry fills it before the alert goes to the sink); empty =
+  // not registered, and then absent from the JSON. Not a column of the
+  // store: a stored alert reads back without it.
+  std::string wearer_name;
   // The raw samples of the match (stored, never published); null when the
   // stream's ring no longer held them (the engine counts those).
   std::shared_ptr<const AlertWindow> window;
 };
+
+// The pattern and kind of the alert the daemon raises when a wearer's
+// sensor stops sending (daemon/wearers.h); no pattern of a config may take
+// the name. Such an alert has no dims and no window, matched_dims and
+// pattern_dims 0, and t_start = t_end = the device time of the last sample
+// received.
+inline constexpr const char* kSensorOfflinePattern = "sensor_offline";
+inline constexpr const char* kSensorOfflineKind = "sensor_offline";
 
 nlohmann::json alert_to_json(const Alert& alert);
 // alert_to_json(alert)["dims"] alone: the array the store keeps per row.

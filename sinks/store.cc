@@ -88,6 +88,28 @@ const char* const kMigrations[] = {
     ");"
     "CREATE INDEX events_alert_seq ON events(alert_seq);"
     "CREATE INDEX events_at ON events(at);",
+    // 3 -> 4: the wearer registry and the last frame of each (wearer,
+    // device) the daemon saw (sinks/store_wearers.cc). offline_since is set
+    // while a sensor_offline alert stands for the device's current silence.
+    "CREATE TABLE wearers ("
+    "  id INTEGER PRIMARY KEY,"
+    "  display_name TEXT NOT NULL,"
+    "  room TEXT NOT NULL DEFAULT '',"
+    "  bed TEXT NOT NULL DEFAULT '',"
+    "  notes TEXT NOT NULL DEFAULT '',"
+    "  active INTEGER NOT NULL DEFAULT 1,"
+    "  created_at REAL NOT NULL,"
+    "  updated_at REAL NOT NULL"
+    ");"
+    "CREATE TABLE wearer_devices ("
+    "  wearer INTEGER NOT NULL,"
+    "  device INTEGER NOT NULL,"
+    "  last_arrival REAL NOT NULL,"
+    "  last_device_time REAL,"
+    "  last_index INTEGER NOT NULL,"
+    "  offline_since REAL,"
+    "  PRIMARY KEY (wearer, device)"
+    ");",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");

@@ -21,7 +21,7 @@ struct sqlite3;
 
 namespace gw::pipeline {
 
-inline constexpr int kStoreSchemaVersion = 3;
+inline constexpr int kStoreSchemaVersion = 4;
 
 struct HitQuery {
   std::optional<std::uint32_t> wearer;
@@ -72,6 +72,32 @@ struct MarkAdded {
 struct MarkWithWindow {
   MarkRecord mark;
   AlertWindow window;
+};
+
+// A registered wearer (table wearers): who the wearer number of the frames
+// is. Text fields are UTF-8; display_name is never empty.
+struct WearerRecord {
+  std::uint32_t id = 0;
+  std::string display_name;
+  std::string room;
+  std::string bed;
+  std::string notes;
+  bool active = true;  // false: monitoring paused (no sensor_offline alerts)
+  double created_at = 0;  // unix s
+  double updated_at = 0;
+};
+
+// The last frame of one (wearer, device) the daemon took (table
+// wearer_devices), so that liveness survives a restart.
+struct WearerDeviceRecord {
+  std::uint32_t wearer = 0;
+  std::uint16_t device = 0;
+  double last_arrival = 0;      // unix s the frame arrived
+  double last_device_time = 0;  // device time [s] of its last sample
+  std::int64_t last_index = 0;  // that sample's index in its stream
+  // While a sensor_offline alert stands for the current silence: when the
+  // device went offline (unix s).
+  std::optional<double> offline_since;
 };
 
 class HitStore {
@@ -137,6 +163,22 @@ class HitStore {
   // The active marks' verdicts of the alerts with seq in [first, last].
   std::vector<std::pair<std::uint64_t, MarkVerdict>> verdicts(std::uint64_t first,
                                                               std::uint64_t last) const;
+  // The wearer registry (sinks/store_wearers.cc). add_wearer() throws
+  // WearerError kDuplicateId when the id is registered; update_wearer()
+  // and remove_wearer() throw kUnknownId when it is not. Fields are stored
+  // as given (the daemon validates them).
+  void add_wearer(const WearerRecord& wearer);
+  void update_wearer(const WearerRecord& wearer);
+  // Returns the record removed. The device rows stay (the devices still send).
+  WearerRecord remove_wearer(std::uint32_t id);
+  std::optional<WearerRecord> wearer(std::uint32_t id) const;
+  std::vector<WearerRecord> wearers() const;  // by id
+  // Inserts or replaces each (wearer, device) row, in one transaction.
+  void save_wearer_devices(const std::vector<WearerDeviceRecord>& devices);
+  std::vector<WearerDeviceRecord> wearer_devices() const;  // by wearer, device
+  // The seq of the newest stored sensor_offline alert of (wearer, device); 0 = none.
+  std::uint64_t last_offline_alert_seq(std::uint32_t wearer, std::uint16_t device) const;
+
   int schema_version() const;
   // WAL checkpoints. By default SQLite checkpoints inside a commit once the
   // WAL passes 1,000 pages; a writer that must commit promptly turns that
@@ -168,6 +210,17 @@ class MarkError : public gw::Error {
  public:
   enum class Reason { kUnknownSeq, kNoWindow, kUnknownMark, kAlreadyWithdrawn };
   MarkError(Reason reason, const std::string& message) : gw::Error(message), reason_(reason) {}
+  Reason reason() const { return reason_; }
+
+ private:
+  Reason reason_;
+};
+
+// A wearer registry request the store refuses.
+class WearerError : public gw::Error {
+ public:
+  enum class Reason { kDuplicateId, kUnknownId };
+  WearerError(Reason reason, const std::string& message) : gw::Error(message), reason_(reason) {}
   Reason reason() const { return reason_; }
 
  private:

@@ -211,6 +211,9 @@ void add_control_commands(CLI::App& app, int& exit_code);
 void add_history(CLI::App& app, int& exit_code);
 // mark: carers' marks of alerts through a running daemon (daemon/cli/mark.cc).
 void add_mark(CLI::App& app, int& exit_code);
+// wearer: the wearer registry and sensor liveness through a running daemon
+// (daemon/cli/wearer.cc).
+void add_wearer(CLI::App& app, int& exit_code);
 // pattern export: a pattern's examples as template files (daemon/cli/pattern.cc).
 void add_pattern(CLI::App& app, int& exit_code);
 

@@ -44,7 +44,12 @@ std::string clock_text(double seconds) {
 // window [t_start, t_end] meets the event widened by one second each side, as
 // `gaitwatch eval` scores. Events are those that start inside the replayed
 // sample range.
-void print_hits_with_truth(const std::vector<pipeline::Alert>& hits, const HitsOptions& o) {
+void print_hits_with_truth(const std::vector<pipeline::Alert>& all_hits, const HitsOptions& o) {
+  // A sensor_offline alert says the stream stopped, nothing about the
+  // movement: it is left out of the comparison (and counted).
+  std::vector<pipeline::Alert> hits;
+  for (const pipeline::Alert& h : all_hits)
+    if (h.kind != pipeline::kSensorOfflineKind) hits.push_back(h);
   const sensors::Recording rec = sensors::read_recording(o.truth_file, o.truth_format);
   if (rec.labels.empty())
     throw Error(o.truth_file + ": the " + o.truth_format + " format carries no annotation");
@@ -99,6 +104,10 @@ void print_hits_with_truth(const std::vector<pipeline::Alert>& hits, const HitsO
   }
   std::printf("%zu of %zu annotated events alerted; %zu alerts, %zu on an event, %zu false\n",
               detected, events.size(), hits.size(), on_event, hits.size() - on_event);
+  if (hits.size() != all_hits.size())
+    std::printf("(%zu sensor_offline alerts left out: the stream stopped, which says nothing "
+                "about the movement)\n",
+                all_hits.size() - hits.size());
 }
 
 int run(const HitsOptions& o) {

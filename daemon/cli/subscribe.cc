@@ -37,10 +37,21 @@ std::string alert_text_line(const nlohmann::json& alert) {
   };
   const auto text = [&](const char* key) { return alert.value(key, std::string("?")); };
   const auto number = [&](const char* key) { return alert.value(key, 0.0); };
+  // A registered wearer's name after the number.
+  const std::string wearer = alert.contains("wearer_name")
+                                 ? fmt::format("{} ({})", alert.value("wearer", 0u),
+                                               text("wearer_name"))
+                                 : fmt::format("{}", alert.value("wearer", 0u));
+  if (text("kind") == pipeline::kSensorOfflineKind)
+    return fmt::format("{:02}:{:02}:{:02}  seq {}  wearer {} device {}  sensor offline  {}  "
+                       "last sample at device time {}",
+                       local.tm_hour, local.tm_min, local.tm_sec, alert.value("seq", 0ull),
+                       wearer, alert.value("device", 0u), text("severity"),
+                       clock(number("t_end")));
   return fmt::format("{:02}:{:02}:{:02}  seq {}  wearer {} device {}  {}  {}  {}  device time "
                      "{}-{}  distance {:.2f}  dims {}/{}",
                      local.tm_hour, local.tm_min, local.tm_sec, alert.value("seq", 0ull),
-                     alert.value("wearer", 0u), alert.value("device", 0u), text("pattern"),
+                     wearer, alert.value("device", 0u), text("pattern"),
                      text("kind"), text("severity"), clock(number("t_start")),
                      clock(number("t_end")), number("distance"), alert.value("matched_dims", 0),
                      alert.value("pattern_dims", 0));

@@ -45,7 +45,7 @@ WebhookOptions options_for(int port) {
 
 }  // namespace
 
-TEST_CASE("parse_http_url: host, port and target; https and junk refused", "[bridges]") {
+TEST_CASE("parse_http_url: host, port and target, with https and junk refused", "[bridges]") {
   auto url = parse_http_url("http://127.0.0.1:8080/hooks/a?b=1");
   CHECK(url.host == "127.0.0.1");
   CHECK(url.port == "8080");
@@ -110,7 +110,7 @@ TEST_CASE("WebhookBridge: a refused message is dropped at once, the next goes on
   CHECK(server.received()[1].body == "{\"seq\":2}");
 }
 
-TEST_CASE("WebhookBridge: a dead endpoint is given up after max_attempts; a full queue drops the "
+TEST_CASE("WebhookBridge: a dead endpoint is given up after max_attempts, a full queue drops the "
           "oldest",
           "[bridges]") {
   WebhookOptions options = options_for(gw::free_port(false));  // nothing listens there

@@ -1532,6 +1532,31 @@ TEST_CASE("ingest stream and connection limits are read and checked with their k
                        "ingest.tcp.max_conections", 3, "max_connections");
 }
 
+TEST_CASE("wearers: liveness thresholds, offline alerts and their severity", "[config]") {
+  const Config defaults = parse_config("", "empty.yaml", "/base");
+  CHECK(defaults.wearers.stale_after_s == 5);
+  CHECK(defaults.wearers.offline_after_s == 30);
+  CHECK(defaults.wearers.offline_alerts);
+  CHECK(defaults.wearers.offline_severity == gw::config::AlertSeverity::kWarning);
+  const Config ok = parse_config(yaml({"wearers:", "  stale_after_s: 0.3", "  offline_after_s: 1",
+                                       "  offline_alerts: false", "  offline_severity: critical"}),
+                                 "ok.yaml", "/base");
+  CHECK(ok.wearers.stale_after_s == 0.3);
+  CHECK(ok.wearers.offline_after_s == 1);
+  CHECK_FALSE(ok.wearers.offline_alerts);
+  CHECK(ok.wearers.offline_severity == gw::config::AlertSeverity::kCritical);
+  require_single_issue(issues_of(yaml({"wearers:", "  stale_after_s: 0"})), "wearers.stale_after_s",
+                       2, "> 0");
+  require_single_issue(issues_of(yaml({"wearers:", "  offline_after_s: 5"})),
+                       "wearers.offline_after_s", 2, "must exceed stale_after_s");
+  require_single_issue(issues_of(yaml({"wearers:", "  stale_after_s: 60"})),
+                       "wearers.stale_after_s", 2, "must exceed stale_after_s");
+  require_single_issue(issues_of(yaml({"wearers:", "  offline_severity: urgent"})),
+                       "wearers.offline_severity", 2, "info | warning | critical");
+  require_single_issue(issues_of(yaml({"wearers:", "  offline_alert: true"})),
+                       "wearers.offline_alert", 2, "offline_alerts");
+}
+
 // ---------------------------------------------------------------------------
 // Pattern packs (`- include: FILE` in patterns)
 

@@ -96,6 +96,10 @@ struct DaemonFixture {
     config["storage"]["path"] = (dir / "hits.db").string();
     config["history"]["path"] = (dir / "history.db").string();
     config["search"]["threads"] = 2;
+    // The process tests compare the daemon's alerts with the detector's
+    // (`gaitwatch detect`), which has no sensor_offline alerts; a test that
+    // outlasts wearers.offline_after_s after its replay turns them on itself.
+    config["wearers"]["offline_alerts"] = false;
     // The copy lives elsewhere: the packs' patterns written out in place of
     // their includes (the tests edit config["patterns"][0], the freeze
     // pattern), and the patterns' recordings and templates made absolute.
@@ -194,6 +198,18 @@ inline RunResult replay(const DaemonFixture& fx, const std::string& to,
   INFO(r.err);
   REQUIRE(r.code == 0);
   return r;
+}
+
+// `gaitwatch replay` of samples [start, end) of a Daphnet recording for one
+// wearer at 40x, to the daemon's UDP port.
+inline void replay_daphnet(const DaemonFixture& fx, const std::string& file, int start, int end,
+                           std::uint32_t wearer) {
+  auto r = run_process({kTool, "replay", "--file", file, "--format", "daphnet", "--start",
+                        std::to_string(start), "--end", std::to_string(end), "--speed", "40",
+                        "--wearer", std::to_string(wearer), "--to", fx.udp()},
+                       fx.dir, "replay", std::chrono::seconds(60));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
 }
 
 // One JSON value per non-empty line (the CLI's --json output).

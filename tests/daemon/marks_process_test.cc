@@ -29,12 +29,7 @@ constexpr int kSliceStart = 18000;
 constexpr int kSliceEnd = 19300;
 
 void replay_slice(const DaemonFixture& fx, std::uint32_t wearer) {
-  auto r = run_process({kTool, "replay", "--file", kS03R02, "--format", "daphnet", "--start",
-                        std::to_string(kSliceStart), "--end", std::to_string(kSliceEnd),
-                        "--speed", "40", "--wearer", std::to_string(wearer), "--to", fx.udp()},
-                       fx.dir, "replay", std::chrono::seconds(60));
-  INFO(r.err);
-  REQUIRE(r.code == 0);
+  gw::test::replay_daphnet(fx, kS03R02, kSliceStart, kSliceEnd, wearer);
 }
 
 gw::test::RunResult tool(const DaemonFixture& fx, std::vector<std::string> args) {
