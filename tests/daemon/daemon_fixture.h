@@ -205,6 +205,24 @@ inline std::vector<json> json_lines(const std::string& text) {
   return out;
 }
 
+// Daphnet S03R02 samples whose replay raises exactly one alert of the
+// shipped freeze pattern (at recording time 298.09 s; `gaitwatch detect`
+// shows it).
+inline const std::string kOneAlertRecording = std::string(GW_DATA_DIR) + "/daphnet/S03R02.txt";
+constexpr int kOneAlertStart = 18000;
+constexpr int kOneAlertEnd = 19300;
+
+// Replays that slice as `wearer` at 40x real time.
+inline void replay_one_alert_slice(const DaemonFixture& fx, std::uint32_t wearer) {
+  auto r = run_process({kTool, "replay", "--file", kOneAlertRecording, "--format", "daphnet",
+                        "--start", std::to_string(kOneAlertStart), "--end",
+                        std::to_string(kOneAlertEnd), "--speed", "40", "--wearer",
+                        std::to_string(wearer), "--to", fx.udp()},
+                       fx.dir, "replay", std::chrono::seconds(60));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+}
+
 // What the same detector finds offline in the same samples.
 inline std::vector<json> detect_offline(const DaemonFixture& fx,
                                         std::vector<std::string> extra = {}) {
