@@ -9,6 +9,7 @@ packages=(
   libboost-dev libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libyaml-cpp-dev
   catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev zlib1g-dev libsystemd-dev libsodium-dev
   libhowardhinnant-date-dev
+  tzdata  # the time zone database libdate-tz reads (site.time_zone, messages' times)
   gnuplot-nox  # gaitwatch plot draws with it (an external process, no library link)
   # promtool (test_metrics_process checks /metrics with `promtool check
   # metrics`); the package also brings the Prometheus server, unused here.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "sinks/event.h"
 
 namespace gw::pipeline {
 namespace {
@@ -112,6 +113,15 @@ nlohmann::json alert_to_json(const Alert& alert) {
   members.emplace("detected_at", alert.detected_at);
   members.emplace("latency_ms", alert.latency_ms);
   members.emplace("dims", dims_to_json(alert));
+  return object;
+}
+
+nlohmann::json alert_message_json(const Alert& alert, const TimeZone& zone) {
+  json object = alert_to_json(alert);
+  auto& members = object.get_ref<json::object_t&>();
+  members.emplace("schema", kMessageSchemaVersion);
+  members.emplace("detected_at_iso", zone.iso_text(alert.detected_at));
+  members.emplace("zone", zone.name());
   return object;
 }
 

@@ -50,6 +50,9 @@ struct SinkOptions {
   std::size_t max_pending_alerts = 100000;
   // The database's size limit in bytes (HitStore::limit_size); 0 = none.
   std::uint64_t max_size_bytes = 0;
+  // The IANA zone of the published bodies' wall-clock times
+  // (alert_message_json, event_to_json); empty = the system's.
+  std::string time_zone;
 };
 
 // How often at most the sink logs that it drops alerts, and that commits

@@ -123,10 +123,16 @@ struct ControlTarget {
   ControlTarget resolved() const;
 };
 
+// A stored alert as fetched: its record, and its body exactly as the daemon
+// published it (with the readable members the record lacks).
+struct FetchedAlert {
+  pipeline::Alert alert;
+  nlohmann::json body;
+};
 // Stored alerts with seq > `after` (of one wearer if >= 0, one pattern if
 // not empty), oldest first, fetched in pages through `alerts.since`; at most
 // `limit` (0 = all). `last_seq`: the store's newest seq. Throws gw::Error.
-std::vector<pipeline::Alert> fetch_alerts(const ControlTarget& target, std::uint64_t after,
+std::vector<FetchedAlert> fetch_alerts(const ControlTarget& target, std::uint64_t after,
                                           long limit = 0, long wearer = -1,
                                           const std::string& pattern = "",
                                           std::uint64_t* last_seq = nullptr);

@@ -133,10 +133,10 @@ int run(const SubscribeOptions& unresolved) {
     const std::uint64_t gap = before - *last_seq - 1;
     missed += gap;
     if (!o.catch_up) return;
-    for (const auto& alert : fetch_alerts(o.control, *last_seq, static_cast<long>(gap))) {
-      if (alert.seq >= before) break;
-      const auto j = pipeline::alert_to_json(alert);
-      if (o.with_topic) std::cout << pipeline::alert_topic(alert) << ' ';
+    for (const FetchedAlert& f : fetch_alerts(o.control, *last_seq, static_cast<long>(gap))) {
+      if (f.alert.seq >= before) break;
+      const nlohmann::json& j = f.body;  // as published
+      if (o.with_topic) std::cout << pipeline::alert_topic(f.alert) << ' ';
       if (o.text)
         std::cout << alert_text_line(j) << std::endl;
       else

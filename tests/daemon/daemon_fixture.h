@@ -19,6 +19,7 @@
 #include <yaml-cpp/yaml.h>
 #include <zmq.hpp>
 
+#include "sinks/alert.h"
 #include "tests/daemon/process.h"
 
 namespace gw::test {
@@ -221,6 +222,13 @@ inline void replay_one_alert_slice(const DaemonFixture& fx, std::uint32_t wearer
                        fx.dir, "replay", std::chrono::seconds(60));
   INFO(r.err);
   REQUIRE(r.code == 0);
+}
+
+// A stored alert as the daemon publishes it (and alerts.since returns it):
+// with its times in the daemon's zone, which is this process's (the
+// fixture's config names no site.time_zone, and both share TZ).
+inline json as_published(const gw::pipeline::Alert& row) {
+  return gw::pipeline::alert_message_json(row, gw::TimeZone::system());
 }
 
 // What the same detector finds offline in the same samples.
