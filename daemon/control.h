@@ -72,6 +72,9 @@ inline constexpr const char* kUnknownAlert = "unknown_alert";
 inline constexpr const char* kNoWindow = "no_window";
 inline constexpr const char* kUnknownMark = "unknown_mark";
 inline constexpr const char* kAlreadyWithdrawn = "already_withdrawn";
+// The alert lifecycle (alert.ack, alert.resolve).
+inline constexpr const char* kAlreadyAcknowledged = "already_acknowledged";
+inline constexpr const char* kAlreadyResolved = "already_resolved";
 }  // namespace control_error
 
 // Thrown by a handler to answer with this error code and message. Any other

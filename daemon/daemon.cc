@@ -28,6 +28,7 @@
 #include "daemon/control.h"
 #include "daemon/ipc_socket.h"
 #include "daemon/ingest.h"
+#include "daemon/lifecycle.h"
 #include "daemon/log.h"
 #include "daemon/marks.h"
 #include "daemon/metrics.h"
@@ -229,6 +230,7 @@ class Daemon {
     sink_options.max_pending_alerts = config_.storage.max_pending_alerts;
     sink_options.max_size_bytes =
         static_cast<std::uint64_t>(config_.storage.max_size_mb * 1024 * 1024);
+    sink_options.time_zone = config_.site.time_zone;
     pipeline::AlertSink sink(sink_options);
     if (config_.publish.send_hwm > 0 && config_.publish.send_hwm <= config_.storage.max_batch)
       spdlog::warn("publish.send_hwm {} is not above storage.max_batch {}: a transaction's alerts "
@@ -239,7 +241,13 @@ class Daemon {
     // Carers' marks: their examples join the patterns before the first tick.
     MarkBook marks(config_.storage.path, config_);
     marks_ = &marks;
+    const auto submit_event = [&sink](pipeline::Event event) { sink.submit_event(std::move(event)); };
+    marks.set_event_publisher(submit_event);
     apply_marks(engine);
+    // Acknowledgements, resolutions and escalations (docs/operations.md).
+    AlertLifecycle lifecycle(config_.storage.path, escalation_policy(config_.alerts), submit_event,
+                             unix_now);
+    lifecycle_ = &lifecycle;
     history_ = make_history(config_);
     if (history_) {
       spdlog::info("recording raw streams in {} for {} h", history_->path(),
@@ -300,6 +308,7 @@ class Daemon {
       deps.live_config = [&engine] { return engine.config(); };
       deps.marks = &marks;
       add_daemon_commands(registry, std::move(deps));
+      add_lifecycle_commands(registry, &lifecycle, config_);
       ControlOptions options;
       options.endpoint = config_.control.endpoint;
       options.max_jobs = config_.control.max_jobs;
@@ -364,6 +373,7 @@ class Daemon {
     pipeline_thread.join();
     if (control) control->stop();
     marks_ = nullptr;
+    lifecycle_ = nullptr;
     sink.stop();  // publishes the final counters; everything was drained before
     const auto c = sink.counters();
     spdlog::info("stopped: {} alerts committed, {} published, last seq {}", c.committed,
@@ -515,6 +525,7 @@ class Daemon {
       const bool log_alerts = spdlog::should_log(spdlog::level::info);
       for (const auto& alert : alerts) {
         alert_latency_.observe(alert.latency_ms);
+        if (lifecycle_ && alert.severity == "critical") lifecycle_->critical_alert_submitted();
         if (log_alerts)
           logged_alerts.push_back({alert.pattern, alert.wearer, alert.device, alert.t_end,
                                    alert.distance, alert.matched_dims, alert.pattern_dims});
@@ -650,6 +661,7 @@ class Daemon {
       if (schedule.slot_step_due(p.engine.batch_in_flight())) record_slots(/*final=*/false);
       if (now >= next_sweep) {
         sweep_streams();
+        if (lifecycle_) lifecycle_->step(p.sink.counters().pending);
         next_sweep = now + std::chrono::seconds(1);
       }
       if (stats_interval().count() > 0 && now >= next_stats) {
@@ -771,6 +783,7 @@ class Daemon {
       }
       engine.reconfigure(marks_ ? marks_->effective_config() : *fresh);
       set_log_level(fresh->daemon.log_level);
+      if (lifecycle_) lifecycle_->set_policy(escalation_policy(fresh->alerts));
       stats_interval_ms_ = static_cast<long>(fresh->publish.stats_interval_s * 1000);
       spdlog::info("reload applied: {} patterns, tick {} ms, deadline {} ms",
                    fresh->patterns.size(), fresh->search.tick_ms, fresh->search.deadline_ms);
@@ -824,6 +837,7 @@ class Daemon {
   } pipeline_seconds_;
   std::unique_ptr<pipeline::HistoryRecorder> history_;  // null unless history.enabled
   MarkBook* marks_ = nullptr;  // run()'s; pipeline thread only while it runs
+  AlertLifecycle* lifecycle_ = nullptr;  // run()'s; pipeline thread only while it runs
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };
 
