@@ -58,7 +58,9 @@ set(CPACK_STRIP_FILES ON)
 # Library dependencies from the binaries (dpkg-shlibdeps); systemd for the
 # unit, systemd-sysusers and systemctl in the maintainer scripts.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd")
+# tzdata: the time zone database the messages' wall-clock times come from
+# (libdate-tz reads it at run time; shlibdeps cannot see that).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "systemd, tzdata")
 gw_full_install_dir(GW_DEB_SYSCONFDIR SYSCONFDIR "${CMAKE_INSTALL_SYSCONFDIR}"
                     "${CPACK_PACKAGING_INSTALL_PREFIX}")
 set(GW_DEB_DIR "${PROJECT_BINARY_DIR}/deb-control")

@@ -1,9 +1,11 @@
 #include "common/time_text.h"
 
 #include <date/date.h>
+#include <date/tz.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <sstream>
@@ -108,6 +110,101 @@ double parse_time_text(const std::string& text, double now) {
     return t;
   }
   return fail();
+}
+
+namespace {
+
+// The zone's local time of `unix_s`, split for formatting: whole seconds, the
+// milliseconds and the zone's offset and abbreviation then in effect.
+struct LocalParts {
+  date::local_seconds local;
+  int millis = 0;
+  std::chrono::seconds offset{0};
+  std::string abbrev;
+};
+
+LocalParts local_parts(const date::time_zone& zone, double unix_s) {
+  // Rounded to the millisecond first, so that 59.9996 s reads 00.000 of the
+  // next minute rather than 59.1000.
+  const auto ms = std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(unix_s * 1000)));
+  const date::sys_time<std::chrono::milliseconds> instant(ms);
+  const auto seconds = date::floor<std::chrono::seconds>(instant);
+  const date::sys_info info = zone.get_info(seconds);
+  LocalParts parts;
+  parts.local = date::local_seconds((seconds + info.offset).time_since_epoch());
+  parts.millis = static_cast<int>((instant - seconds).count());
+  parts.offset = info.offset;
+  parts.abbrev = info.abbrev;
+  return parts;
+}
+
+// "YYYY-MM-DD", the separator, "HH:MM:SS".
+std::string date_and_clock(date::local_seconds local, char separator) {
+  const auto day = date::floor<date::days>(local);
+  const date::year_month_day ymd(day);
+  const date::hh_mm_ss<std::chrono::seconds> clock(local - day);
+  char text[40];
+  std::snprintf(text, sizeof text, "%04d-%02u-%02u%c%02d:%02d:%02d", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), separator,
+                static_cast<int>(clock.hours().count()), static_cast<int>(clock.minutes().count()),
+                static_cast<int>(clock.seconds().count()));
+  return text;
+}
+
+}  // namespace
+
+TimeZone TimeZone::named(const std::string& iana_name) {
+  try {
+    const date::time_zone* zone = date::locate_zone(iana_name);
+    return TimeZone(zone, iana_name);
+  } catch (const std::exception&) {
+    throw Error("time zone '" + iana_name +
+                "': not in the time zone database (an IANA name such as Europe/Berlin or UTC; "
+                "Debian package tzdata)");
+  }
+}
+
+TimeZone TimeZone::system() {
+  if (const char* tz = std::getenv("TZ"); tz != nullptr && *tz != '\0') {
+    // POSIX allows a leading ':' before a zone's name.
+    const std::string name(tz[0] == ':' ? tz + 1 : tz);
+    try {
+      return TimeZone(date::locate_zone(name), name);
+    } catch (const std::exception&) {
+      // Not an IANA name (a POSIX rule such as "CET-1CEST"): the system file decides.
+    }
+  }
+  try {
+    const date::time_zone* zone = date::current_zone();
+    return TimeZone(zone, std::string(zone->name()));
+  } catch (const std::exception&) {
+  }
+  try {
+    return TimeZone(date::locate_zone("UTC"), "UTC");
+  } catch (const std::exception& e) {
+    throw Error(std::string("no time zone database (Debian package tzdata): ") + e.what());
+  }
+}
+
+TimeZone TimeZone::named_or_system(const std::string& iana_name) {
+  return iana_name.empty() ? system() : named(iana_name);
+}
+
+std::string TimeZone::iso_text(double unix_s) const {
+  if (!std::isfinite(unix_s)) return "";
+  const LocalParts parts = local_parts(*zone_, unix_s);
+  const long offset_min = static_cast<long>(parts.offset.count() / 60);
+  const long magnitude = offset_min < 0 ? -offset_min : offset_min;
+  char tail[40];
+  std::snprintf(tail, sizeof tail, ".%03d%c%02ld:%02ld", parts.millis, offset_min < 0 ? '-' : '+',
+                magnitude / 60, magnitude % 60);
+  return date_and_clock(parts.local, 'T') + tail;
+}
+
+std::string TimeZone::readable_text(double unix_s) const {
+  if (!std::isfinite(unix_s)) return "";
+  const LocalParts parts = local_parts(*zone_, std::floor(unix_s));
+  return date_and_clock(parts.local, ' ') + " " + parts.abbrev;
 }
 
 }  // namespace gw

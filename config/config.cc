@@ -31,6 +31,7 @@
 
 #include "common/http_url.h"
 #include "common/spelling.h"
+#include "common/time_text.h"
 #include "config/patterns_reader.h"
 #include "config/yaml_reader.h"
 #include "sensors/recording.h"
@@ -953,6 +954,29 @@ void read_wearers(const MapReader& root, WearersConfig& wearers) {
   read_choice(map, "offline_severity", wearers.offline_severity);
 }
 
+// Above any sensible count of re-notifications of one alert.
+constexpr std::int64_t kMaxEscalationsKey = 100;
+
+void read_alerts(const MapReader& root, AlertsConfig& alerts) {
+  const MapReader map(root.value("alerts"), "alerts", {"escalation_s", "max_escalations"},
+                      root.issues());
+  read_number(map, "escalation_s", at_least(0), alerts.escalation_s);
+  read_int(map, "max_escalations", 1, kMaxEscalationsKey, alerts.max_escalations);
+}
+
+// The zone is looked up now, so that a name the database lacks is refused
+// with its key, not found missing when the first alert is written.
+void read_site(const MapReader& root, SiteConfig& site) {
+  const MapReader map(root.value("site"), "site", {"time_zone"}, root.issues());
+  if (!map.has("time_zone")) return;
+  if (!read_string(map, "time_zone", site.time_zone)) return;
+  try {
+    TimeZone::named(site.time_zone);
+  } catch (const Error& e) {
+    map.add_issue("time_zone", e.what());
+  }
+}
+
 void read_slots(const MapReader& root, SlotsConfig& slots) {
   const MapReader map(root.value("slots"), "slots",
                       {"enabled", "clock", "retention_s", "max_wait_s", "node_capacity",
@@ -1038,7 +1062,7 @@ void check_ring_capacity(const MapReader& root, const Config& config) {
 const std::vector<std::string> kSections = {
     "daemon", "ingest", "devices",  "search",    "patterns", "storage", "history",
     "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones", "marks",
-    "bridges", "wearers"};
+    "bridges", "wearers", "alerts", "site"};
 
 
 // A daemon's file must say what it detects: an empty file, or one cut off
@@ -1129,6 +1153,8 @@ Config parse_config_text(const std::string& yaml_text, const std::string& source
     read_marks(root, config.marks);
     read_bridges(root, base_dir, config.bridges);
     read_wearers(root, config.wearers);
+    read_alerts(root, config.alerts);
+    read_site(root, config.site);
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
   throw_if_any(issues, source_name);

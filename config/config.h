@@ -609,6 +609,24 @@ struct WearersConfig {
   AlertSeverity offline_severity = AlertSeverity::kWarning;
 };
 
+// The alert lifecycle (docs/operations.md, "Alert lifecycle"): a critical
+// alert nobody acknowledges escalates (an alert_escalated event) every
+// escalation_s after it was raised, up to max_escalations times.
+struct AlertsConfig {
+  double escalation_s = 120;  // 0 = critical alerts never escalate
+  int max_escalations = 3;
+  bool operator==(const AlertsConfig& other) const {
+    return escalation_s == other.escalation_s && max_escalations == other.max_escalations;
+  }
+};
+
+// Where the daemon runs, as people there read it.
+struct SiteConfig {
+  // The IANA zone of the wall-clock times in messages (detected_at_iso,
+  // at_iso); empty = the system's zone (UTC when it cannot be found).
+  std::string time_zone;
+};
+
 struct DaemonConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error
   double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
@@ -636,6 +654,8 @@ struct Config {
   MarksConfig marks;
   BridgesConfig bridges;
   WearersConfig wearers;
+  AlertsConfig alerts;
+  SiteConfig site;
 
   const DeviceProfile* device_by_id(std::uint16_t id) const;
   const DeviceProfile* device_by_name(const std::string& name) const;

@@ -155,6 +155,11 @@ const std::vector<Key>& keys_after_devices() {
       GW_RESTART_KEY(slots.posture_axis_min_g),
       GW_RESTART_KEY(slots.foot_loaded_min),
       GW_RESTART_KEY(zones),
+      // The pipeline thread reads the escalation policy at every step.
+      GW_RELOAD_KEY("alerts.escalation_s"),
+      GW_RELOAD_KEY("alerts.max_escalations"),
+      // The alert writer formats times in the zone it started with.
+      GW_RESTART_KEY(site.time_zone),
   };
   return keys;
 }

@@ -291,10 +291,13 @@ void add_daemon_commands(ControlRegistry& registry, DaemonCommandDeps deps) {
   // One read-only connection, opened on first use and used by the control
   // thread only.
   auto store = std::make_shared<std::unique_ptr<pipeline::HitStore>>();
+  // The published body's wall-clock times are in the site's zone.
+  const auto zone = std::make_shared<const TimeZone>(
+      TimeZone::named_or_system(shared->config.site.time_zone));
   registry.add(
       "alerts.since",
       "stored alerts with seq > since_seq, oldest first: {since_seq?, limit?, wearer?, pattern?}",
-      RunsOn::kControlThread, [shared, store](const json& args) -> json {
+      RunsOn::kControlThread, [shared, store, zone](const json& args) -> json {
         pipeline::HitQuery query;
         query.after_seq = static_cast<std::uint64_t>(
             int_arg(args, "since_seq", 0, std::numeric_limits<std::int64_t>::max(), 0));
@@ -308,7 +311,8 @@ void add_daemon_commands(ControlRegistry& registry, DaemonCommandDeps deps) {
                                                         /*read_only=*/true);
         const std::vector<pipeline::Alert> rows = (*store)->query(query);
         json alerts = json::array();
-        for (const pipeline::Alert& row : rows) alerts.push_back(pipeline::alert_to_json(row));
+        for (const pipeline::Alert& row : rows)
+          alerts.push_back(pipeline::alert_message_json(row, *zone));
         return {{"alerts", alerts},
                 {"count", rows.size()},
                 {"since_seq", query.after_seq},

@@ -75,6 +75,9 @@ inline constexpr const char* kAlreadyWithdrawn = "already_withdrawn";
 // The wearer registry (wearer.add, wearer.set, wearer.remove).
 inline constexpr const char* kDuplicateWearer = "duplicate_wearer";
 inline constexpr const char* kUnknownWearer = "unknown_wearer";
+// The alert lifecycle (alert.ack, alert.resolve).
+inline constexpr const char* kAlreadyAcknowledged = "already_acknowledged";
+inline constexpr const char* kAlreadyResolved = "already_resolved";
 }  // namespace control_error
 
 // Thrown by a handler to answer with this error code and message. Any other

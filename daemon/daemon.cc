@@ -31,6 +31,7 @@
 #include "daemon/control.h"
 #include "daemon/ipc_socket.h"
 #include "daemon/ingest.h"
+#include "daemon/lifecycle.h"
 #include "daemon/log.h"
 #include "daemon/marks.h"
 #include "daemon/metrics.h"
@@ -292,6 +293,7 @@ class Daemon {
         if (mqtt) mqtt->offer(topic, body);
         if (webhook) webhook->offer(topic, body);
       };
+    sink_options.time_zone = config_.site.time_zone;
     pipeline::AlertSink sink(sink_options);
     if (config_.publish.send_hwm > 0 && config_.publish.send_hwm <= config_.storage.max_batch)
       spdlog::warn("publish.send_hwm {} is not above storage.max_batch {}: a transaction's alerts "
@@ -302,18 +304,23 @@ class Daemon {
     // Carers' marks: their examples join the patterns before the first tick.
     MarkBook marks(config_.storage.path, config_);
     marks_ = &marks;
+    const auto submit_event = [&sink](pipeline::Event event) { sink.submit_event(std::move(event)); };
+    marks.set_event_publisher(submit_event);
     apply_marks(engine);
     // The wearer registry and the sensors' liveness: offline alerts and
     // recovery events take the detections' way out.
     WearerOutputs wearer_outputs{
-        [&sink](pipeline::Alert alert) { sink.submit(std::move(alert)); },
-        [&sink](pipeline::Event event) { sink.submit_event(std::move(event)); }, {}};
+        [&sink](pipeline::Alert alert) { sink.submit(std::move(alert)); }, submit_event, {}};
     if (mqtt)
       wearer_outputs.state = [bridge = mqtt.get()](std::uint32_t wearer, const nlohmann::json& state) {
         bridge->set_retained(wearer, "state", state.dump());
       };
     WearerBook wearers(config_.storage.path, config_, unix_now(), std::move(wearer_outputs));
     wearers_ = &wearers;
+    // Acknowledgements, resolutions and escalations (docs/operations.md).
+    AlertLifecycle lifecycle(config_.storage.path, escalation_policy(config_.alerts), submit_event,
+                             unix_now);
+    lifecycle_ = &lifecycle;
     history_ = make_history(config_);
     if (history_) {
       spdlog::info("recording raw streams in {} for {} h", history_->path(),
@@ -389,6 +396,7 @@ class Daemon {
       deps.marks = &marks;
       add_daemon_commands(registry, std::move(deps));
       add_wearer_commands(registry, &wearers);
+      add_lifecycle_commands(registry, &lifecycle, config_);
       ControlOptions options;
       options.endpoint = config_.control.endpoint;
       options.max_jobs = config_.control.max_jobs;
@@ -454,6 +462,7 @@ class Daemon {
     if (control) control->stop();
     marks_ = nullptr;
     wearers_ = nullptr;
+    lifecycle_ = nullptr;
     sink.stop();  // publishes the final counters; everything was drained before
     const auto c = sink.counters();
     spdlog::info("stopped: {} alerts committed, {} published, last seq {}", c.committed,
@@ -617,6 +626,7 @@ class Daemon {
       const bool log_alerts = spdlog::should_log(spdlog::level::info);
       for (const auto& alert : alerts) {
         alert_latency_.observe(alert.latency_ms);
+        if (lifecycle_ && alert.severity == "critical") lifecycle_->critical_alert_submitted();
         if (log_alerts)
           logged_alerts.push_back({alert.pattern, alert.wearer, alert.device, alert.t_end,
                                    alert.distance, alert.matched_dims, alert.pattern_dims});
@@ -766,6 +776,7 @@ class Daemon {
       }
       if (now >= next_sweep) {
         sweep_streams();
+        if (lifecycle_) lifecycle_->step(p.sink.counters().pending);
         next_sweep = now + std::chrono::seconds(1);
       }
       if (stats_interval().count() > 0 && now >= next_stats) {
@@ -889,6 +900,7 @@ class Daemon {
       engine.reconfigure(marks_ ? marks_->effective_config() : *fresh);
       if (wearers_) wearers_->set_config(*fresh);
       set_log_level(fresh->daemon.log_level);
+      if (lifecycle_) lifecycle_->set_policy(escalation_policy(fresh->alerts));
       stats_interval_ms_ = static_cast<long>(fresh->publish.stats_interval_s * 1000);
       spdlog::info("reload applied: {} patterns, tick {} ms, deadline {} ms",
                    fresh->patterns.size(), fresh->search.tick_ms, fresh->search.deadline_ms);
@@ -943,6 +955,7 @@ class Daemon {
   std::unique_ptr<pipeline::HistoryRecorder> history_;  // null unless history.enabled
   MarkBook* marks_ = nullptr;  // run()'s; pipeline thread only while it runs
   WearerBook* wearers_ = nullptr;  // run()'s; pipeline thread only while it runs
+  AlertLifecycle* lifecycle_ = nullptr;  // run()'s; pipeline thread only while it runs
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };
 

@@ -20,6 +20,8 @@ namespace {
 
 // Longest note kept with a mark, in bytes.
 constexpr std::size_t kMaxNoteBytes = 1000;
+// Who a mark's event names when the request names nobody (`by`).
+constexpr const char* kUnnamedActor = "unknown";
 
 double unix_now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -153,6 +155,7 @@ json MarkBook::mark(const json& args) {
   if (note.size() > kMaxNoteBytes)
     throw ControlError(err::kBadRequest, "argument 'note' is longer than " +
                                              std::to_string(kMaxNoteBytes) + " bytes");
+  const std::string actor = optional_string_arg(args, "by").value_or(kUnnamedActor);
   pipeline::MarkAdded added;
   try {
     added = store_->add_mark(seq, *verdict, note, unix_now_s());
@@ -162,6 +165,7 @@ json MarkBook::mark(const json& args) {
   }
   ++(added.replaced ? counts_.remarked : counts_.marked);
   refresh();
+  publish_mark_event(pipeline::EventType::kAlertMarked, added.mark, actor);
   spdlog::info("mark {}: alert {} (wearer {}, pattern {}) marked {}{}", added.mark.id, seq,
                added.mark.wearer, added.mark.pattern, pipeline::verdict_name(*verdict),
                added.replaced ? std::string(" (was ") + pipeline::verdict_name(*added.replaced) + ")"
@@ -190,6 +194,7 @@ json MarkBook::list(const json& args) const {
 
 json MarkBook::unmark(const json& args) {
   const std::int64_t id = int_arg(args, "id", 1, std::numeric_limits<std::int64_t>::max());
+  const std::string actor = optional_string_arg(args, "by").value_or(kUnnamedActor);
   pipeline::MarkRecord withdrawn;
   try {
     withdrawn = store_->withdraw_mark(id, unix_now_s());
@@ -199,9 +204,24 @@ json MarkBook::unmark(const json& args) {
   }
   ++counts_.withdrawn;
   refresh();
+  publish_mark_event(pipeline::EventType::kAlertUnmarked, withdrawn, actor);
   spdlog::info("mark {}: withdrawn (alert {}, wearer {}, pattern {})", id, withdrawn.seq,
                withdrawn.wearer, withdrawn.pattern);
   return {{"mark", mark_json(withdrawn)}};
+}
+
+void MarkBook::publish_mark_event(pipeline::EventType type, const pipeline::MarkRecord& mark,
+                                  const std::string& actor) const {
+  if (!publish_event_) return;
+  pipeline::Event event;
+  event.type = type;
+  event.wearer = mark.wearer;
+  event.alert_seq = mark.seq;
+  event.actor = actor;
+  event.details = {{"verdict", pipeline::verdict_name(mark.verdict)},
+                   {"note", mark.note},
+                   {"mark_id", mark.id}};
+  publish_event_(std::move(event));
 }
 
 std::size_t MarkBook::active_examples() const {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "sinks/event.h"
 #include "sinks/store.h"
 
 namespace gw::daemon {
@@ -52,6 +54,12 @@ class MarkBook {
   // Whether effective_config() changed since take_changed() last ran.
   bool changed() const { return changed_; }
 
+  // Where mark() and unmark() send their alert_marked / alert_unmarked
+  // events (AlertSink::submit_event in the daemon); none = no events.
+  void set_event_publisher(std::function<void(pipeline::Event)> publish) {
+    publish_event_ = std::move(publish);
+  }
+
   // The control commands; arguments and replies as docs/interfaces.md says.
   // Throw daemon::ControlError for requests the store refuses.
   nlohmann::json mark(const nlohmann::json& args);
@@ -68,6 +76,11 @@ class MarkBook {
   // the states; logs marks whose state changed.
   void refresh();
   nlohmann::json mark_json(const pipeline::MarkRecord& mark) const;
+  // The alert_marked / alert_unmarked event of `mark`, by `actor`.
+  void publish_mark_event(pipeline::EventType type, const pipeline::MarkRecord& mark,
+                          const std::string& actor) const;
+
+  std::function<void(pipeline::Event)> publish_event_;
 
   std::unique_ptr<pipeline::HitStore> store_;
   config::Config base_;

@@ -11,6 +11,7 @@ packages=(
   libhowardhinnant-date-dev
   libmosquitto-dev  # the MQTT bridge
   mosquitto  # the broker the bridge's tests start on loopback
+  tzdata  # the time zone database libdate-tz reads (site.time_zone, messages' times)
   gnuplot-nox  # gaitwatch plot draws with it (an external process, no library link)
   # promtool (test_metrics_process checks /metrics with `promtool check
   # metrics`); the package also brings the Prometheus server, unused here.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "sinks/event.h"
 
 namespace gw::pipeline {
 namespace {
@@ -113,6 +114,15 @@ nlohmann::json alert_to_json(const Alert& alert) {
   members.emplace("latency_ms", alert.latency_ms);
   members.emplace("dims", dims_to_json(alert));
   if (!alert.wearer_name.empty()) members.emplace("wearer_name", alert.wearer_name);
+  return object;
+}
+
+nlohmann::json alert_message_json(const Alert& alert, const TimeZone& zone) {
+  json object = alert_to_json(alert);
+  auto& members = object.get_ref<json::object_t&>();
+  members.emplace("schema", kMessageSchemaVersion);
+  members.emplace("detected_at_iso", zone.iso_text(alert.detected_at));
+  members.emplace("zone", zone.name());
   return object;
 }
 

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/time_text.h"
+
 namespace gw::pipeline {
 
 struct DimMatch {
@@ -81,6 +83,12 @@ inline constexpr const char* kSensorOfflinePattern = "sensor_offline";
 inline constexpr const char* kSensorOfflineKind = "sensor_offline";
 
 nlohmann::json alert_to_json(const Alert& alert);
+// The body an alert is published with (and `alerts.since` returns):
+// alert_to_json plus what lets a person or tool read it without knowing the
+// site: "schema" (kMessageSchemaVersion), "detected_at_iso" (detected_at as
+// ISO 8601 in `zone`) and "zone" (its IANA name). The alert_to_json members
+// are unchanged, byte for byte.
+nlohmann::json alert_message_json(const Alert& alert, const TimeZone& zone);
 // alert_to_json(alert)["dims"] alone: the array the store keeps per row.
 nlohmann::json dims_to_json(const Alert& alert);
 Alert alert_from_json(const nlohmann::json& j);  // throws gw::Error on missing fields

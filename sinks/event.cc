@@ -32,7 +32,7 @@ std::optional<EventType> parse_event_type(std::string_view name) {
   return std::nullopt;
 }
 
-nlohmann::json event_to_json(const Event& event) {
+nlohmann::json event_to_json(const Event& event, const TimeZone* zone) {
   nlohmann::json j = {{"schema", kMessageSchemaVersion},
                       {"id", event.id},
                       {"type", event_type_name(event.type)},
@@ -41,6 +41,10 @@ nlohmann::json event_to_json(const Event& event) {
   j["actor"] = event.actor;
   j["at"] = event.at;
   j["details"] = event.details.is_null() ? nlohmann::json::object() : event.details;
+  if (zone) {
+    j["at_iso"] = zone->iso_text(event.at);
+    j["zone"] = zone->name();
+  }
   return j;
 }
 

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/time_text.h"
+
 namespace gw::pipeline {
 
 // What happened. The names (event_type_name) are the wire's and the store's.
@@ -44,8 +46,9 @@ struct Event {
 };
 
 // {"schema", "id", "type", "wearer", "alert_seq" (only when not 0), "actor",
-//  "at", "details"}.
-nlohmann::json event_to_json(const Event& event);
+//  "at", "details"}, and with a `zone` also "at_iso" (`at` as ISO 8601 in
+// it) and "zone" (its IANA name), as events are published.
+nlohmann::json event_to_json(const Event& event, const TimeZone* zone = nullptr);
 // Throws gw::Error on missing or malformed fields.
 Event event_from_json(const nlohmann::json& j);
 // "event.<type>.<wearer>." — a subscriber filters by prefix ("event." for all).

@@ -75,9 +75,10 @@ double unix_now_s() {
 // writer commits, which takes the dims texts through dims() as they come.
 class BatchText {
  public:
-  BatchText(const std::vector<Alert>& alerts, bool with_bodies)
+  BatchText(const std::vector<Alert>& alerts, bool with_bodies, const TimeZone& zone)
       : alerts_(alerts),
         with_bodies_(with_bodies),
+        zone_(zone),
         objects_(with_bodies ? alerts.size() : 0),
         dims_(alerts.size()),
         bodies_(alerts.size()) {}
@@ -90,7 +91,7 @@ class BatchText {
     try {
       for (std::size_t i = 0; i < alerts_.size(); ++i) {
         if (with_bodies_) {
-          objects_[i] = alert_to_json(alerts_[i]);
+          objects_[i] = alert_message_json(alerts_[i], zone_);
           dims_[i] = json_text(objects_[i].at("dims"));
         } else {
           dims_[i] = json_text(dims_to_json(alerts_[i]));
@@ -131,7 +132,7 @@ class BatchText {
   // again when the commit gave other seqs than make() was told).
   void write_bodies(std::uint64_t first_seq) {
     for (std::size_t i = 0; i < alerts_.size(); ++i)
-      write_body(i, alert_to_json(alerts_[i]), first_seq);
+      write_body(i, alert_message_json(alerts_[i], zone_), first_seq);
   }
 
   const std::string& body(std::size_t i) const { return bodies_[i]; }
@@ -144,6 +145,7 @@ class BatchText {
 
   const std::vector<Alert>& alerts_;
   const bool with_bodies_;
+  const TimeZone& zone_;  // the bodies' wall-clock times
   std::vector<json> objects_;  // make()'s, between the dims texts and the bodies
   std::vector<std::string> dims_;
   std::vector<std::string> bodies_;        // made only with a publisher
@@ -371,7 +373,7 @@ struct AlertSink::Impl {
     // made for other seqs are made again). With many alerts a tick this
     // takes the JSON off the way from detection to the subscribers.
     const bool with_bodies = publisher.has_value() || static_cast<bool>(options.on_committed);
-    BatchText text(alerts, with_bodies);
+    BatchText text(alerts, with_bodies, zone);
     const std::uint64_t expected_first = last_seq.load() + 1;
     std::future<void> text_made;
     if (alerts.size() >= kAlertsForSerializer)
@@ -405,7 +407,7 @@ struct AlertSink::Impl {
         const Event& event = events[next_event++];
         if (!first_seq) continue;
         const std::string topic = event_topic(event);
-        const std::string body = json_text(event_to_json(event));
+        const std::string body = json_text(event_to_json(event, &zone));
         publish(topic, body);
         if (options.on_committed) options.on_committed(topic, body);
       } else if (const auto* stats = std::get_if<StatsMessage>(&item)) {
@@ -559,6 +561,7 @@ struct AlertSink::Impl {
   }
 
   const SinkOptions options;
+  const TimeZone zone = TimeZone::named_or_system(options.time_zone);
   HitStore store;
   // Declared before `publisher`, so the socket is destroyed first.
   zmq::context_t context;

@@ -56,6 +56,9 @@ struct SinkOptions {
   // publish_endpoint (the bridges take alerts this way). It must not block:
   // the next commit waits for it.
   std::function<void(const std::string& topic, const std::string& body)> on_committed;
+  // The IANA zone of the published bodies' wall-clock times
+  // (alert_message_json, event_to_json); empty = the system's.
+  std::string time_zone;
 };
 
 // How often at most the sink logs that it drops alerts, and that commits

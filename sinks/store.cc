@@ -110,6 +110,19 @@ const char* const kMigrations[] = {
     "  offline_since REAL,"
     "  PRIMARY KEY (wearer, device)"
     ");",
+    // 4 -> 5: the alert lifecycle (HitStore::acknowledge_alert, ...); an
+    // alert without a row is new. Its own table, not columns of hits, so that
+    // the hits rows stay as they were committed.
+    "CREATE TABLE alert_states ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  state TEXT NOT NULL CHECK (state IN ('new', 'acknowledged', 'resolved')),"
+    "  acknowledged_by TEXT,"
+    "  acknowledged_at REAL,"
+    "  resolved_by TEXT,"
+    "  resolved_at REAL,"
+    "  escalation_level INTEGER NOT NULL DEFAULT 0,"
+    "  note TEXT NOT NULL DEFAULT ''"
+    ");",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");
@@ -139,6 +152,15 @@ const char* const kInsertEventSql =
     "INSERT INTO events(type, wearer, alert_seq, actor, at, details) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 const char* const kSelectEventColumns =
     "SELECT id, type, wearer, alert_seq, actor, at, details FROM events";
+// An alert's row joined with its state's (NULLs for a new alert without
+// one): the hits columns first, as row_to_alert reads them, then the state's
+// from kFirstStateColumn on.
+const char* const kSelectAlertWithStateColumns =
+    "SELECT h.seq, h.wearer, h.device, h.pattern, h.kind, h.severity, h.t_start, h.t_end, "
+    "h.end_index, h.distance, h.matched_dims, h.pattern_dims, h.detected_at, h.latency_ms, "
+    "h.dims, s.state, s.acknowledged_by, s.acknowledged_at, s.resolved_by, s.resolved_at, "
+    "s.escalation_level, s.note FROM hits h LEFT JOIN alert_states s ON s.seq = h.seq";
+constexpr int kFirstStateColumn = 15;
 const char* const kSelectMarkColumns =
     "SELECT id, seq, wearer, pattern, verdict, note, created_at, withdrawn_at FROM marks";
 
@@ -238,7 +260,56 @@ Alert row_to_alert(const Statement& stmt, const std::string& label) {
   }
 }
 
+std::optional<double> optional_double(const Statement& stmt, int column) {
+  if (sqlite3_column_type(stmt.get(), column) == SQLITE_NULL) return std::nullopt;
+  return stmt.column_double(column);
+}
+
+std::string optional_text(const Statement& stmt, int column) {
+  if (sqlite3_column_type(stmt.get(), column) == SQLITE_NULL) return "";
+  return stmt.column_text(column);
+}
+
+AlertWithState row_to_alert_with_state(const Statement& stmt, const std::string& label) {
+  AlertWithState out;
+  out.alert = row_to_alert(stmt, label);
+  AlertStateRecord& state = out.state;
+  state.seq = out.alert.seq;
+  const int c = kFirstStateColumn;
+  if (sqlite3_column_type(stmt.get(), c) == SQLITE_NULL) return out;  // no row: new
+  const std::optional<AlertState> parsed = parse_alert_state(stmt.column_text(c));
+  if (!parsed)
+    throw Error(label + ": alert " + std::to_string(state.seq) + " has state '" +
+                stmt.column_text(c) + "'");
+  state.state = *parsed;
+  state.acknowledged_by = optional_text(stmt, c + 1);
+  state.acknowledged_at = optional_double(stmt, c + 2);
+  state.resolved_by = optional_text(stmt, c + 3);
+  state.resolved_at = optional_double(stmt, c + 4);
+  state.escalation_level = static_cast<int>(stmt.column_int64(c + 5));
+  state.note = optional_text(stmt, c + 6);
+  return out;
+}
+
+constexpr std::pair<AlertState, const char*> kAlertStateNames[] = {
+    {AlertState::kNew, "new"},
+    {AlertState::kAcknowledged, "acknowledged"},
+    {AlertState::kResolved, "resolved"},
+};
+
 }  // namespace
+
+const char* alert_state_name(AlertState state) {
+  for (const auto& [value, name] : kAlertStateNames)
+    if (value == state) return name;
+  return "?";
+}
+
+std::optional<AlertState> parse_alert_state(const std::string& name) {
+  for (const auto& [value, word] : kAlertStateNames)
+    if (name == word) return value;
+  return std::nullopt;
+}
 
 HitStore::HitStore(const std::string& path, bool read_only)
     : path_(path), label_("hit store '" + path + "'") {
@@ -442,6 +513,10 @@ std::int64_t HitStore::delete_older_than(double cutoff_unix_s) {
                       "DELETE FROM alert_windows WHERE seq NOT IN (SELECT seq FROM hits) "
                       "AND seq NOT IN (SELECT seq FROM marks WHERE withdrawn_at IS NULL)");
     orphans.run();
+    // An alert's state goes with it.
+    Statement states(db_, label_,
+                     "DELETE FROM alert_states WHERE seq NOT IN (SELECT seq FROM hits)");
+    states.run();
     // The audit log is kept as long as the alerts it speaks of.
     Statement old_events(db_, label_, "DELETE FROM events WHERE at < ?1");
     old_events.bind(1, cutoff_unix_s);
@@ -590,6 +665,124 @@ std::vector<std::pair<std::uint64_t, MarkVerdict>> HitStore::verdicts(std::uint6
     out.emplace_back(static_cast<std::uint64_t>(select.column_int64(0)),
                      parse_verdict(select.column_text(1)).value_or(MarkVerdict::kFalse));
   return out;
+}
+
+std::optional<AlertWithState> HitStore::alert_with_state(std::uint64_t seq) const {
+  if (seq >= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    return std::nullopt;
+  Statement select(db_, label_, std::string(kSelectAlertWithStateColumns) + " WHERE h.seq = ?1");
+  select.bind(1, static_cast<std::int64_t>(seq));
+  if (!select.step()) return std::nullopt;
+  return row_to_alert_with_state(select, label_);
+}
+
+std::vector<AlertWithState> HitStore::open_alerts(const OpenAlertQuery& q) const {
+  std::vector<AlertWithState> out;
+  constexpr auto kMaxSeq = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (q.after_seq >= kMaxSeq) return out;
+  std::string sql = std::string(kSelectAlertWithStateColumns) + " WHERE h.seq > ?1";
+  if (q.unacknowledged_only)
+    sql += " AND (s.state IS NULL OR s.state = 'new')";
+  else if (!q.include_resolved)
+    sql += " AND (s.state IS NULL OR s.state != 'resolved')";
+  if (q.severity) sql += " AND h.severity = ?2";
+  if (q.up_to_seq) sql += " AND h.seq <= ?3";
+  sql += q.newest_first ? " ORDER BY h.seq DESC" : " ORDER BY h.seq";
+  sql += " LIMIT ?4";
+  Statement select(db_, label_, sql);
+  select.bind(1, static_cast<std::int64_t>(q.after_seq));
+  if (q.severity) select.bind(2, *q.severity);
+  if (q.up_to_seq) select.bind(3, static_cast<std::int64_t>(std::min(*q.up_to_seq, kMaxSeq)));
+  select.bind(4, static_cast<std::int64_t>(q.limit));
+  while (select.step()) out.push_back(row_to_alert_with_state(select, label_));
+  return out;
+}
+
+namespace {
+
+// The state of alert `seq` inside an open transaction; throws kUnknownSeq
+// when no alert row has it.
+AlertStateRecord current_state(const HitStore& store, std::uint64_t seq) {
+  const std::optional<AlertWithState> found = store.alert_with_state(seq);
+  if (!found)
+    throw AlertStateError(AlertStateError::Reason::kUnknownSeq,
+                          "no stored alert has seq " + std::to_string(seq));
+  return found->state;
+}
+
+void refuse_if_resolved(const AlertStateRecord& record) {
+  if (record.state == AlertState::kResolved)
+    throw AlertStateError(AlertStateError::Reason::kAlreadyResolved,
+                          "alert " + std::to_string(record.seq) + " was resolved by " +
+                              record.resolved_by + "; a resolved alert stays resolved");
+}
+
+}  // namespace
+
+// One statement writes every column, so that the row is the record.
+void HitStore::write_alert_state(const AlertStateRecord& record) {
+  Statement upsert(
+      db_, label_,
+      "INSERT INTO alert_states(seq, state, acknowledged_by, acknowledged_at, resolved_by, "
+      "resolved_at, escalation_level, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+      "ON CONFLICT(seq) DO UPDATE SET state = excluded.state, acknowledged_by = "
+      "excluded.acknowledged_by, acknowledged_at = excluded.acknowledged_at, resolved_by = "
+      "excluded.resolved_by, resolved_at = excluded.resolved_at, escalation_level = "
+      "excluded.escalation_level, note = excluded.note");
+  upsert.bind(1, static_cast<std::int64_t>(record.seq));
+  upsert.bind(2, std::string(alert_state_name(record.state)));
+  if (record.acknowledged_at) {
+    upsert.bind(3, record.acknowledged_by);
+    upsert.bind(4, *record.acknowledged_at);
+  }
+  if (record.resolved_at) {
+    upsert.bind(5, record.resolved_by);
+    upsert.bind(6, *record.resolved_at);
+  }
+  upsert.bind(7, static_cast<std::int64_t>(record.escalation_level));
+  upsert.bind(8, record.note);
+  upsert.run();
+}
+
+AlertStateRecord HitStore::change_alert_state(
+    std::uint64_t seq, const std::function<void(AlertStateRecord&)>& change) {
+  AlertStateRecord record;
+  sqlite::in_transaction(db_, label_, [&] {
+    record = current_state(*this, seq);
+    change(record);
+    write_alert_state(record);
+  });
+  return record;
+}
+
+AlertStateRecord HitStore::acknowledge_alert(std::uint64_t seq, const std::string& by,
+                                             const std::string& note, double now_unix_s) {
+  return change_alert_state(seq, [&](AlertStateRecord& record) {
+    refuse_if_resolved(record);
+    if (record.state == AlertState::kAcknowledged)
+      throw AlertStateError(AlertStateError::Reason::kAlreadyAcknowledged,
+                            "alert " + std::to_string(seq) + " was acknowledged by " +
+                                record.acknowledged_by + " before");
+    record.state = AlertState::kAcknowledged;
+    record.acknowledged_by = by;
+    record.acknowledged_at = now_unix_s;
+    record.note = note;
+  });
+}
+
+AlertStateRecord HitStore::resolve_alert(std::uint64_t seq, const std::string& by,
+                                         const std::string& note, double now_unix_s) {
+  return change_alert_state(seq, [&](AlertStateRecord& record) {
+    refuse_if_resolved(record);
+    record.state = AlertState::kResolved;
+    record.resolved_by = by;
+    record.resolved_at = now_unix_s;
+    record.note = note;
+  });
+}
+
+void HitStore::set_escalation_level(std::uint64_t seq, int level) {
+  change_alert_state(seq, [&](AlertStateRecord& record) { record.escalation_level = level; });
 }
 
 int HitStore::schema_version() const {

@@ -21,7 +21,7 @@ struct sqlite3;
 
 namespace gw::pipeline {
 
-inline constexpr int kStoreSchemaVersion = 4;
+inline constexpr int kStoreSchemaVersion = 5;
 
 struct HitQuery {
   std::optional<std::uint32_t> wearer;
@@ -98,6 +98,42 @@ struct WearerDeviceRecord {
   // While a sensor_offline alert stands for the current silence: when the
   // device went offline (unix s).
   std::optional<double> offline_since;
+};
+
+// Where a carer's handling of an alert stands (table alert_states; an alert
+// without a row is kNew). new -> acknowledged -> resolved, or new ->
+// resolved; resolved is final. Named "new", "acknowledged", "resolved".
+enum class AlertState { kNew, kAcknowledged, kResolved };
+const char* alert_state_name(AlertState state);
+std::optional<AlertState> parse_alert_state(const std::string& name);
+
+struct AlertStateRecord {
+  std::uint64_t seq = 0;
+  AlertState state = AlertState::kNew;
+  std::string acknowledged_by;  // empty unless acknowledged
+  std::optional<double> acknowledged_at;
+  std::string resolved_by;      // empty unless resolved
+  std::optional<double> resolved_at;
+  int escalation_level = 0;     // escalations so far (alert_escalated events)
+  std::string note;             // the latest acknowledgement's or resolution's note
+};
+
+// A stored alert with where its handling stands.
+struct AlertWithState {
+  Alert alert;
+  AlertStateRecord state;
+};
+
+// Which alerts open_alerts() returns: those not resolved, only those nobody
+// has acknowledged either (what still escalates), or every one.
+struct OpenAlertQuery {
+  bool unacknowledged_only = false;
+  bool include_resolved = false;  // every alert, whatever its state
+  std::optional<std::string> severity;
+  std::uint64_t after_seq = 0;    // seq > after_seq
+  std::optional<std::uint64_t> up_to_seq;  // seq <= up_to_seq
+  bool newest_first = true;
+  int limit = 1000;               // negative = no limit
 };
 
 class HitStore {
@@ -179,6 +215,21 @@ class HitStore {
   // The seq of the newest stored sensor_offline alert of (wearer, device); 0 = none.
   std::uint64_t last_offline_alert_seq(std::uint32_t wearer, std::uint16_t device) const;
 
+  // The alert lifecycle (table alert_states). acknowledge_alert() and
+  // resolve_alert() change an alert's state in one transaction and return
+  // the new record; they throw AlertStateError: kUnknownSeq when no alert row
+  // has that seq, kAlreadyAcknowledged for a second acknowledgement,
+  // kAlreadyResolved for anything done to a resolved alert. Resolving a new
+  // alert records no acknowledgement. `note` replaces the stored note.
+  AlertStateRecord acknowledge_alert(std::uint64_t seq, const std::string& by,
+                                     const std::string& note, double now_unix_s);
+  AlertStateRecord resolve_alert(std::uint64_t seq, const std::string& by,
+                                 const std::string& note, double now_unix_s);
+  // Records that alert `seq` escalated to `level` (its state is unchanged).
+  void set_escalation_level(std::uint64_t seq, int level);
+  // The alert and its state; nullopt when no alert row has that seq.
+  std::optional<AlertWithState> alert_with_state(std::uint64_t seq) const;
+  std::vector<AlertWithState> open_alerts(const OpenAlertQuery& q) const;
   int schema_version() const;
   // WAL checkpoints. By default SQLite checkpoints inside a commit once the
   // WAL passes 1,000 pages; a writer that must commit promptly turns that
@@ -197,6 +248,13 @@ class HitStore {
   const std::string& path() const { return path_; }
 
  private:
+  // Inserts or replaces record.seq's row of alert_states inside the
+  // caller's open transaction.
+  void write_alert_state(const AlertStateRecord& record);
+  // In one transaction: alert `seq`'s state (kUnknownSeq when no alert row
+  // has it), changed by `change` (which may refuse by throwing), written back.
+  AlertStateRecord change_alert_state(std::uint64_t seq,
+                                      const std::function<void(AlertStateRecord&)>& change);
   // Inserts the rows inside the caller's open transaction; returns their ids.
   std::vector<std::uint64_t> insert_event_rows(std::vector<Event>& events);
 
@@ -221,6 +279,18 @@ class WearerError : public gw::Error {
  public:
   enum class Reason { kDuplicateId, kUnknownId };
   WearerError(Reason reason, const std::string& message) : gw::Error(message), reason_(reason) {}
+  Reason reason() const { return reason_; }
+
+ private:
+  Reason reason_;
+};
+
+// A lifecycle request the store refuses, with the reason as a code.
+class AlertStateError : public gw::Error {
+ public:
+  enum class Reason { kUnknownSeq, kAlreadyAcknowledged, kAlreadyResolved };
+  AlertStateError(Reason reason, const std::string& message)
+      : gw::Error(message), reason_(reason) {}
   Reason reason() const { return reason_; }
 
  private:

@@ -123,10 +123,16 @@ struct ControlTarget {
   ControlTarget resolved() const;
 };
 
+// A stored alert as fetched: its record, and its body exactly as the daemon
+// published it (with the readable members the record lacks).
+struct FetchedAlert {
+  pipeline::Alert alert;
+  nlohmann::json body;
+};
 // Stored alerts with seq > `after` (of one wearer if >= 0, one pattern if
 // not empty), oldest first, fetched in pages through `alerts.since`; at most
 // `limit` (0 = all). `last_seq`: the store's newest seq. Throws gw::Error.
-std::vector<pipeline::Alert> fetch_alerts(const ControlTarget& target, std::uint64_t after,
+std::vector<FetchedAlert> fetch_alerts(const ControlTarget& target, std::uint64_t after,
                                           long limit = 0, long wearer = -1,
                                           const std::string& pattern = "",
                                           std::uint64_t* last_seq = nullptr);
@@ -180,6 +186,14 @@ double unix_time_now();
 // parsed by gw::parse_time_text (common/time_text.h).
 std::string local_time_text(double unix_s);
 
+// Who runs the command, for the `by` of what a carer does: $USER, else the
+// account's name, else "uid N".
+std::string login_name();
+// A published message's time `at_key` (unix s) as "2026-11-28 07:12:03 CET"
+// in the message's `zone` (the site's), or this machine's zone when the
+// message names none this machine knows; "?" without the time.
+std::string readable_time_text(const nlohmann::json& message, const char* at_key);
+
 // The table `gaitwatch hits`, `gaitwatch alerts` and `gaitwatch detect` print:
 // the header line (on stdout, flushed), one row per alert (no newline), and
 // both together.
@@ -214,6 +228,17 @@ void add_mark(CLI::App& app, int& exit_code);
 // wearer: the wearer registry and sensor liveness through a running daemon
 // (daemon/cli/wearer.cc).
 void add_wearer(CLI::App& app, int& exit_code);
+// alert ack|resolve|show|list and events: the alert lifecycle through a
+// running daemon (daemon/cli/alert.cc).
+void add_alert(CLI::App& app, int& exit_code);
+void add_events(CLI::App& app, int& exit_code);
+// One readable line of a published alert or event:
+//   2026-11-28 07:12:03 CET  CRITICAL  fall  wearer 17  seq 42  fall_impact_orientation
+//   2026-11-28 07:13:10 CET  acknowledged by ana  seq 42  wearer 17
+// Times in the message's zone (readable_time_text); the wearer's name
+// instead of the number when the message has `wearer_name`.
+std::string alert_text_line(const nlohmann::json& alert);
+std::string event_text_line(const nlohmann::json& event);
 // pattern export: a pattern's examples as template files (daemon/cli/pattern.cc).
 void add_pattern(CLI::App& app, int& exit_code);
 

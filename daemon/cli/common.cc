@@ -12,7 +12,11 @@
 #include <regex>
 #include <sstream>
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include "common/error.h"
+#include "common/time_text.h"
 #include "daemon/cli/cli.h"
 #include "sensors/resample.h"
 
@@ -205,6 +209,26 @@ std::string local_time_text(double unix_s) {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &tm);
   return text;
+}
+
+std::string login_name() {
+  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') return user;
+  if (const passwd* entry = ::getpwuid(::geteuid()); entry != nullptr && entry->pw_name != nullptr)
+    return entry->pw_name;
+  return "uid " + std::to_string(::geteuid());
+}
+
+std::string readable_time_text(const nlohmann::json& message, const char* at_key) {
+  const auto at = message.find(at_key);
+  if (at == message.end() || !at->is_number()) return "?";
+  const auto zone = message.find("zone");
+  try {
+    if (zone != message.end() && zone->is_string())
+      return TimeZone::named(zone->get<std::string>()).readable_text(at->get<double>());
+  } catch (const Error&) {
+    // A zone this machine's database lacks: its own zone then.
+  }
+  return TimeZone::system().readable_text(at->get<double>());
 }
 
 sensors::DeviceKind parse_device_kind(const std::string& name) {

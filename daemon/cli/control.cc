@@ -158,12 +158,14 @@ struct AlertsOptions {
 
 int run_alerts(const AlertsOptions& o) {
   std::uint64_t last_seq = 0;
-  const std::vector<pipeline::Alert> alerts =
+  const std::vector<FetchedAlert> fetched =
       fetch_alerts(o.target, o.since_seq, o.limit, o.wearer, o.pattern, &last_seq);
   if (o.json) {
-    for (const auto& alert : alerts) std::cout << pipeline::alert_to_json(alert).dump() << "\n";
+    for (const FetchedAlert& f : fetched) std::cout << pipeline::json_text(f.body) << "\n";
     return 0;
   }
+  std::vector<pipeline::Alert> alerts;
+  for (const FetchedAlert& f : fetched) alerts.push_back(f.alert);
   print_hits_table(alerts);
   std::printf("%zu alerts with seq > %llu (the store's last seq is %llu)\n", alerts.size(),
               static_cast<unsigned long long>(o.since_seq),
@@ -282,10 +284,10 @@ json control_result(const json& final) {
   throw Error(error.value("message", "error") + " [" + error.value("code", "?") + "]");
 }
 
-std::vector<pipeline::Alert> fetch_alerts(const ControlTarget& target, std::uint64_t after,
-                                          long limit, long wearer, const std::string& pattern,
-                                          std::uint64_t* last_seq) {
-  std::vector<pipeline::Alert> alerts;
+std::vector<FetchedAlert> fetch_alerts(const ControlTarget& target, std::uint64_t after,
+                                       long limit, long wearer, const std::string& pattern,
+                                       std::uint64_t* last_seq) {
+  std::vector<FetchedAlert> alerts;
   // One connection (and CURVE handshake) for all pages; pages of at most
   // 1000 until the daemon says there are no more.
   daemon::ControlClient client = make_client(target);
@@ -299,9 +301,10 @@ std::vector<pipeline::Alert> fetch_alerts(const ControlTarget& target, std::uint
     if (!pattern.empty()) args["pattern"] = pattern;
     const json result = control_result(call(client, "alerts.since", args, {}));
     if (last_seq) *last_seq = result["last_seq"].get<std::uint64_t>();
-    for (const json& alert : result["alerts"]) alerts.push_back(pipeline::alert_from_json(alert));
+    for (const json& alert : result["alerts"])
+      alerts.push_back({pipeline::alert_from_json(alert), alert});
     if (!result["more"].get<bool>() || result["alerts"].empty()) break;
-    after = alerts.back().seq;
+    after = alerts.back().alert.seq;
   }
   return alerts;
 }

@@ -11,6 +11,8 @@
 //   alerts     stored alerts with seq > N              (control interface)
 //   mark       mark an alert false/true, list or withdraw marks (control interface)
 //   wearer     add, change, list or remove wearers; sensors' liveness (control interface)
+//   alert      acknowledge, resolve, show or list alerts   (control interface)
+//   events     the audit log: acknowledgements, escalations, marks, ... (control interface)
 //   control    any control request, messages as JSON  (control interface)
 //   pattern    export a pattern's examples as template files
 //   history    fill, inspect or export a raw-stream history file (search
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
   gw::cli::add_control_commands(app, exit_code);
   gw::cli::add_mark(app, exit_code);
   gw::cli::add_wearer(app, exit_code);
+  gw::cli::add_alert(app, exit_code);
+  gw::cli::add_events(app, exit_code);
   gw::cli::add_history(app, exit_code);
   gw::cli::add_pattern(app, exit_code);
   if (const auto code = gw::cli::parse_command_line(app, argc, argv)) return *code;

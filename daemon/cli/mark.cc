@@ -4,7 +4,7 @@
 // its pattern for that wearer (the same movement no longer alerts for that
 // person), a true one's a positive example; the daemon applies it from its
 // next tick on.
-//   gaitwatch mark --seq N --false|--true [--note TEXT]
+//   gaitwatch mark --seq N --false|--true [--note TEXT] [--by NAME]
 //   gaitwatch mark --list [--wearer W] [--pattern P] [--all] [--json]
 //   gaitwatch mark --withdraw ID
 #include <cstdio>
@@ -23,6 +23,7 @@ struct MarkOptions {
   bool mark_false = false;
   bool mark_true = false;
   std::string note;
+  std::string by;  // empty: the login name
   bool list = false;
   long wearer = -1;
   std::string pattern;
@@ -80,9 +81,12 @@ int run_mark(const MarkOptions& o, bool seq_given, bool withdraw_given) {
   }
   json result;
   if (withdraw_given) {
-    result = control_result(control_request(o.target, "alert.unmark", {{"id", o.withdraw}}));
+    result = control_result(control_request(
+        o.target, "alert.unmark", {{"id", o.withdraw}, {"by", o.by.empty() ? login_name() : o.by}}));
   } else {
-    json args = {{"seq", o.seq}, {"verdict", o.mark_true ? "true" : "false"}};
+    json args = {{"seq", o.seq},
+                 {"verdict", o.mark_true ? "true" : "false"},
+                 {"by", o.by.empty() ? login_name() : o.by}};
     if (!o.note.empty()) args["note"] = o.note;
     result = control_result(control_request(o.target, "alert.mark", args));
   }
@@ -124,6 +128,8 @@ void add_mark(CLI::App& app, int& exit_code) {
   cmd->add_flag("--false", o->mark_false, "a false alert: the window becomes a negative example");
   cmd->add_flag("--true", o->mark_true, "a true alert: the window becomes a positive example");
   cmd->add_option("--note", o->note, "the carer's note, kept with the mark");
+  cmd->add_option("--by", o->by,
+                  "who marks or withdraws, named in the audit log (default: the login name)");
   cmd->add_flag("--list", o->list, "list the marks, newest first");
   cmd->add_option("--wearer", o->wearer, "with --list: only this wearer");
   cmd->add_option("--pattern", o->pattern, "with --list: only this pattern");

@@ -23,40 +23,6 @@
 namespace gw::cli {
 namespace {
 
-// One alert as a person reads it: the local time it arrived, who, what, and
-// when on the device's clock (m:ss), e.g.
-//   16:02:11  seq 3  wearer 1 device 1  fog_freeze_index  freezing_of_gait  warning
-//             device time 5:19.7-5:24.7  distance 8.46  dims 3/3
-std::string alert_text_line(const nlohmann::json& alert) {
-  const std::time_t now = std::time(nullptr);
-  std::tm local{};
-  ::localtime_r(&now, &local);
-  const auto clock = [](double seconds) {
-    const double minutes = std::floor(seconds / 60);
-    return fmt::format("{:.0f}:{:04.1f}", minutes, seconds - 60 * minutes);
-  };
-  const auto text = [&](const char* key) { return alert.value(key, std::string("?")); };
-  const auto number = [&](const char* key) { return alert.value(key, 0.0); };
-  // A registered wearer's name after the number.
-  const std::string wearer = alert.contains("wearer_name")
-                                 ? fmt::format("{} ({})", alert.value("wearer", 0u),
-                                               text("wearer_name"))
-                                 : fmt::format("{}", alert.value("wearer", 0u));
-  if (text("kind") == pipeline::kSensorOfflineKind)
-    return fmt::format("{:02}:{:02}:{:02}  seq {}  wearer {} device {}  sensor offline  {}  "
-                       "last sample at device time {}",
-                       local.tm_hour, local.tm_min, local.tm_sec, alert.value("seq", 0ull),
-                       wearer, alert.value("device", 0u), text("severity"),
-                       clock(number("t_end")));
-  return fmt::format("{:02}:{:02}:{:02}  seq {}  wearer {} device {}  {}  {}  {}  device time "
-                     "{}-{}  distance {:.2f}  dims {}/{}",
-                     local.tm_hour, local.tm_min, local.tm_sec, alert.value("seq", 0ull),
-                     wearer, alert.value("device", 0u), text("pattern"),
-                     text("kind"), text("severity"), clock(number("t_start")),
-                     clock(number("t_end")), number("distance"), alert.value("matched_dims", 0),
-                     alert.value("pattern_dims", 0));
-}
-
 struct SubscribeOptions {
   std::string endpoint;    // empty: publish.endpoint of the config
   std::string config;      // the daemon's config file
@@ -64,7 +30,10 @@ struct SubscribeOptions {
   long count = 0;
   double timeout_s = 0;
   bool with_topic = false;
-  bool text = false;       // --format text: alert_text_line instead of JSON
+  bool text = false;       // --format text: alert_text_line / event_text_line instead of JSON
+  // Events (topic event.) too: --events, or --format text without --no-events.
+  bool events = false;
+  bool no_events = false;
   std::string server_key;  // the daemon's .pub file: CURVE on
   std::string key;         // this client's .key file (authorized on the daemon)
   bool catch_up = false;
@@ -127,6 +96,8 @@ int run(const SubscribeOptions& unresolved) {
   if ((o.catch_up || o.since_seq) && !all_alerts)
     throw Error("--catch-up and --since-seq need every alert (topic alert., the default)");
   if (o.topics.empty()) socket.set(zmq::sockopt::subscribe, "alert.");
+  const bool with_events = !o.no_events && (o.events || o.text);
+  if (with_events) socket.set(zmq::sockopt::subscribe, "event.");
   // The periodic stats reveal losses at the end of a burst, when no later
   // alert would show the gap.
   const bool print_stats =
@@ -144,10 +115,10 @@ int run(const SubscribeOptions& unresolved) {
     const std::uint64_t gap = before - *last_seq - 1;
     missed += gap;
     if (!o.catch_up) return;
-    for (const auto& alert : fetch_alerts(o.control, *last_seq, static_cast<long>(gap))) {
-      if (alert.seq >= before) break;
-      const auto j = pipeline::alert_to_json(alert);
-      if (o.with_topic) std::cout << pipeline::alert_topic(alert) << ' ';
+    for (const FetchedAlert& f : fetch_alerts(o.control, *last_seq, static_cast<long>(gap))) {
+      if (f.alert.seq >= before) break;
+      const nlohmann::json& j = f.body;  // as published
+      if (o.with_topic) std::cout << pipeline::alert_topic(f.alert) << ' ';
       if (o.text)
         std::cout << alert_text_line(j) << std::endl;
       else
@@ -182,6 +153,7 @@ int run(const SubscribeOptions& unresolved) {
     const std::string body_text = body.to_string();
     const std::string topic_text = topic.to_string();
     const bool stats = topic_text.rfind("stats.", 0) == 0;
+    const bool event = topic_text.rfind("event.", 0) == 0;
     if (all_alerts) {
       if (const auto seq = seq_of(topic_text, body_text)) {
         if (stats) {
@@ -202,7 +174,7 @@ int run(const SubscribeOptions& unresolved) {
     const auto parsed = o.text && !stats ? nlohmann::json::parse(body_text, nullptr, false)
                                          : nlohmann::json();
     if (parsed.is_object())
-      std::cout << alert_text_line(parsed) << std::endl;
+      std::cout << (event ? event_text_line(parsed) : alert_text_line(parsed)) << std::endl;
     else
       std::cout << body_text << std::endl;
     ++received;
@@ -220,7 +192,8 @@ int run(const SubscribeOptions& unresolved) {
 
 void add_subscribe(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<SubscribeOptions>();
-  auto* cmd = app.add_subcommand("subscribe", "print published alerts, one JSON object per line");
+  auto* cmd = app.add_subcommand(
+      "subscribe", "print published alerts (and events), one JSON object or readable line each");
   cmd->add_option("--endpoint", options->endpoint,
                   "publisher endpoint, e.g. tcp://127.0.0.1:7710 (default: publish.endpoint of "
                   "the config)");
@@ -235,9 +208,15 @@ void add_subscribe(CLI::App& app, int& exit_code) {
   auto format = std::make_shared<std::string>("json");
   cmd->add_option("--format", *format,
                   "json: each message as published (default); text: one readable line per alert "
-                  "(local arrival time, wearer, pattern, severity, device time m:ss)")
+                  "and event (the site's wall-clock time, severity, kind, wearer, seq, pattern)")
       ->check(CLI::IsMember({"json", "text"}))
       ->each([options](const std::string& value) { options->text = value == "text"; });
+  auto* events = cmd->add_flag(
+      "--events", options->events,
+      "events too (topic event.: acknowledgements, escalations, marks, ...); on by default "
+      "with --format text");
+  cmd->add_flag("--no-events", options->no_events, "no events, also with --format text")
+      ->excludes(events);
   cmd->add_option("--server-key", options->server_key,
                   "the daemon's CURVE public key file (NAME.pub): encrypt and authenticate");
   cmd->add_option("--key", options->key,

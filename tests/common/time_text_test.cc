@@ -4,6 +4,7 @@
 #include "common/time_text.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 
@@ -76,4 +77,53 @@ TEST_CASE("anything else is rejected with the forms", "[time]") {
     INFO(bad);
     CHECK_THROWS_WITH(gw::parse_time_text(bad, 0), Catch::Contains("expected now, -N{s,m,h,d}"));
   }
+}
+
+// --- TimeZone: unix seconds as wall-clock text of an IANA zone -----------
+
+TEST_CASE("time zone: ISO 8601 text with milliseconds and the offset in effect that day",
+          "[time_text]") {
+  const gw::TimeZone berlin = gw::TimeZone::named("Europe/Berlin");
+  CHECK(berlin.name() == "Europe/Berlin");
+  // 2026-11-28T06:12:03.250Z is winter time in Berlin (+01:00) ...
+  const double winter = 1795846323.25;
+  CHECK(berlin.iso_text(winter) == "2026-11-28T07:12:03.250+01:00");
+  CHECK(berlin.readable_text(winter) == "2026-11-28 07:12:03 CET");
+  // ... and 2026-07-01T10:00:00Z summer time (+02:00).
+  CHECK(berlin.iso_text(1782900000.0) == "2026-07-01T12:00:00.000+02:00");
+  CHECK(berlin.readable_text(1782900000.0) == "2026-07-01 12:00:00 CEST");
+  // West of Greenwich the offset is negative; a half-hour zone keeps its minutes.
+  CHECK(gw::TimeZone::named("America/New_York").iso_text(winter) ==
+        "2026-11-28T01:12:03.250-05:00");
+  CHECK(gw::TimeZone::named("Asia/Kolkata").iso_text(winter) == "2026-11-28T11:42:03.250+05:30");
+  CHECK(gw::TimeZone::named("UTC").iso_text(winter) == "2026-11-28T06:12:03.250+00:00");
+}
+
+TEST_CASE("time zone: a fraction that rounds up carries into the next second", "[time_text]") {
+  const gw::TimeZone utc = gw::TimeZone::named("UTC");
+  CHECK(utc.iso_text(1795846319.9996) == "2026-11-28T06:12:00.000+00:00");
+  CHECK(utc.iso_text(std::nan("")) == "");
+  CHECK(utc.readable_text(1795846319.9996) == "2026-11-28 06:11:59 UTC");
+}
+
+TEST_CASE("time zone: unknown names are refused with the name, and the system zone always exists",
+          "[time_text]") {
+  CHECK_THROWS_WITH(gw::TimeZone::named("Mars/Olympus_Mons"),
+                    Catch::Contains("Mars/Olympus_Mons") && Catch::Contains("IANA"));
+  CHECK_THROWS(gw::TimeZone::named(""));
+  CHECK_FALSE(gw::TimeZone::system().name().empty());
+  CHECK(gw::TimeZone::named_or_system("Europe/Lisbon").name() == "Europe/Lisbon");
+}
+
+TEST_CASE("time zone: the system zone follows TZ when it names a zone", "[time_text]") {
+  const char* before = std::getenv("TZ");
+  const std::string previous = before ? before : "";
+  setenv("TZ", "Pacific/Auckland", 1);
+  CHECK(gw::TimeZone::system().name() == "Pacific/Auckland");
+  setenv("TZ", ":Europe/Paris", 1);
+  CHECK(gw::TimeZone::named_or_system("").name() == "Europe/Paris");
+  if (before)
+    setenv("TZ", previous.c_str(), 1);
+  else
+    unsetenv("TZ");
 }

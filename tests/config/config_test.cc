@@ -2029,3 +2029,24 @@ TEST_CASE("bridges.webhook: defaults off, values read, errors with their key pat
       issues_of(yaml({"bridges:", "  webhook:", "    retry_initial_s: 10", "    retry_max_s: 5"})),
       "bridges.webhook.retry_max_s", 4, "retry_initial_s");
 }
+
+TEST_CASE("alerts.* and site.time_zone: defaults, values given, mistakes with their key path",
+          "[config]") {
+  const Config defaults = gw::config::parse_config("{}", "t.yaml", ".");
+  CHECK(defaults.alerts.escalation_s == 120);
+  CHECK(defaults.alerts.max_escalations == 3);
+  CHECK(defaults.site.time_zone.empty());
+  const Config given = gw::config::parse_config(
+      "alerts: {escalation_s: 0, max_escalations: 5}\nsite: {time_zone: Europe/Vienna}\n",
+      "t.yaml", ".");
+  CHECK(given.alerts.escalation_s == 0);
+  CHECK(given.alerts.max_escalations == 5);
+  CHECK(given.site.time_zone == "Europe/Vienna");
+  require_single_issue(issues_of(yaml({"alerts:", "  escalation_s: -1"})), "alerts.escalation_s",
+                       2, "0");
+  require_single_issue(issues_of(yaml({"alerts:", "  max_escalations: 0"})),
+                       "alerts.max_escalations", 2, "1");
+  require_single_issue(issues_of(yaml({"site:", "  time_zone: Europe/Atlantis"})),
+                       "site.time_zone", 2, "Europe/Atlantis");
+  require_single_issue(issues_of(yaml({"site:", "  zone: UTC"})), "site.zone", 2, "unknown");
+}

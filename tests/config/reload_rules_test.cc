@@ -144,8 +144,10 @@ TEST_CASE("reload rules: reloadable changes are applied and not reported", "[con
   CHECK(fresh.search.tick_ms == 50);
   CHECK(fresh.search.overload_policy == gw::config::OverloadPolicy::kShed);
   for (const char* path : {"daemon.log_level", "search.tick_ms", "patterns[3].threshold",
-                           "publish.stats_interval_s", "marks.alert_windows"})
+                           "publish.stats_interval_s", "marks.alert_windows",
+                           "alerts.escalation_s", "alerts.max_escalations"})
     CHECK(reload_effect(path) == ReloadEffect::kReload);
+  CHECK(reload_effect("site.time_zone") == ReloadEffect::kRestart);
   CHECK_FALSE(reload_effect("search.tick").has_value());
   CHECK_FALSE(reload_effect("nothing").has_value());
 }

@@ -73,7 +73,7 @@ void check_after_kill(const DaemonFixture& fx, const std::vector<json>& publishe
   gw::pipeline::HitQuery all;
   all.limit = -1;
   std::map<std::uint64_t, json> rows;
-  for (const auto& row : store.query(all)) rows.emplace(row.seq, gw::pipeline::alert_to_json(row));
+  for (const auto& row : store.query(all)) rows.emplace(row.seq, gw::test::as_published(row));
   std::uint64_t previous_seq = 0;
   for (const json& alert : published) {
     const auto seq = alert["seq"].get<std::uint64_t>();

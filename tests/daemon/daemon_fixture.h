@@ -19,6 +19,7 @@
 #include <yaml-cpp/yaml.h>
 #include <zmq.hpp>
 
+#include "sinks/alert.h"
 #include "tests/daemon/process.h"
 
 namespace gw::test {
@@ -219,6 +220,25 @@ inline std::vector<json> json_lines(const std::string& text) {
   for (std::string line; std::getline(lines, line);)
     if (!line.empty()) out.push_back(json::parse(line));
   return out;
+}
+
+// Daphnet S03R02 samples whose replay raises exactly one alert of the
+// shipped freeze pattern (at recording time 298.09 s; `gaitwatch detect`
+// shows it).
+inline const std::string kOneAlertRecording = std::string(GW_DATA_DIR) + "/daphnet/S03R02.txt";
+constexpr int kOneAlertStart = 18000;
+constexpr int kOneAlertEnd = 19300;
+
+// Replays that slice as `wearer` at 40x real time.
+inline void replay_one_alert_slice(const DaemonFixture& fx, std::uint32_t wearer) {
+  replay_daphnet(fx, kOneAlertRecording, kOneAlertStart, kOneAlertEnd, wearer);
+}
+
+// A stored alert as the daemon publishes it (and alerts.since returns it):
+// with its times in the daemon's zone, which is this process's (the
+// fixture's config names no site.time_zone, and both share TZ).
+inline json as_published(const gw::pipeline::Alert& row) {
+  return gw::pipeline::alert_message_json(row, gw::TimeZone::system());
 }
 
 // What the same detector finds offline in the same samples.

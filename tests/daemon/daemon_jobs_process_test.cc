@@ -260,7 +260,7 @@ TEST_CASE("dedup keeps one alert per wearer pattern and bucket and without it th
     const auto rows = store.query(query);
     REQUIRE(result["alerts"].size() == rows.size());
     for (std::size_t k = 0; k < rows.size(); ++k)
-      CHECK(result["alerts"][k] == gw::pipeline::alert_to_json(rows[k]));
+      CHECK(result["alerts"][k] == gw::test::as_published(rows[k]));
     CHECK(result["last_seq"] == last);
     CHECK(result["more"] == false);
   }

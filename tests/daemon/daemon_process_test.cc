@@ -65,7 +65,7 @@ void check_alerts_match(const DaemonFixture& fx, const std::vector<json>& publis
   REQUIRE(rows.size() == published.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     CHECK(rows[i].seq == i + 1);  // gapless from 1
-    CHECK(gw::pipeline::alert_to_json(rows[i]) == published[i]);
+    CHECK(gw::test::as_published(rows[i]) == published[i]);
   }
 }
 

@@ -22,15 +22,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kS03R02 = std::string(GW_DATA_DIR) + "/daphnet/S03R02.txt";
-// S03R02 samples whose replay raises exactly one alert of the shipped freeze
-// pattern (at recording time 298.09 s; `gaitwatch detect` shows it).
-constexpr int kSliceStart = 18000;
-constexpr int kSliceEnd = 19300;
-
-void replay_slice(const DaemonFixture& fx, std::uint32_t wearer) {
-  gw::test::replay_daphnet(fx, kS03R02, kSliceStart, kSliceEnd, wearer);
-}
+using gw::test::replay_one_alert_slice;
 
 gw::test::RunResult tool(const DaemonFixture& fx, std::vector<std::string> args) {
   std::vector<std::string> argv = {kTool};
@@ -67,8 +59,8 @@ std::vector<json> replay_and_settle(const DaemonFixture& fx, std::uint32_t weare
   // once a second) before its samples come again from sequence 0; were it
   // not, they would be dropped as out of order (checked at the stop).
   std::this_thread::sleep_for(std::chrono::milliseconds(1600));
-  replay_slice(fx, wearer);
-  replay_slice(fx, witness);
+  replay_one_alert_slice(fx, wearer);
+  replay_one_alert_slice(fx, witness);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (hits_of(fx, witness).empty() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

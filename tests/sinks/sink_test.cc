@@ -860,9 +860,12 @@ TEST_CASE("AlertSink: events are stored in the audit log and published in order 
   HitStore store(options.db_path);
   const std::vector<Event> stored = store.events(EventQuery{});
   REQUIRE(stored.size() == 2);
-  // The published bodies are the stored rows.
-  CHECK(gw::pipeline::event_to_json(stored[0]) == first);
-  CHECK(gw::pipeline::event_to_json(stored[1]) == second);
+  // The published bodies are the stored rows, with their times in the
+  // sink's zone (options.time_zone unset: the system's).
+  const gw::TimeZone zone = gw::TimeZone::system();
+  CHECK(gw::pipeline::event_to_json(stored[0], &zone) == first);
+  CHECK(gw::pipeline::event_to_json(stored[1], &zone) == second);
+  CHECK(second["zone"] == zone.name());
   EventQuery about_alert;
   about_alert.alert_seq = 1;
   CHECK(store.events(about_alert).size() == 1);
@@ -899,4 +902,31 @@ TEST_CASE("AlertSink: an event whose commit fails is published only once it comm
   // After stop() an event is dropped and counted, never thrown.
   sink.submit_event(event);
   CHECK(sink.counters().events_dropped == 1);
+}
+
+TEST_CASE("AlertSink: published alerts carry the site's wall-clock time beside the stored row",
+          "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.time_zone = "Asia/Kolkata";
+  AlertSink sink(options);
+  zmq::context_t context;
+  Subscriber sub(context, sink.bound_endpoint(), {"alert.", "stats."});
+  wait_until_subscribed(sink, {&sub});
+  sink.submit(make_alert(0, 9));
+  sink.submit_stats(json{{"end", true}});
+  auto messages = sub.receive_until_end();
+  REQUIRE(messages.size() == 1);
+  json body = json::parse(messages[0].body);
+  const gw::TimeZone kolkata = gw::TimeZone::named("Asia/Kolkata");
+  CHECK(body["schema"] == gw::pipeline::kMessageSchemaVersion);
+  CHECK(body["zone"] == "Asia/Kolkata");
+  CHECK(body["detected_at_iso"] == kolkata.iso_text(body["detected_at"].get<double>()));
+  sink.stop();
+  HitStore store(options.db_path);
+  const auto rows = store.query(gw::pipeline::HitQuery{});
+  REQUIRE(rows.size() == 1);
+  CHECK(body == gw::pipeline::alert_message_json(rows[0], kolkata));
+  for (const char* readable : {"schema", "detected_at_iso", "zone"}) body.erase(readable);
+  CHECK(body == gw::pipeline::alert_to_json(rows[0]));
 }

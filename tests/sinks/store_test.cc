@@ -813,3 +813,144 @@ TEST_CASE("Event: JSON round trip and unknown types refused", "[store]") {
     CHECK(std::string(gw::pipeline::event_type_name(*type)) == name);
   }
 }
+
+namespace {
+
+gw::pipeline::AlertStateError::Reason state_refusal(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const gw::pipeline::AlertStateError& e) {
+    return e.reason();
+  }
+  FAIL("expected AlertStateError");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("HitStore: alert states go new -> acknowledged -> resolved, and resolved is final",
+          "[store][lifecycle]") {
+  using gw::pipeline::AlertState;
+  using Reason = gw::pipeline::AlertStateError::Reason;
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  std::vector<Alert> alerts = {make_alert(0), make_alert(1), make_alert(2)};
+  store.insert(alerts);
+
+  // Without a row an alert is new.
+  REQUIRE(store.alert_with_state(1).has_value());
+  CHECK(store.alert_with_state(1)->state.state == AlertState::kNew);
+  CHECK(store.alert_with_state(1)->alert.pattern == "fall");
+  CHECK_FALSE(store.alert_with_state(99).has_value());
+
+  const auto acked = store.acknowledge_alert(1, "ana", "on my way", 1000);
+  CHECK(acked.state == AlertState::kAcknowledged);
+  CHECK(acked.acknowledged_by == "ana");
+  CHECK(acked.acknowledged_at == 1000);
+  CHECK(state_refusal([&] { store.acknowledge_alert(1, "ben", "", 1001); }) ==
+        Reason::kAlreadyAcknowledged);
+  const auto resolved = store.resolve_alert(1, "ben", "sat up, fine", 1100);
+  CHECK(resolved.state == AlertState::kResolved);
+  CHECK(resolved.acknowledged_by == "ana");  // the acknowledgement stays on record
+  CHECK(resolved.resolved_by == "ben");
+  CHECK(resolved.note == "sat up, fine");
+  CHECK(state_refusal([&] { store.resolve_alert(1, "ben", "", 1200); }) ==
+        Reason::kAlreadyResolved);
+  CHECK(state_refusal([&] { store.acknowledge_alert(1, "ana", "", 1200); }) ==
+        Reason::kAlreadyResolved);
+
+  // Straight from new to resolved: no acknowledgement recorded.
+  const auto direct = store.resolve_alert(2, "cy", "", 1300);
+  CHECK(direct.state == AlertState::kResolved);
+  CHECK(direct.acknowledged_by.empty());
+  CHECK_FALSE(direct.acknowledged_at.has_value());
+
+  CHECK(state_refusal([&] { store.acknowledge_alert(42, "ana", "", 1); }) == Reason::kUnknownSeq);
+  CHECK(state_refusal([&] { store.resolve_alert(42, "ana", "", 1); }) == Reason::kUnknownSeq);
+
+  // What is in the file, read by another connection.
+  RawDb raw(dir.file("hits.db"));
+  CHECK(raw.text("SELECT state || ',' || acknowledged_by || ',' || resolved_by FROM alert_states "
+                 "WHERE seq = 1") == "resolved,ana,ben");
+  CHECK(raw.text("SELECT count(*) FROM alert_states WHERE seq = 2 AND acknowledged_by IS NULL") ==
+        "1");
+}
+
+TEST_CASE("HitStore: open alerts newest first, escalation levels kept, states age out",
+          "[store][lifecycle]") {
+  using gw::pipeline::OpenAlertQuery;
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  {
+    HitStore store(path);
+    std::vector<Alert> alerts = {make_alert(0), make_alert(1), make_alert(2), make_alert(3)};
+    alerts[3].severity = "warning";
+    store.insert(alerts);
+    store.acknowledge_alert(2, "ana", "", 10);
+    store.resolve_alert(3, "ana", "", 10);
+    store.set_escalation_level(1, 2);
+  }
+  HitStore store(path);  // reopened: what a restarted daemon reads
+  const auto seqs = [](const std::vector<gw::pipeline::AlertWithState>& rows) {
+    std::vector<std::uint64_t> out;
+    for (const auto& row : rows) out.push_back(row.alert.seq);
+    return out;
+  };
+  CHECK(seqs(store.open_alerts(OpenAlertQuery{})) == std::vector<std::uint64_t>{4, 2, 1});
+  OpenAlertQuery all;
+  all.include_resolved = true;
+  CHECK(seqs(store.open_alerts(all)) == std::vector<std::uint64_t>{4, 3, 2, 1});
+  OpenAlertQuery escalating;
+  escalating.unacknowledged_only = true;
+  escalating.severity = "critical";
+  escalating.newest_first = false;
+  const auto critical = store.open_alerts(escalating);
+  CHECK(seqs(critical) == std::vector<std::uint64_t>{1});
+  CHECK(critical[0].state.escalation_level == 2);
+  escalating.after_seq = 1;
+  CHECK(store.open_alerts(escalating).empty());
+  OpenAlertQuery one;
+  one.limit = 1;
+  CHECK(seqs(store.open_alerts(one)) == std::vector<std::uint64_t>{4});
+
+  // Retention takes an alert's state with it.
+  store.delete_older_than(1.7e9 + 2);
+  RawDb raw(path);
+  CHECK(raw.text("SELECT group_concat(seq) FROM alert_states") == "3");
+}
+
+TEST_CASE("alert message body: the alert's JSON plus schema, detected_at_iso and zone",
+          "[alert]") {
+  Alert alert = make_alert(0);
+  alert.seq = 42;
+  alert.detected_at = 1795846323.25;
+  const json plain = alert_to_json(alert);
+  const json body =
+      gw::pipeline::alert_message_json(alert, gw::TimeZone::named("Europe/Berlin"));
+  CHECK(body["schema"] == gw::pipeline::kMessageSchemaVersion);
+  CHECK(body["detected_at_iso"] == "2026-11-28T07:12:03.250+01:00");
+  CHECK(body["zone"] == "Europe/Berlin");
+  // Every member of the alert is there, unchanged, and nothing else is new.
+  json without = body;
+  for (const char* added : {"schema", "detected_at_iso", "zone"}) without.erase(added);
+  CHECK(gw::pipeline::json_text(without) == gw::pipeline::json_text(plain));
+  CHECK(alert_from_json(body).seq == 42);
+}
+
+TEST_CASE("event message body: at_iso and zone only when a zone is given", "[store]") {
+  gw::pipeline::Event event;
+  event.type = gw::pipeline::EventType::kAlertAcknowledged;
+  event.wearer = 17;
+  event.alert_seq = 42;
+  event.actor = "ana";
+  event.at = 1795846390.0;
+  const json bare = gw::pipeline::event_to_json(event);
+  CHECK_FALSE(bare.contains("at_iso"));
+  CHECK_FALSE(bare.contains("zone"));
+  const gw::TimeZone berlin = gw::TimeZone::named("Europe/Berlin");
+  const json body = gw::pipeline::event_to_json(event, &berlin);
+  CHECK(body["schema"] == 2);
+  CHECK(body["at_iso"] == "2026-11-28T07:13:10.000+01:00");
+  CHECK(body["zone"] == "Europe/Berlin");
+  CHECK(gw::pipeline::event_from_json(body).alert_seq == 42);
+}
