@@ -104,7 +104,7 @@ TEST_CASE("bridges.mqtt: the broker gets every stored alert once, in order, and 
   REQUIRE(bridged.size() == rows.size());
   std::map<std::uint32_t, json> last_per_wearer;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    CHECK(bridged[i] == gw::pipeline::alert_to_json(rows[i]));
+    CHECK(bridged[i] == gw::test::as_published(rows[i]));
     last_per_wearer[rows[i].wearer] = bridged[i];
   }
   // The retained topics, as a dashboard that connects now sees them.
@@ -156,7 +156,7 @@ TEST_CASE("bridges.webhook: every stored alert POSTed once, in order, through fa
   REQUIRE(received.size() == rows.size() + 2);
   for (std::size_t i = 0; i < received.size(); ++i) {
     const std::size_t row = i < 2 ? 0 : i - 2;
-    CHECK(json::parse(received[i].body) == gw::pipeline::alert_to_json(rows[row]));
+    CHECK(json::parse(received[i].body) == gw::test::as_published(rows[row]));
     CHECK(received[i].target == "/nurse-call");
     CHECK(received[i].topic == gw::pipeline::alert_topic(rows[row]));
   }

@@ -42,7 +42,8 @@ struct Outputs {
   std::vector<gw::pipeline::Event> events;
   gw::daemon::WearerOutputs sinks() {
     return {[this](gw::pipeline::Alert a) { alerts.push_back(std::move(a)); },
-            [this](gw::pipeline::Event e) { events.push_back(std::move(e)); }};
+            [this](gw::pipeline::Event e) { events.push_back(std::move(e)); },
+            {}};
   }
 };
 
