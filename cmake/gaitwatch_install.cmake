@@ -3,6 +3,7 @@
 #   BINDIR/gaitwatchd, BINDIR/gaitwatch           (daemon/CMakeLists.txt)
 #   SYSCONFDIR/gaitwatch/gaitwatch.yaml           generated at install time
 #   DATADIR/gaitwatch/patterns/                   config/patterns (packs, templates)
+#   DATADIR/gaitwatch/console/                    console/web (the console's pages)
 #   lib/systemd/system/gaitwatchd.service         generated at install time
 #   lib/sysusers.d/gaitwatch.conf                 the service user and group
 #   DOCDIR/README.md, DOCDIR/*.md                 README.md, docs/*.md
@@ -11,6 +12,7 @@
 include("${PROJECT_SOURCE_DIR}/cmake/gaitwatch_dirs.cmake")
 
 install(DIRECTORY config/patterns/ DESTINATION ${CMAKE_INSTALL_DATADIR}/gaitwatch/patterns)
+install(DIRECTORY console/web/ DESTINATION ${CMAKE_INSTALL_DATADIR}/gaitwatch/console)
 install(FILES systemd/gaitwatch.sysusers DESTINATION lib/sysusers.d RENAME gaitwatch.conf)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 file(GLOB GW_DOC_PAGES CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")

@@ -49,6 +49,8 @@ endfunction()
 
 gw_set_section_key(storage path "${GW_STATE_DIR}/hits.db")
 gw_set_section_key(history path "${GW_STATE_DIR}/history.db")
+# The console's pages are installed under DATADIR.
+gw_set_section_key(console static_dir "${gw_datadir}/gaitwatch/console")
 # The control socket lives in the unit's RuntimeDirectory, whatever the prefix.
 gw_set_section_key(control endpoint "ipc:///run/gaitwatch/control.sock")
 

@@ -964,6 +964,42 @@ void read_alerts(const MapReader& root, AlertsConfig& alerts) {
   read_int(map, "max_escalations", 1, kMaxEscalationsKey, alerts.max_escalations);
 }
 
+void read_console(const MapReader& root, const std::string& base_dir, bool control_enabled,
+                  ConsoleConfig& console) {
+  const MapReader map(root.value("console"), "console",
+                      {"bind", "port", "static_dir", "tls", "session_idle_s", "session_max_s",
+                       "max_sessions", "login_max_failures", "login_window_s", "max_connections",
+                       "max_stream_clients"},
+                      root.issues());
+  read_string(map, "bind", console.bind);
+  read_int(map, "port", 0, 65535, console.port);
+  if (read_string(map, "static_dir", console.static_dir) && !console.static_dir.empty())
+    console.static_dir = resolve_path(base_dir, console.static_dir);
+  if (console.port != 0) {
+    if (console.static_dir.empty())
+      map.add_issue("static_dir", "the console needs its pages (set static_dir, or port: 0)");
+    else if (!std::filesystem::is_regular_file(console.static_dir + "/index.html"))
+      map.add_issue("static_dir", "no index.html in " + console.static_dir);
+    if (!control_enabled)
+      map.add_issue("port", "the console answers through the control interface: enable "
+                            "control, or set console.port: 0");
+  }
+  const MapReader tls(map.value("tls"), map.key_path("tls"),
+                      {"certificate_file", "private_key_file"}, root.issues());
+  read_existing_file(tls, "certificate_file", base_dir, console.tls_certificate_file);
+  read_existing_file(tls, "private_key_file", base_dir, console.tls_private_key_file);
+  if (console.tls_certificate_file.empty() != console.tls_private_key_file.empty())
+    tls.add_issue(console.tls_certificate_file.empty() ? "private_key_file" : "certificate_file",
+                  "TLS needs both certificate_file and private_key_file");
+  read_number(map, "session_idle_s", above(0), console.session_idle_s);
+  read_number(map, "session_max_s", above(0), console.session_max_s);
+  read_int(map, "max_sessions", 1, 1000000, console.max_sessions);
+  read_int(map, "login_max_failures", 1, 1000, console.login_max_failures);
+  read_number(map, "login_window_s", above(0), console.login_window_s);
+  read_int(map, "max_connections", 1, 100000, console.max_connections);
+  read_int(map, "max_stream_clients", 1, 10000, console.max_stream_clients);
+}
+
 // The zone is looked up now, so that a name the database lacks is refused
 // with its key, not found missing when the first alert is written.
 void read_site(const MapReader& root, SiteConfig& site) {
@@ -1062,7 +1098,7 @@ void check_ring_capacity(const MapReader& root, const Config& config) {
 const std::vector<std::string> kSections = {
     "daemon", "ingest", "devices",  "search",    "patterns", "storage", "history",
     "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones", "marks",
-    "bridges", "wearers", "alerts", "site"};
+    "bridges", "wearers", "alerts", "site", "console"};
 
 
 // A daemon's file must say what it detects: an empty file, or one cut off
@@ -1155,6 +1191,7 @@ Config parse_config_text(const std::string& yaml_text, const std::string& source
     read_wearers(root, config.wearers);
     read_alerts(root, config.alerts);
     read_site(root, config.site);
+    read_console(root, base_dir, config.control.enabled, config.console);
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
   throw_if_any(issues, source_name);

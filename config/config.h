@@ -627,6 +627,34 @@ struct SiteConfig {
   std::string time_zone;
 };
 
+// The ward console (console/server.h): web pages and a JSON API served by
+// gaitwatchd for people with a login (users: `gaitwatch user`). Port 0 = off:
+// the default of a config without the section; the shipped config turns it on.
+struct ConsoleConfig {
+  std::string bind = "127.0.0.1";
+  int port = 0;
+  std::string static_dir;  // the pages (index.html, login.html, static/); resolved, must exist
+  // HTTPS when both are set (PEM); plain HTTP otherwise (keep it on loopback then).
+  std::string tls_certificate_file;
+  std::string tls_private_key_file;
+  double session_idle_s = 43200;   // a session unused this long ends (a shift)
+  double session_max_s = 86400;    // and every session ends after this long
+  int max_sessions = 256;
+  int login_max_failures = 5;      // per client address within login_window_s; then 429
+  double login_window_s = 300;
+  int max_connections = 64;
+  int max_stream_clients = 32;
+  bool operator==(const ConsoleConfig& o) const {
+    return bind == o.bind && port == o.port && static_dir == o.static_dir &&
+           tls_certificate_file == o.tls_certificate_file &&
+           tls_private_key_file == o.tls_private_key_file && session_idle_s == o.session_idle_s &&
+           session_max_s == o.session_max_s && max_sessions == o.max_sessions &&
+           login_max_failures == o.login_max_failures && login_window_s == o.login_window_s &&
+           max_connections == o.max_connections && max_stream_clients == o.max_stream_clients;
+  }
+  bool operator!=(const ConsoleConfig& o) const { return !(*this == o); }
+};
+
 struct DaemonConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error
   double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
@@ -656,6 +684,7 @@ struct Config {
   WearersConfig wearers;
   AlertsConfig alerts;
   SiteConfig site;
+  ConsoleConfig console;
 
   const DeviceProfile* device_by_id(std::uint16_t id) const;
   const DeviceProfile* device_by_name(const std::string& name) const;

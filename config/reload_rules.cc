@@ -115,6 +115,7 @@ const std::vector<Key>& keys_after_devices() {
       GW_RESTART_KEY(metrics.port),
       GW_RESTART_KEY(bridges.mqtt),
       GW_RESTART_KEY(bridges.webhook),
+      GW_RESTART_KEY(console),
       GW_RESTART_KEY(history.enabled),
       GW_RESTART_KEY(history.path),
       GW_RESTART_KEY(history.retention_hours),

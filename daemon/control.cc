@@ -157,6 +157,15 @@ namespace {
 using Envelope = std::vector<std::string>;  // routing frames, echoed on every message
 using Clock = std::chrono::steady_clock;
 
+// The envelope of an in-process request: one frame, this prefix and a
+// number. ROUTER's own routing ids are five bytes starting with a zero byte,
+// and clients may not choose ids starting with one, so none can look like it.
+const std::string kInProcessPrefix("\0in-process:", 12);
+
+bool in_process(const Envelope& envelope) {
+  return envelope.size() == 1 && envelope.front().rfind(kInProcessPrefix, 0) == 0;
+}
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -286,6 +295,8 @@ struct ControlServer::Impl {
   void add_builtins();
   void serve();
   void handle(std::vector<zmq::message_t>& frames);
+  void handle_request(const Envelope& envelope, const std::string& body);
+  void handle_in_process();
   void start_job(const Envelope& envelope, const json& id, const ControlCommand& command,
                  json args, bool detach);
   // A running or kept job (jobs_mu held), or ControlError(unknown_job).
@@ -314,6 +325,13 @@ struct ControlServer::Impl {
 
   std::mutex out_mu;
   std::deque<std::pair<Envelope, std::string>> outbox;
+
+  // In-process requests waiting for the server thread, and the reply
+  // functions of those not answered yet (by their envelope's frame).
+  std::mutex in_process_mu;
+  std::deque<std::pair<Envelope, std::string>> in_process_requests;
+  std::map<std::string, ReplyFn> in_process_replies;
+  std::uint64_t next_in_process = 1;
 
   std::mutex jobs_mu;
   std::map<std::uint64_t, std::shared_ptr<Job>> jobs;
@@ -483,7 +501,22 @@ void ControlServer::Impl::handle(std::vector<zmq::message_t>& frames) {
   if (frames.size() < 2) return;  // no routing identity and body: nothing to answer to
   Envelope envelope;
   for (std::size_t i = 0; i + 1 < frames.size(); ++i) envelope.push_back(frames[i].to_string());
-  const zmq::message_t& body = frames.back();
+  handle_request(envelope, frames.back().to_string());
+}
+
+void ControlServer::Impl::handle_in_process() {
+  std::deque<std::pair<Envelope, std::string>> requests_now;
+  {
+    std::lock_guard<std::mutex> lock(in_process_mu);
+    requests_now.swap(in_process_requests);
+  }
+  for (const auto& [envelope, body] : requests_now) {
+    ++requests;
+    handle_request(envelope, body);
+  }
+}
+
+void ControlServer::Impl::handle_request(const Envelope& envelope, const std::string& body) {
   const json no_id;
   if (body.size() > options.max_request_bytes) {
     send_error(envelope, no_id, err::kBadRequest,
@@ -491,7 +524,7 @@ void ControlServer::Impl::handle(std::vector<zmq::message_t>& frames) {
                    std::to_string(options.max_request_bytes) + ")");
     return;
   }
-  json request = json::parse(body.to_string(), nullptr, /*allow_exceptions=*/false);
+  json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded()) {
     send_error(envelope, no_id, err::kBadJson, "the request is not valid JSON");
     return;
@@ -529,7 +562,9 @@ void ControlServer::Impl::handle(std::vector<zmq::message_t>& frames) {
                "'" + name + "' answers at once; only jobs can be detached");
     return;
   }
-  if (command->is_job) {
+  if (command->is_job && in_process(envelope)) {
+    send_error(envelope, id, err::kBadRequest, "'" + name + "' is a job: ask over the socket");
+  } else if (command->is_job) {
     start_job(envelope, id, *command, std::move(args), detach);
   } else if (command->runs_on == RunsOn::kControlThread) {
     answer(envelope, id, std::nullopt, [&] { return command->handler(args); });
@@ -554,6 +589,18 @@ void ControlServer::Impl::flush_outbox() {
     messages.swap(outbox);
   }
   for (const auto& [envelope, body] : messages) {
+    if (in_process(envelope)) {
+      ReplyFn reply;
+      {
+        std::lock_guard<std::mutex> lock(in_process_mu);
+        const auto it = in_process_replies.find(envelope.front());
+        if (it == in_process_replies.end()) continue;
+        reply = std::move(it->second);
+        in_process_replies.erase(it);
+      }
+      reply(json::parse(body));
+      continue;
+    }
     bool sent = true;
     // ROUTER never blocks: at the high-water mark or for a client that is
     // gone the message is dropped; count it. A client that is gone (its
@@ -612,6 +659,7 @@ void ControlServer::Impl::serve() {
   while (!stopping.load()) {
     zmq::poll(items, 2, std::chrono::milliseconds(200));
     if (items[1].revents & ZMQ_POLLIN) drain_wake();
+    handle_in_process();
     if (items[0].revents & ZMQ_POLLIN) {
       // A bounded number per round, so replies are not starved by a flood.
       for (int i = 0; i < 256; ++i) {
@@ -693,10 +741,40 @@ void ControlServer::stop() {
   s.stopping.store(true);
   s.wake();
   if (s.thread.joinable()) s.thread.join();
+  // In-process requests the thread did not take: answered here.
+  std::deque<std::pair<Envelope, std::string>> left;
+  std::map<std::string, ReplyFn> waiting;
+  {
+    std::lock_guard<std::mutex> lock(s.in_process_mu);
+    left.swap(s.in_process_requests);
+    waiting.swap(s.in_process_replies);
+  }
+  for (auto& [frame, reply] : waiting)
+    reply(s.error_message(json(), err::kShuttingDown, "the daemon is stopping"));
   s.router.close();
   // libzmq leaves a bound ipc socket's file behind; it is ours (claimed at bind).
   if (!s.ipc_path.empty()) ::unlink(s.ipc_path.c_str());
+  std::lock_guard<std::mutex> in_process_lock(s.in_process_mu);
   ::close(s.wake_fd);
+  s.wake_fd = -1;
+}
+
+void ControlServer::call(json request, ReplyFn reply) {
+  Impl& s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.in_process_mu);
+    if (!s.stopping.load()) {
+      const std::string frame = kInProcessPrefix + std::to_string(s.next_in_process++);
+      s.in_process_replies.emplace(frame, std::move(reply));
+      s.in_process_requests.emplace_back(Envelope{frame}, request.dump());
+      reply = nullptr;
+      s.wake();  // under the lock: stop() closes the descriptor under it
+    }
+  }
+  if (reply) {
+    const json id = request.is_object() && request.contains("id") ? request["id"] : json();
+    reply(s.error_message(id, err::kShuttingDown, "the daemon is stopping"));
+  }
 }
 
 std::string ControlServer::bound_endpoint() const { return impl_->bound; }

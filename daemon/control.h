@@ -202,6 +202,16 @@ class ControlServer {
 
   void stop();
   std::string bound_endpoint() const;
+
+  // An in-process request (the web console's): the same commands, argument
+  // rules, queues and replies as a request over the socket, without one.
+  // `reply` gets the one final message (result or error, as a client would
+  // read it), on the server's thread: it must be quick and must not wait on
+  // the server. Jobs are not offered in-process (answered bad_request).
+  // Thread-safe; after stop() the answer is shutting_down, on the caller's
+  // thread. The request must be an object like a client's: {id?, cmd, args?}.
+  using ReplyFn = std::function<void(const nlohmann::json& message)>;
+  void call(nlohmann::json request, ReplyFn reply);
   // requests, errors by code, jobs started/finished/cancelled/running,
   // messages dropped at the high-water mark, pipeline queue depth/refusals,
   // CURVE handshakes admitted/refused (when CURVE is on).

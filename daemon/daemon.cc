@@ -34,6 +34,7 @@
 #include "daemon/lifecycle.h"
 #include "daemon/log.h"
 #include "daemon/marks.h"
+#include "console/server.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/preflight.h"
@@ -208,6 +209,11 @@ std::string read_secret(const std::string& path, const std::string& key) {
 constexpr std::chrono::milliseconds kBridgeFlushLimit{2000};
 
 // The bridge `config` asks for, or none; its password is read here, at start.
+// A config's seconds as a duration (whole seconds, at least one).
+std::chrono::seconds seconds_of(double seconds) {
+  return std::chrono::seconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(seconds)));
+}
+
 std::unique_ptr<bridges::MqttBridge> make_mqtt_bridge(const config::MqttBridgeConfig& config) {
   if (!config.enabled) return nullptr;
   bridges::MqttBridgeOptions options;
@@ -287,11 +293,17 @@ class Daemon {
     // Before the sink, so that it outlives the sink's last commit.
     std::unique_ptr<bridges::MqttBridge> mqtt = make_mqtt_bridge(config_.bridges.mqtt);
     std::unique_ptr<bridges::WebhookBridge> webhook = make_webhook(config_.bridges.webhook);
-    if (mqtt || webhook)
-      sink_options.on_committed = [mqtt = mqtt.get(), webhook = webhook.get()](
+    // The console starts after the control interface it answers through; it
+    // is stopped after the sink's last commit (below) and destroyed after
+    // the sink, so the writer thread's hook may offer to it until then.
+    std::unique_ptr<console::ConsoleServer> console;
+    std::atomic<console::ConsoleServer*> console_feed{nullptr};
+    if (mqtt || webhook || config_.console.port != 0)
+      sink_options.on_committed = [mqtt = mqtt.get(), webhook = webhook.get(), &console_feed](
                                       const std::string& topic, const std::string& body) {
         if (mqtt) mqtt->offer(topic, body);
         if (webhook) webhook->offer(topic, body);
+        if (console::ConsoleServer* feed = console_feed.load()) feed->offer(topic, body);
       };
     sink_options.time_zone = config_.site.time_zone;
     pipeline::AlertSink sink(sink_options);
@@ -377,6 +389,7 @@ class Daemon {
                           {"alert_p99_ms", alert_latency_.quantile(0.99)},
                           {"alert_max_ms", alert_latency_.max()}};
       if (control) stats["control"] = control->counters_json();
+      if (console) stats["console"] = console->counters_json();
       stats["pipeline_thread"] = pipeline_seconds_.to_json();
       return stats;
     };
@@ -410,6 +423,37 @@ class Daemon {
         const SocketAccess access = restrict_ipc_socket(path, 0660, "gaitwatch");
         spdlog::info("control socket {}: {}", path, access.done);
         if (!access.warning.empty()) spdlog::warn("control socket: {}", access.warning);
+      }
+    }
+
+    // The console is for people, like the metrics for machines: a port that
+    // cannot be bound is logged, and detection runs on without it.
+    if (config_.console.port != 0 && control) {
+      console::ConsoleOptions options;
+      options.bind = config_.console.bind;
+      options.port = static_cast<std::uint16_t>(config_.console.port);
+      options.static_dir = config_.console.static_dir;
+      options.users_db = config_.storage.path;
+      options.tls_certificate_file = config_.console.tls_certificate_file;
+      options.tls_private_key_file = config_.console.tls_private_key_file;
+      options.session_idle = seconds_of(config_.console.session_idle_s);
+      options.session_max_age = seconds_of(config_.console.session_max_s);
+      options.max_sessions = static_cast<std::size_t>(config_.console.max_sessions);
+      options.login_max_failures = config_.console.login_max_failures;
+      options.login_window = seconds_of(config_.console.login_window_s);
+      options.max_connections = static_cast<std::size_t>(config_.console.max_connections);
+      options.max_stream_clients = static_cast<std::size_t>(config_.console.max_stream_clients);
+      try {
+        console = std::make_unique<console::ConsoleServer>(
+            options, [server = control.get()](nlohmann::json request,
+                                              std::function<void(const nlohmann::json&)> reply) {
+              server->call(std::move(request), std::move(reply));
+            });
+        console_feed.store(console.get());
+        spdlog::info("console: {}://{}:{}/", console->tls() ? "https" : "http",
+                     config_.console.bind, console->port());
+      } catch (const std::exception& e) {
+        spdlog::error("{}; running without the console", e.what());
       }
     }
 
@@ -464,6 +508,7 @@ class Daemon {
     wearers_ = nullptr;
     lifecycle_ = nullptr;
     sink.stop();  // publishes the final counters; everything was drained before
+    if (console) console->stop();  // before the control server it calls goes away
     const auto c = sink.counters();
     spdlog::info("stopped: {} alerts committed, {} published, last seq {}", c.committed,
                  c.published, c.last_seq);

@@ -181,6 +181,7 @@ json mark_json(const pipeline::MarkRecord& mark) {
 struct LifecycleReader {
   std::string db_path;
   TimeZone zone;
+  config::Config config;
   std::unique_ptr<pipeline::HitStore> store;
 
   pipeline::HitStore& db() {
@@ -211,6 +212,37 @@ struct LifecycleReader {
             {"state", alert_state_json(row->state)},
             {"marks", std::move(marks)},
             {"events", std::move(events)}};
+  }
+
+  // The samples the alert was detected on, as stored with it: the pattern's
+  // channels (raw device values), lead_in samples before the matched
+  // length. The device's rate comes from the running config.
+  json signal(const json& args) {
+    const std::uint64_t seq = seq_arg(args);
+    const std::optional<pipeline::AlertWithState> row = db().alert_with_state(seq);
+    if (!row)
+      throw ControlError(err::kUnknownAlert, "no stored alert has seq " + std::to_string(seq));
+    const std::optional<pipeline::AlertWindow> window = db().window(seq);
+    if (!window)
+      throw ControlError(err::kNoWindow, "alert " + std::to_string(seq) + " was stored without its window");
+    const config::DeviceProfile* device = config.device_by_id(row->alert.device);
+    const std::size_t samples = static_cast<std::size_t>(window->lead_in + window->length);
+    json rows = json::array();
+    for (std::size_t c = 0; c < window->channels.size(); ++c) {
+      json row_values = json::array();
+      for (std::size_t k = 0; k < samples && c * samples + k < window->values.size(); ++k)
+        row_values.push_back(window->values[c * samples + k]);
+      rows.push_back({{"channel", window->channels[c]}, {"values", std::move(row_values)}});
+    }
+    return {{"seq", seq},
+            {"pattern", window->pattern},
+            {"wearer", window->wearer},
+            {"lead_in", window->lead_in},
+            {"length", window->length},
+            {"rate_hz", device ? json(device->sample_rate_hz) : json()},
+            {"t_end", row->alert.t_end},
+            {"dims", pipeline::dims_to_json(row->alert)},
+            {"channels", std::move(rows)}};
   }
 
   json open(const json& args) {
@@ -273,9 +305,12 @@ void add_lifecycle_commands(ControlRegistry& registry, AlertLifecycle* lifecycle
                RunsOn::kPipelineThread, on_pipeline(&AlertLifecycle::resolve));
 
   auto reader = std::make_shared<LifecycleReader>(
-      LifecycleReader{config.storage.path, TimeZone::named_or_system(config.site.time_zone), {}});
+      LifecycleReader{config.storage.path, TimeZone::named_or_system(config.site.time_zone), config, {}});
   registry.add("alert.get", "a stored alert with its state, marks and events: {seq}",
                RunsOn::kControlThread, [reader](const json& args) { return reader->get(args); });
+  registry.add("alert.signal",
+               "the samples a stored alert was detected on (its window, per channel): {seq}",
+               RunsOn::kControlThread, [reader](const json& args) { return reader->signal(args); });
   registry.add("alerts.open",
                "alerts not resolved (or every one), newest first, with their state: {limit?, "
                "include_resolved?}",

@@ -344,6 +344,37 @@ std::vector<MetricFamily> make_families() {
                        leaf("/bridges/webhook/retries"))),
       optional(gauge("gaitwatch_bridge_webhook_queued_messages",
                      "Messages waiting for the webhook now.", leaf("/bridges/webhook/queued"))),
+      // ---- the ward console (console/server.h), when console.port != 0
+      optional(counter("gaitwatch_console_requests_total",
+                       "Requests to the console (pages, API, streams).",
+                       leaf("/console/requests"))),
+      optional(counter("gaitwatch_console_responses_total", "Console answers by status class.",
+                       by("class", {{"2xx", "/console/responses/2xx"},
+                                    {"3xx", "/console/responses/3xx"},
+                                    {"4xx", "/console/responses/4xx"},
+                                    {"5xx", "/console/responses/5xx"}}))),
+      optional(counter("gaitwatch_console_logins_total",
+                       "Console logins by outcome: ok, failed (wrong name or password), blocked "
+                       "(too many failures from the address: console.login_max_failures).",
+                       by("outcome", {{"ok", "/console/logins_ok"},
+                                      {"failed", "/console/logins_failed"},
+                                      {"blocked", "/console/logins_blocked"}}))),
+      optional(counter("gaitwatch_console_refused_total",
+                       "Console requests refused: no session, a role that does not allow the "
+                       "change, a change without the session's CSRF token, a connection over "
+                       "console.max_connections, a stream over console.max_stream_clients.",
+                       by("reason", {{"no_session", "/console/no_session"},
+                                     {"forbidden", "/console/forbidden"},
+                                     {"csrf", "/console/csrf_refused"},
+                                     {"connections", "/console/connections_refused"},
+                                     {"streams", "/console/streams_refused"}}))),
+      optional(gauge("gaitwatch_console_sessions", "Console sessions open now.",
+                     leaf("/console/sessions"))),
+      optional(counter("gaitwatch_console_stream_dropped_total",
+                       "Live-update streams closed because their browser fell behind, and "
+                       "messages dropped before reaching any stream.",
+                       by("what", {{"streams", "/console/streams_dropped"},
+                                   {"messages", "/console/offers_dropped"}}))),
       gauge("gaitwatch_marks",
             "Carers' active marks by state: active (its example in use) or inactive because "
             "its pattern is no longer configured, its pattern's shape changed, or newer marks "

@@ -42,6 +42,7 @@ sed -e "s#\(file: \|template: \)\([^/ ][^,}]*\)#\1$PWD/config/patterns/\2#" \
   config/patterns/fog.yaml | without_s03_examples >"$FOG_PACK"
 sed -e "s#include: patterns/fog.yaml#include: $FOG_PACK#" \
   -e "s#\(file: \|template: \|include: \)\([^/ ][^,}]*\)#\1$PWD/config/\2#" \
+  -e "s#static_dir: \.\./console/web#static_dir: $PWD/console/web#" \
   config/gaitwatch.yaml | without_s03_examples >"$CONFIG"
 if grep -q 'S03R0' <(grep -E '(template|file): ' "$CONFIG" "$FOG_PACK"); then
   echo "demo config still holds examples of S03" >&2
@@ -83,3 +84,10 @@ grep -E "stopped:" "$DEMO/daemon.log" | sed 's/^.*stopped: /   /'
 step "stored alerts ($DB) next to the freezes annotated in $RECORDING"
 "$BIN/gaitwatch" hits --db "$DB" --truth "$RECORDING" --truth-format daphnet \
   --truth-start "$START" --truth-end "$END"
+
+step "the same alerts in the ward console (docs/console.md)"
+cat <<HINT
+   $BIN/gaitwatch user add YOU --role carer --db $DB
+   $BIN/gaitwatchd --config $CONFIG
+   then open http://127.0.0.1:9720/ and log in (replay again to see alerts arrive live)
+HINT

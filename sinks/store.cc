@@ -123,6 +123,17 @@ const char* const kMigrations[] = {
     "  escalation_level INTEGER NOT NULL DEFAULT 0,"
     "  note TEXT NOT NULL DEFAULT ''"
     ");",
+    // 5 -> 6: the console's users (console/access.h): an Argon2id hash per
+    // name, and a generation bumped by each password or role change so that
+    // sessions made before it end.
+    "CREATE TABLE users ("
+    "  name TEXT PRIMARY KEY,"
+    "  role TEXT NOT NULL CHECK (role IN ('viewer', 'carer', 'admin')),"
+    "  password_hash TEXT NOT NULL,"
+    "  generation INTEGER NOT NULL DEFAULT 1,"
+    "  created_at REAL NOT NULL,"
+    "  updated_at REAL NOT NULL"
+    ");",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");

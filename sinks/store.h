@@ -21,7 +21,7 @@ struct sqlite3;
 
 namespace gw::pipeline {
 
-inline constexpr int kStoreSchemaVersion = 5;
+inline constexpr int kStoreSchemaVersion = 6;
 
 struct HitQuery {
   std::optional<std::uint32_t> wearer;
@@ -72,6 +72,16 @@ struct MarkAdded {
 struct MarkWithWindow {
   MarkRecord mark;
   AlertWindow window;
+};
+
+// A console user (table users). role is viewer, carer or admin.
+struct UserRecord {
+  std::string name;
+  std::string role;
+  std::string password_hash;  // libsodium's crypto_pwhash_str form
+  std::int64_t generation = 1;
+  double created_at = 0;
+  double updated_at = 0;
 };
 
 // A registered wearer (table wearers): who the wearer number of the frames
@@ -199,6 +209,17 @@ class HitStore {
   // The active marks' verdicts of the alerts with seq in [first, last].
   std::vector<std::pair<std::uint64_t, MarkVerdict>> verdicts(std::uint64_t first,
                                                               std::uint64_t last) const;
+  // The console's users (sinks/store_users.cc; console/access.h gives them
+  // meaning). add_user() returns false when the name exists; the update and
+  // remove calls return false when it does not. set_user_password() and
+  // set_user_role() bump the user's generation.
+  bool add_user(const UserRecord& user);
+  std::optional<UserRecord> user(const std::string& name) const;
+  std::vector<UserRecord> users() const;  // by name
+  bool set_user_password(const std::string& name, const std::string& password_hash, double now);
+  bool set_user_role(const std::string& name, const std::string& role, double now);
+  bool remove_user(const std::string& name);
+
   // The wearer registry (sinks/store_wearers.cc). add_wearer() throws
   // WearerError kDuplicateId when the id is registered; update_wearer()
   // and remove_wearer() throw kUnknownId when it is not. Fields are stored

@@ -228,6 +228,8 @@ void add_mark(CLI::App& app, int& exit_code);
 // wearer: the wearer registry and sensor liveness through a running daemon
 // (daemon/cli/wearer.cc).
 void add_wearer(CLI::App& app, int& exit_code);
+// user: the console's users, in the store's file (daemon/cli/user.cc).
+void add_user(CLI::App& app, int& exit_code);
 // alert ack|resolve|show|list and events: the alert lifecycle through a
 // running daemon (daemon/cli/alert.cc).
 void add_alert(CLI::App& app, int& exit_code);

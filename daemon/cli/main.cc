@@ -11,6 +11,7 @@
 //   alerts     stored alerts with seq > N              (control interface)
 //   mark       mark an alert false/true, list or withdraw marks (control interface)
 //   wearer     add, change, list or remove wearers; sensors' liveness (control interface)
+//   user       add, change or remove the console's users (the store's file)
 //   alert      acknowledge, resolve, show or list alerts   (control interface)
 //   events     the audit log: acknowledgements, escalations, marks, ... (control interface)
 //   control    any control request, messages as JSON  (control interface)
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   gw::cli::add_control_commands(app, exit_code);
   gw::cli::add_mark(app, exit_code);
   gw::cli::add_wearer(app, exit_code);
+  gw::cli::add_user(app, exit_code);
   gw::cli::add_alert(app, exit_code);
   gw::cli::add_events(app, exit_code);
   gw::cli::add_history(app, exit_code);

@@ -80,6 +80,7 @@ struct DaemonFixture {
   int pub_port = free_port(false);
   int control_port = free_port(false);
   int metrics_port = free_port(false);
+  int console_port = free_port(false);
   YAML::Node config;
 
   DaemonFixture() {
@@ -94,6 +95,8 @@ struct DaemonFixture {
     config["publish"]["stats_interval_s"] = 0.2;
     config["control"]["endpoint"] = control_endpoint();
     config["metrics"]["port"] = metrics_port;
+    config["console"]["port"] = console_port;
+    config["console"]["static_dir"] = std::string(GW_CONFIG_DIR) + "/../console/web";
     config["storage"]["path"] = (dir / "hits.db").string();
     config["history"]["path"] = (dir / "history.db").string();
     config["search"]["threads"] = 2;
