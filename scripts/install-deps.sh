@@ -10,6 +10,10 @@ packages=(
   catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev zlib1g-dev libsystemd-dev libsodium-dev
   libhowardhinnant-date-dev
   libmosquitto-dev  # the MQTT bridge
+  libssl-dev  # the console's TLS (OpenSSL through Asio)
+  # The console's browser test: headless Chromium driven by Selenium, and
+  # the YAML module it writes the daemon's config with.
+  chromium chromium-driver python3-selenium python3-yaml
   mosquitto  # the broker the bridge's tests start on loopback
   tzdata  # the time zone database libdate-tz reads (site.time_zone, messages' times)
   gnuplot-nox  # gaitwatch plot draws with it (an external process, no library link)

@@ -2050,3 +2050,37 @@ TEST_CASE("alerts.* and site.time_zone: defaults, values given, mistakes with th
                        "site.time_zone", 2, "Europe/Atlantis");
   require_single_issue(issues_of(yaml({"site:", "  zone: UTC"})), "site.zone", 2, "unknown");
 }
+
+TEST_CASE("console: off without the section; pages, TLS pair and control checked with key paths",
+          "[config]") {
+  const auto defaults = parse_config(yaml({"search:", "  threads: 1"}), "ok.yaml", "/base");
+  CHECK(defaults.console.port == 0);
+  const std::string pages = std::string(kConfigDir) + "/../console/web";
+  TempDir dir;
+  dir.write("c.crt", "not checked here\n");
+  dir.write("c.key", "not checked here\n");
+  const auto ok = parse_config(yaml({"console:", "  port: 9999", ("  static_dir: " + pages).c_str(),
+                                     "  tls:", "    certificate_file: c.crt",
+                                     "    private_key_file: c.key", "  session_idle_s: 600"}),
+                               "ok.yaml", dir.path().string());
+  CHECK(ok.console.port == 9999);
+  CHECK(ok.console.static_dir == pages);
+  CHECK(ok.console.tls_certificate_file == (dir.path() / "c.crt").string());
+  CHECK(ok.console.session_idle_s == 600);
+  // The shipped config turns it on with its pages beside the config.
+  const Config shipped = load_config(std::string(kConfigDir) + "/gaitwatch.yaml");
+  CHECK(shipped.console.port == 9720);
+  CHECK(std::filesystem::is_regular_file(shipped.console.static_dir + "/index.html"));
+
+  require_single_issue(issues_of(yaml({"console:", "  port: 9999", "  static_dir: /nonexistent"})),
+                       "console.static_dir", 3, "no index.html");
+  require_single_issue(issues_of(yaml({"console:", "  port: 9999"})), "console.static_dir", 2,
+                       "pages");
+  require_single_issue(
+      issues_of(yaml({"control:", "  enabled: false", "console:", "  port: 9999",
+                      ("  static_dir: " + pages).c_str()})),
+      "console.port", 4, "control");
+  require_single_issue(issues_of(yaml({"console:", "  tls:", "    certificate_file: /etc/hostname"})),
+                       "console.tls.private_key_file", 2, "both");
+  require_single_issue(issues_of(yaml({"console:", "  port: 70000"})), "console.port", 2, "70000");
+}

@@ -133,7 +133,8 @@ def main():
 
         db = os.path.join(work, "hits.db")
         for user, role, password in (("carla", "carer", "carla-password-1"),
-                                     ("vic", "viewer", "vic-password-12")):
+                                     ("vic", "viewer", "vic-password-12"),
+                                     ("ana", "admin", "ana-password-123")):
             password_file = os.path.join(work, user + ".pw")
             with open(password_file, "w") as f:
                 f.write(password + "\n")
@@ -285,6 +286,19 @@ def main():
                     'X-CSRF-Token': s.csrf}, body: '{}'})).then(r => done(r.status));
         """ % seq)
         check(status == 403, "the API refuses the viewer's change (403, got %s)" % status)
+
+        check(count("#wearer-admin:not(.hidden)") == 0, "the viewer has no wearer form")
+
+        # 6. An admin registers a wearer from the board.
+        click("#logout")
+        wait_for(lambda: driver.current_url.endswith("/login.html"), 10)
+        check(login("ana", "ana-password-123"), "the admin logs in")
+        click("#wearer-admin summary")
+        for field, value in (("wearer-id", "2"), ("wearer-name", "Bo Example"), ("wearer-room", "14")):
+            driver.find_element(By.ID, field).send_keys(value)
+        click("#wearer-save")
+        check(wait_for(lambda: "Bo Example" in text("#wearer-2") and "room 14" in text("#wearer-2"), 10),
+              "the admin's new wearer is on the board")
 
         # Without the cookie the browser gets nothing.
         driver.delete_all_cookies()

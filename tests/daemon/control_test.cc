@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -389,4 +390,67 @@ TEST_CASE("an ipc endpoint: stale socket files replaced, live ones and other fil
   fs::remove_all(dir);
 }
 
+}  // namespace gw::daemon
+
+namespace gw::daemon {
+namespace {
+
+// Waits for one in-process reply; null when none comes within 10 s. No
+// Catch2 assertion inside: the callers below run on threads of their own.
+json call_and_wait(ControlServer& server, json request) {
+  auto promise = std::make_shared<std::promise<json>>();
+  auto reply = promise->get_future();
+  server.call(std::move(request), [promise](const json& message) { promise->set_value(message); });
+  if (reply.wait_for(10s) != std::future_status::ready) return json();
+  return reply.get();
+}
+
+TEST_CASE("in-process requests get the same answers as a client's", "[control]") {
+  PipelineTasks tasks(16);
+  PipelineThread pipeline(tasks);
+  ControlServer server(options(), test_registry(), tasks);
+
+  json r = call_and_wait(server, {{"id", 5}, {"cmd", "add"}, {"args", {{"a", 2}, {"b", 3}}}});
+  CHECK(r["ok"] == true);
+  CHECK(r["id"] == 5);
+  CHECK(r["result"]["sum"] == 5);
+  // Pipeline-thread commands run there.
+  r = call_and_wait(server, {{"cmd", "where"}});
+  CHECK(r["result"]["thread"] == thread_name(pipeline.id()));
+  // The same argument checks and error codes.
+  r = call_and_wait(server, {{"cmd", "add"}, {"args", {{"a", 1000}}}});
+  CHECK(r["error"]["code"] == "bad_request");
+  r = call_and_wait(server, {{"cmd", "nothing"}});
+  CHECK(r["error"]["code"] == "unknown_command");
+  r = call_and_wait(server, json::array());
+  CHECK(r["error"]["code"] == "bad_request");
+  // Jobs need a socket: their progress has nowhere to go in-process.
+  r = call_and_wait(server, {{"cmd", "count"}, {"args", {{"n", 2}}}});
+  CHECK(r["error"]["code"] == "bad_request");
+  CHECK(server.counters_json()["requests"] == 6);
+
+  // Many callers at once, each answered exactly once.
+  std::atomic<int> answered{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        const json answer = call_and_wait(server, {{"cmd", "add"}, {"args", {{"a", t}, {"b", i}}}});
+        if (answer.is_object() && answer["result"]["sum"] == t + i) ++answered;
+      }
+    });
+  for (auto& c : callers) c.join();
+  CHECK(answered == 200);
+
+  // Stopped: answered at once, on the caller's thread.
+  server.stop();
+  bool called = false;
+  server.call({{"cmd", "echo"}}, [&](const json& message) {
+    called = true;
+    CHECK(message["error"]["code"] == "shutting_down");
+  });
+  CHECK(called);
+}
+
+}  // namespace
 }  // namespace gw::daemon

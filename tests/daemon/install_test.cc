@@ -95,6 +95,11 @@ TEST_CASE("the installed config validates and names only files under the prefix"
   CHECK(config.history.path == (installed.prefix / "var/lib/gaitwatch/history.db").string());
   // The control socket lives in the unit's RuntimeDirectory.
   CHECK(config.control.endpoint == "ipc:///run/gaitwatch/control.sock");
+  // The console's pages are installed with the programs.
+  CHECK(config.console.static_dir == (installed.prefix / "share/gaitwatch/console").string());
+  for (const char* page : {"index.html", "login.html", "static/console.js", "static/login.js",
+                           "static/console.css"})
+    CHECK(fs::is_regular_file(installed.prefix / "share/gaitwatch/console" / page));
   std::set<std::string> names;
   for (const auto& pattern : config.patterns) names.insert(pattern.name);
   CHECK(names == std::set<std::string>{"fog_freeze_index", "fall_impact_orientation"});
@@ -202,6 +207,7 @@ TEST_CASE("the installed daemon starts on the installed config and stops cleanly
   config["publish"]["endpoint"] = "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));
   config["control"]["endpoint"] = "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));
   config["metrics"]["port"] = gw::test::free_port(false);
+  config["console"]["port"] = gw::test::free_port(false);
   config["search"]["threads"] = 2;
   const fs::path run_config = installed.prefix / "etc/gaitwatch/run.yaml";
   std::ofstream(run_config) << YAML::Dump(config) << "\n";
@@ -214,6 +220,8 @@ TEST_CASE("the installed daemon starts on the installed config and stops cleanly
   INFO(daemon.err());
   REQUIRE(ready);
   REQUIRE(daemon.running());
+  // The console serves its installed pages.
+  CHECK_THAT(daemon.err(), Catch::Contains("console: http://127.0.0.1:"));
   daemon.signal(SIGTERM);
   CHECK(daemon.wait(std::chrono::seconds(30)) == 0);
   CHECK(fs::exists(state / "hits.db"));

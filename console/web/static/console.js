@@ -130,6 +130,7 @@ function actionButtons(row) {
   if (s !== "resolved")
     box.append(el("button", { type: "button", class: "resolve", "data-seq": seq,
                               onclick: () => act(seq, "resolve") }, "Resolve"));
+  if (row.alert.kind === "sensor_offline") return box;  // no window: nothing to learn from
   box.append(el("button", { type: "button", class: "mark-true", "data-seq": seq,
                             onclick: () => act(seq, "mark", { verdict: "true" }) }, "Real"));
   box.append(el("button", { type: "button", class: "mark-false", "data-seq": seq,
@@ -364,6 +365,44 @@ function connectStream() {
   });
 }
 
+// Admins register wearers and change their names, rooms and beds; a
+// number already registered is changed, a new one added.
+function setUpWearerForm() {
+  if (!may("admin")) return;
+  document.getElementById("wearer-admin").classList.remove("hidden");
+  const field = (id) => document.getElementById(id);
+  field("wearer-id").addEventListener("change", () => {
+    const w = state.wearers.find((x) => x.id === Number(field("wearer-id").value) && x.registered);
+    if (!w) return;
+    field("wearer-name").value = w.display_name || "";
+    field("wearer-room").value = w.room || "";
+    field("wearer-bed").value = w.bed || "";
+    field("wearer-notes").value = w.notes || "";
+    field("wearer-active").checked = w.active !== false;
+  });
+  field("wearer-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    field("wearer-error").textContent = "";
+    const id = Number(field("wearer-id").value);
+    const body = {
+      display_name: field("wearer-name").value,
+      room: field("wearer-room").value,
+      bed: field("wearer-bed").value,
+      notes: field("wearer-notes").value,
+      active: field("wearer-active").checked,
+    };
+    const known = state.wearers.some((x) => x.id === id && x.registered);
+    try {
+      if (known) await api("/api/wearers/" + id, body);
+      else await api("/api/wearers", Object.assign({ id }, body));
+      toast("wearer " + id + " saved", "good");
+      await refresh();
+    } catch (e) {
+      field("wearer-error").textContent = e.message;
+    }
+  });
+}
+
 async function start() {
   try {
     const session = await api("/api/session");
@@ -383,6 +422,7 @@ async function start() {
     refresh();
   });
   window.addEventListener("hashchange", route);
+  setUpWearerForm();
   await refresh();
   route();
   connectStream();
