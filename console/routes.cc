@@ -172,9 +172,10 @@ RouteMatch match_route(bool post, const std::string& path, const std::string& qu
     if (!seq) return failure(404, "not_found", "no such alert route: " + path);
     args["seq"] = *seq;
     const std::string action = parts.size() == 3 ? parts[2] : "";
-    if (action.empty() || action == "signal") {
+    if (action.empty() || action == "signal" || action == "match") {
       if (post) return wrong_method();
-      return command(Role::kViewer, action.empty() ? "alert.get" : "alert.signal", args);
+      const char* cmd = action.empty() ? "alert.get" : action == "signal" ? "alert.signal" : "alert.match";
+      return command(Role::kViewer, cmd, args);
     }
     if (action == "ack" || action == "resolve" || action == "mark") {
       if (!post) return wrong_method();

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/alignment.h"
 #include "sinks/alert.h"
 
 namespace gw::daemon {
@@ -245,6 +246,40 @@ struct LifecycleReader {
             {"channels", std::move(rows)}};
   }
 
+  // The stored window next to the configured example it matched, per
+  // matched dim with the warping path (pipeline/alignment.h).
+  json match(const json& args) {
+    const std::uint64_t seq = seq_arg(args);
+    const std::optional<pipeline::AlertWithState> row = db().alert_with_state(seq);
+    if (!row)
+      throw ControlError(err::kUnknownAlert, "no stored alert has seq " + std::to_string(seq));
+    const std::optional<pipeline::AlertWindow> window = db().window(seq);
+    if (!window)
+      throw ControlError(err::kNoWindow, "alert " + std::to_string(seq) + " was stored without its window");
+    pipeline::AlertExplanation explained;
+    try {
+      explained = pipeline::explain_alert(config, row->alert, *window);
+    } catch (const Error& e) {
+      throw ControlError(err::kUnavailable, e.what());
+    }
+    json dims = json::array();
+    for (const pipeline::MatchedDim& d : explained.dims) {
+      json path = json::array();
+      for (const auto& [i, j] : d.alignment.path) path.push_back({i, j});
+      dims.push_back({{"pattern_dim", d.pattern_dim},
+                      {"channel", d.channel},
+                      {"distance", d.alignment.distance},
+                      {"example", d.alignment.query},
+                      {"window", d.alignment.window},
+                      {"path", std::move(path)}});
+    }
+    return {{"seq", seq},
+            {"pattern", window->pattern},
+            {"example", explained.example},
+            {"approximate", explained.approximate},
+            {"dims", std::move(dims)}};
+  }
+
   json open(const json& args) {
     pipeline::OpenAlertQuery query;
     query.limit = static_cast<int>(int_arg(args, "limit", 1, 10000, 100));
@@ -311,6 +346,10 @@ void add_lifecycle_commands(ControlRegistry& registry, AlertLifecycle* lifecycle
   registry.add("alert.signal",
                "the samples a stored alert was detected on (its window, per channel): {seq}",
                RunsOn::kControlThread, [reader](const json& args) { return reader->signal(args); });
+  registry.add("alert.match",
+               "a stored alert's window beside the configured example it matched, per matched "
+               "dim with the DTW warping path: {seq}",
+               RunsOn::kControlThread, [reader](const json& args) { return reader->match(args); });
   registry.add("alerts.open",
                "alerts not resolved (or every one), newest first, with their state: {limit?, "
                "include_resolved?}",

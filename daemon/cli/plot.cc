@@ -231,24 +231,11 @@ int detection(const PlotOptions& o, const sensors::Recording& rec,
     return w;
   };
   // The nearest positive example over the matched dims: the one the decision used.
-  const int band = kernels[pattern.examples.front().kernel].band;
-  std::size_t best_example = 0;
-  double best = std::numeric_limits<double>::infinity();
-  for (std::size_t e = 0; e < pattern.examples.size(); ++e) {
-    if (pattern.examples[e].negative) continue;
-    const auto& shape = kernels[pattern.examples[e].kernel].dims;
-    double sum = 0;
-    for (const auto& d : alert.dims) {
-      const auto w = window_of(d);
-      sum += pipeline::dtw_alignment(shape.data() + static_cast<std::size_t>(d.pattern_dim) * m,
-                                     w.data(), m, band, pattern.config.znorm)
-                 .distance;
-    }
-    if (sum < best) {
-      best = sum;
-      best_example = e;
-    }
-  }
+  std::vector<std::pair<int, std::vector<float>>> windows;
+  for (const auto& d : alert.dims) windows.emplace_back(d.pattern_dim, window_of(d));
+  const std::size_t best_example =
+      pipeline::nearest_positive_example(library, pattern, alert.wearer, windows).value_or(0);
+  const int band = kernels[pattern.examples[best_example].kernel].band;
   const auto& shape = kernels[pattern.examples[best_example].kernel].dims;
   ScratchDir scratch;
   std::ostringstream gp;

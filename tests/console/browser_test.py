@@ -259,7 +259,12 @@ def main():
               "the alert page names who acknowledged it")
         check(wait_for(lambda: count("#alert-signal canvas") > 0, 10),
               "the alert page draws the signal")
+        check(wait_for(lambda: count("#alert-match canvas.match") > 0, 10),
+              "the alert page draws the example it matched with the warping path (%s)" %
+              (text("#alert-match") or "drawn"))
         shot(driver, "alert")
+        driver.execute_script("document.getElementById('alert-match').previousElementSibling.scrollIntoView()")
+        shot(driver, "alert-match")
         driver.get(base + "/#/health")
         check(wait_for(lambda: count("#health-summary tr") > 0, 10),
               "the health page shows the daemon's counters")

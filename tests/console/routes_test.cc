@@ -23,6 +23,8 @@ TEST_CASE("reading routes ask the read commands and need only a viewer", "[conso
   CHECK(m.request == json{{"cmd", "alert.get"}, {"args", {{"seq", 17}}}});
   m = match_route(false, "/api/alerts/17/signal", "", json::object(), "ann");
   CHECK(m.request["cmd"] == "alert.signal");
+  m = match_route(false, "/api/alerts/17/match", "", json::object(), "ann");
+  CHECK(m.request == json{{"cmd", "alert.match"}, {"args", {{"seq", 17}}}});
   m = match_route(false, "/api/events", "after_id=5&alert_seq=3", json::object(), "ann");
   CHECK(m.request["cmd"] == "events.list");
   CHECK(m.request["args"] == json{{"after_id", 5}, {"alert_seq", 3}});

@@ -230,6 +230,50 @@ function drawSignal(container, signal) {
                             (signal.length / signal.rate_hz).toFixed(1) + " s"));
 }
 
+function drawMatch(container, match) {
+  container.replaceChildren();
+  if (match.approximate)
+    container.append(el("p", { class: "hint" },
+                        "Drawn approximately: the pattern normalises per wearer (the baseline is not stored), or a dimension's match began before the stored window."));
+  for (const d of match.dims) {
+    const canvas = el("canvas", { width: 900, height: 200, class: "signal match",
+                                  "aria-label": "dim " + d.pattern_dim + " against the example" });
+    container.append(el("p", { class: "channel-name" },
+                        "dim " + d.pattern_dim + " on " + d.channel + ", example " + match.example +
+                            ", DTW distance " + Number(d.distance).toFixed(3)), canvas);
+    const g = canvas.getContext("2d");
+    const m = d.window.length;
+    const range = (values) => {
+      let lo = Math.min(...values), hi = Math.max(...values);
+      if (!(hi > lo)) hi = lo + 1;
+      return [lo, hi];
+    };
+    const [qlo, qhi] = range(d.example), [wlo, whi] = range(d.window);
+    const x = (k) => 10 + (k / Math.max(1, m - 1)) * (canvas.width - 20);
+    const yq = (v) => 10 + (1 - (v - qlo) / (qhi - qlo)) * 70;
+    const yw = (v) => 115 + (1 - (v - wlo) / (whi - wlo)) * 75;
+    g.strokeStyle = "#c5ccd6";
+    g.lineWidth = 1;
+    const stride = Math.max(1, Math.floor(d.path.length / 60));
+    for (let p = 0; p < d.path.length; p += stride) {
+      const [i, j] = d.path[p];
+      g.beginPath();
+      g.moveTo(x(i), yq(d.example[i]));
+      g.lineTo(x(j), yw(d.window[j]));
+      g.stroke();
+    }
+    const curve = (values, y, colour) => {
+      g.strokeStyle = colour;
+      g.lineWidth = 1.5;
+      g.beginPath();
+      values.forEach((v, k) => (k === 0 ? g.moveTo(x(k), y(v)) : g.lineTo(x(k), y(v))));
+      g.stroke();
+    };
+    curve(d.example, yq, "#8d4f00");
+    curve(d.window, yw, "#1f5fa8");
+  }
+}
+
 async function showAlert(seq) {
   state.alertSeqShown = seq;
   const title = document.getElementById("alert-title");
@@ -278,6 +322,12 @@ async function showAlert(seq) {
     drawSignal(signalBox, signal);
   } catch (e) {
     signalBox.replaceChildren(el("p", { class: "hint" }, "no signal stored: " + e.message));
+  }
+  const matchBox = document.getElementById("alert-match");
+  try {
+    drawMatch(matchBox, await api("/api/alerts/" + seq + "/match"));
+  } catch (e) {
+    matchBox.replaceChildren(el("p", { class: "hint" }, "not available: " + e.message));
   }
 }
 
