@@ -137,6 +137,10 @@ struct ConsoleServer::Impl : std::enable_shared_from_this<ConsoleServer::Impl> {
   std::vector<std::pair<std::weak_ptr<void>, std::function<void()>>> connections;
   std::vector<std::weak_ptr<StreamClient>> streams;
 
+  std::atomic<bool> stopped{false};  // offers after stop() are dropped
+  // streams.size() as of the I/O thread's last change: with no browser
+  // listening, offers are not even queued.
+  std::atomic<std::size_t> stream_count{0};
   std::mutex offers_mu;
   std::deque<std::shared_ptr<const std::string>> offers;
   std::uint64_t next_event_id = 1;
@@ -243,6 +247,7 @@ class Connection final : public Exchange,
           self->beat();
         });
     server_.streams.push_back(this->shared_from_this());
+    server_.stream_count.store(server_.streams.size());
   }
 
   const std::string& remote() const override { return remote_; }
@@ -621,6 +626,7 @@ void ConsoleServer::Impl::drain_offers() {
   streams.erase(std::remove_if(streams.begin(), streams.end(),
                                [](const auto& weak) { return weak.expired(); }),
                 streams.end());
+  stream_count.store(streams.size());
   for (const auto& message : batch)
     for (const auto& weak : streams)
       if (const auto client = weak.lock()) client->push(message);
@@ -656,6 +662,7 @@ std::uint16_t ConsoleServer::port() const {
 bool ConsoleServer::tls() const { return impl_->tls.has_value(); }
 
 void ConsoleServer::offer(const std::string& topic, const std::string& body) {
+  if (impl_->stopped.load() || impl_->stream_count.load() == 0) return;
   const std::string event = topic.rfind("alert.", 0) == 0 ? "alert" : "event";
   bool was_empty;
   {
@@ -674,6 +681,7 @@ void ConsoleServer::offer(const std::string& topic, const std::string& body) {
 
 void ConsoleServer::stop() {
   if (!impl_->thread.joinable()) return;
+  impl_->stopped.store(true);
   // Closing every socket ends every handler: run() returns. Whatever was
   // posted after that (a late control reply) runs here, so that no handler
   // is left holding the server.

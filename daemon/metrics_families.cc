@@ -370,6 +370,9 @@ std::vector<MetricFamily> make_families() {
                                      {"streams", "/console/streams_refused"}}))),
       optional(gauge("gaitwatch_console_sessions", "Console sessions open now.",
                      leaf("/console/sessions"))),
+      optional(counter("gaitwatch_console_streams_opened_total",
+                       "Live-update streams (server-sent events) opened by browsers.",
+                       leaf("/console/streams_opened"))),
       optional(counter("gaitwatch_console_stream_dropped_total",
                        "Live-update streams closed because their browser fell behind, and "
                        "messages dropped before reaching any stream.",

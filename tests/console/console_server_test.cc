@@ -126,7 +126,7 @@ TEST_CASE("without a session only the login page and its files are served", "[co
   CHECK(fx.get("/etc/passwd").status == 404);
 }
 
-TEST_CASE("a login makes an HttpOnly session; changes need its CSRF token", "[console]") {
+TEST_CASE("a login makes an HttpOnly session and changes need its CSRF token", "[console]") {
   ConsoleFixture fx;
   CHECK(fx.post("/api/login", {{"user", "carla"}, {"password", "wrong-password"}}).status == 401);
   CHECK(fx.post("/api/login", {{"user", "nobody"}, {"password", "carla-password-1"}}).status == 401);
@@ -169,7 +169,7 @@ TEST_CASE("a login makes an HttpOnly session; changes need its CSRF token", "[co
   CHECK(fx.get("/api/alerts", cookie).status == 401);
 }
 
-TEST_CASE("a viewer may read but not change; roles and sessions follow the users table", "[console]") {
+TEST_CASE("a viewer may read but not change, and roles and sessions follow the users table", "[console]") {
   ConsoleFixture fx;
   const auto [cookie, csrf] = fx.login("vic", "vic-password-12");
   CHECK(fx.get("/api/alerts", cookie).status == 200);

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "kernels/search.h"
+#include "pipeline/alignment.h"
 #include "pipeline/engine.h"
 
 namespace fs = std::filesystem;
@@ -199,4 +200,34 @@ TEST_CASE("add_marked_examples keeps the newest per wearer and pattern within th
   CHECK(list[2].negative);
   CHECK(list[3].negative);
   CHECK(*list[3].wearer == 9);
+}
+
+TEST_CASE("an alert's stored window explains the match: the example and each dim's distance",
+          "[marks]") {
+  Fixture fx;
+  const gw::sensors::Recording rec = stream(11);
+  auto alerts = run(fx.config, rec, {1});
+  REQUIRE(alerts[1].size() == 1);
+  const Alert& alert = alerts[1][0];
+  REQUIRE(alert.window);
+  const gw::pipeline::AlertExplanation explained =
+      gw::pipeline::explain_alert(fx.config, alert, *alert.window);
+  CHECK(explained.example == 0);
+  CHECK_FALSE(explained.approximate);
+  REQUIRE(explained.dims.size() == alert.dims.size());
+  for (std::size_t i = 0; i < alert.dims.size(); ++i) {
+    INFO("dim " << i);
+    const auto& a = explained.dims[i].alignment;
+    CHECK(explained.dims[i].pattern_dim == alert.dims[i].pattern_dim);
+    // What the search measured, recomputed from the stored samples.
+    CHECK(a.distance == Approx(alert.dims[i].distance).epsilon(1e-4));
+    REQUIRE(a.path.size() >= static_cast<std::size_t>(kLength));
+    CHECK(a.path.front() == std::pair<int, int>{0, 0});
+    CHECK(a.path.back() == std::pair<int, int>{kLength - 1, kLength - 1});
+  }
+  // A pattern that is no longer configured cannot explain it.
+  gw::config::Config renamed = fx.config;
+  renamed.patterns[0].name = "other";
+  CHECK_THROWS_WITH(gw::pipeline::explain_alert(renamed, alert, *alert.window),
+                    Catch::Contains("no longer configured"));
 }
