@@ -633,6 +633,9 @@ class Daemon {
       }
       if (wearers_) wearers_->name_alerts(alerts);
       p.sink.submit_all(alerts);
+      // After the alerts, so that the store finds an episode's first alert.
+      for (const pipeline::EpisodeEnd& end : p.engine.take_episode_ends())
+        p.sink.submit_event(pipeline::episode_ended_event(end, unix_now()));
       const auto submitted = Clock::now();
       pipeline_seconds_.alerts_out += seconds_between(batch_end, submitted);
       for (const LoggedAlert& alert : logged_alerts)
