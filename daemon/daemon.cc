@@ -355,7 +355,8 @@ class Daemon {
                        {"commit_s", c.commit_s},
                        {"publish_s", c.publish_s},
                        {"events_committed", c.events_committed},
-                       {"events_dropped", c.events_dropped}};
+                       {"events_dropped", c.events_dropped},
+                       {"committed_by_severity", alerts_by_severity_json(c.committed_by_severity)}};
       stats.update(jobs.stats_json());
       if (history_) stats["history"] = history_->stats_json();
       stats["marks"] = marks.stats_json();
