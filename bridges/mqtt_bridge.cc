@@ -3,36 +3,31 @@
 #include <mosquitto.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
-#include "common/bounded_queue.h"
+#include "bridges/outbox.h"
 #include "common/error.h"
-#include "common/thread_name.h"
 
 namespace gw::bridges {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How often at most a dropping bridge says so in the log.
-constexpr auto kDropReportPeriod = std::chrono::seconds(10);
-// How long the sender waits for a connection (or an item) before it looks
-// at the stop flag again.
-constexpr auto kSenderPoll = std::chrono::milliseconds(100);
-
-struct Message {
-  std::string topic;
-  std::string body;
-  bool retain = false;
-};
+OutboxOptions outbox_options(const MqttBridgeOptions& options) {
+  OutboxOptions o;
+  o.log_name = "MQTT bridge";
+  o.thread_name = "gw-mqtt";
+  o.max_queued = options.max_queued;
+  o.drop_hint = "is the broker at " + options.host + ":" + std::to_string(options.port) +
+                " reachable?";
+  return o;
+}
 
 void init_library_once() {
   static std::once_flag once;
@@ -64,9 +59,11 @@ std::string mqtt_topic(const std::string& prefix, const std::string& publisher_t
 
 struct MqttBridge::Impl {
   explicit Impl(MqttBridgeOptions opts)
-      : options(std::move(opts)), queue(options.max_queued, OverflowPolicy::kDropOldest) {}
+      : options(std::move(opts)),
+        outbox(outbox_options(options), [this](const OutboxMessage& m) { return deliver(m); }) {}
 
   ~Impl() {
+    outbox.stop(std::chrono::milliseconds(0));  // its delivery publishes through the client
     if (client) mosquitto_destroy(client);
   }
 
@@ -108,10 +105,7 @@ struct MqttBridge::Impl {
     if (rc != MOSQ_ERR_SUCCESS)
       spdlog::warn("MQTT bridge: connecting to {}:{}: {}; retrying", options.host, options.port,
                    mosquitto_strerror(rc));
-    sender = std::thread([this] {
-      set_thread_name("gw-mqtt");
-      send_until_stopped();
-    });
+    outbox.start();
   }
 
   void expect_ok(int rc, const char* what) const {
@@ -142,7 +136,7 @@ struct MqttBridge::Impl {
       std::lock_guard<std::mutex> lock(mu);
       connected = true;
     }
-    cv.notify_all();
+    outbox.wake();
   }
 
   // Every publish goes through here, so that `handed` - `delivered` is what
@@ -168,83 +162,36 @@ struct MqttBridge::Impl {
       spdlog::warn("MQTT bridge: lost {}:{}; reconnecting", options.host, options.port);
   }
 
-  // Holds one message until the broker takes it, so that order is kept
-  // across a disconnect.
-  void send_until_stopped() {
-    std::optional<Message> holding;
-    while (true) {
-      if (!holding) {
-        holding = queue.pop_for(kSenderPoll);
-        if (!holding) {
-          if (queue_closed.load()) return;  // closed and empty
-          continue;
-        }
-      }
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait_for(lock, kSenderPoll, [&] { return connected || past_stop_deadline(); });
-        if (!connected) {
-          if (past_stop_deadline()) {
-            ++dropped;  // the one held; the rest is counted by stop()
-            return;
-          }
-          continue;
-        }
-      }
-      const int rc = publish_now(holding->topic, holding->body, holding->retain);
-      if (rc == MOSQ_ERR_SUCCESS) {
-        ++sent;
-        holding.reset();
-      } else if (rc == MOSQ_ERR_NO_CONN) {
-        std::lock_guard<std::mutex> lock(mu);
-        connected = false;
-      } else {
-        ++dropped;
-        spdlog::error("MQTT bridge: cannot publish on {}: {}; dropped", holding->topic,
-                      mosquitto_strerror(rc));
-        holding.reset();
-      }
-      if (past_stop_deadline()) return;
+  // On the outbox's sender: a message waits (kHold) while the broker is
+  // away, so that order is kept across a disconnect.
+  DeliveryOutcome deliver(const OutboxMessage& message) {
+    if (!is_connected()) return DeliveryOutcome::kHold;
+    const int rc = publish_now(message.topic, message.body, message.retain);
+    if (rc == MOSQ_ERR_SUCCESS) return DeliveryOutcome::kDelivered;
+    if (rc == MOSQ_ERR_NO_CONN) {
+      std::lock_guard<std::mutex> lock(mu);
+      connected = false;
+      return DeliveryOutcome::kHold;
     }
-  }
-
-  bool past_stop_deadline() const {
-    return stopping.load() && Clock::now() >= stop_deadline.load();
-  }
-
-  void enqueue(Message message) {
-    queue.push(std::move(message));
-    const std::uint64_t lost = queue.dropped();
-    if (lost > dropped_reported.load() && Clock::now() >= next_drop_report.load()) {
-      next_drop_report = Clock::now() + kDropReportPeriod;
-      spdlog::warn("MQTT bridge: {} messages dropped (the oldest, queue of {} full) since start; "
-                   "is the broker at {}:{} reachable?",
-                   lost, options.max_queued, options.host, options.port);
-      dropped_reported = lost;
-    }
+    spdlog::error("MQTT bridge: cannot publish on {}: {}; dropped", message.topic,
+                  mosquitto_strerror(rc));
+    return DeliveryOutcome::kFailed;
   }
 
   const MqttBridgeOptions options;
   mosquitto* client = nullptr;
-  BoundedQueue<Message> queue;
   std::mutex mu;
-  std::condition_variable cv;
   bool connected = false;                      // guarded by mu
   std::map<std::string, std::string> retained;  // topic -> body; guarded by mu
   std::atomic<bool> stopping{false};
-  std::atomic<bool> queue_closed{false};
-  std::atomic<Clock::time_point> stop_deadline{Clock::time_point::max()};
-  std::atomic<Clock::time_point> next_drop_report{Clock::time_point::min()};
-  std::atomic<std::uint64_t> dropped_reported{0};
   std::atomic<std::uint64_t> offered{0};
-  std::atomic<std::uint64_t> sent{0};
   std::atomic<std::uint64_t> delivered{0};  // acknowledged (the publish callback), of handed
   std::atomic<std::uint64_t> handed{0};     // accepted by mosquitto_publish, ours and the status
-  std::atomic<std::uint64_t> dropped{0};  // besides the queue's own count
   std::atomic<std::uint64_t> connects{0};
   std::mutex stop_mu;
   bool stopped = false;  // guarded by stop_mu
-  std::thread sender;
+  // Last: destroyed (its sender joined) before what the delivery uses.
+  Outbox outbox;
 };
 
 MqttBridge::MqttBridge(MqttBridgeOptions options) {
@@ -274,7 +221,7 @@ void MqttBridge::offer(const std::string& publisher_topic, const std::string& bo
   if (!alert && !event) return;
   ++impl_->offered;
   const std::string topic = mqtt_topic(impl_->options.topic_prefix, publisher_topic);
-  impl_->enqueue({topic, body, false});
+  impl_->outbox.push({topic, body, false});
   if (!alert) return;
   // alert.<severity>.<wearer>.: the wearer is the last level.
   const std::size_t end = publisher_topic.size() - 1;
@@ -287,7 +234,7 @@ void MqttBridge::offer(const std::string& publisher_topic, const std::string& bo
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->retained[last] = body;
   }
-  impl_->enqueue({last, body, true});
+  impl_->outbox.push({last, body, true});
 }
 
 void MqttBridge::set_retained(std::uint32_t wearer, const std::string& name,
@@ -298,17 +245,18 @@ void MqttBridge::set_retained(std::uint32_t wearer, const std::string& name,
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->retained[topic] = body;
   }
-  impl_->enqueue({topic, body, true});
+  impl_->outbox.push({topic, body, true});
 }
 
 MqttBridgeCounters MqttBridge::counters() const {
   MqttBridgeCounters c;
   c.offered = impl_->offered.load();
-  c.sent = impl_->sent.load();
+  const OutboxCounters outbox = impl_->outbox.counters();
+  c.sent = outbox.delivered;
   c.delivered = impl_->delivered.load();
-  c.dropped = impl_->dropped.load() + impl_->queue.dropped();
+  c.dropped = outbox.dropped + outbox.failed;
   c.connects = impl_->connects.load();
-  c.queued = impl_->queue.size();
+  c.queued = outbox.queued;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     c.connected = impl_->connected;
@@ -323,15 +271,8 @@ void MqttBridge::stop(std::chrono::milliseconds flush) {
   if (impl.stopped) return;
   impl.stopped = true;
   const auto deadline = Clock::now() + flush;
-  impl.stop_deadline = deadline;
   impl.stopping = true;
-  impl.queue.close();
-  impl.queue_closed = true;
-  impl.cv.notify_all();
-  if (impl.sender.joinable()) impl.sender.join();
-  std::vector<Message> left;
-  impl.queue.drain(left);
-  impl.dropped += left.size();
+  impl.outbox.stop(flush);
   // What the library holds goes out before the goodbye, within the deadline.
   while (impl.delivered.load() < impl.handed.load() && Clock::now() < deadline &&
          impl.is_connected())

@@ -2,10 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <optional>
-#include <thread>
 #include <utility>
 
 #include <boost/asio/connect.hpp>
@@ -15,9 +11,8 @@
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
 
-#include "common/bounded_queue.h"
+#include "bridges/outbox.h"
 #include "common/error.h"
-#include "common/thread_name.h"
 
 namespace gw::bridges {
 namespace {
@@ -25,15 +20,6 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-using Clock = std::chrono::steady_clock;
-
-constexpr auto kSenderPoll = std::chrono::milliseconds(100);
-
-struct Message {
-  std::string topic;
-  std::string body;
-};
-
 std::chrono::milliseconds to_ms(double seconds) {
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
@@ -41,16 +27,25 @@ std::chrono::milliseconds to_ms(double seconds) {
 // Worth another try: the endpoint (or the way to it) may come back.
 bool transient(int status) { return status == 0 || status == 408 || status == 429 || status >= 500; }
 
+OutboxOptions outbox_options(const WebhookOptions& options) {
+  OutboxOptions o;
+  o.log_name = "webhook";
+  o.thread_name = "gw-webhook";
+  o.max_queued = options.max_queued;
+  o.drop_hint = "is " + options.url + " reachable?";
+  return o;
+}
+
 }  // namespace
 
 struct WebhookBridge::Impl {
   Impl(WebhookOptions opts, HttpUrl parsed)
       : options(std::move(opts)),
         url(std::move(parsed)),
-        queue(options.max_queued, OverflowPolicy::kDropOldest) {}
+        outbox(outbox_options(options), [this](const OutboxMessage& m) { return deliver(m); }) {}
 
   // The HTTP status of one POST, or 0 when none came (`error` says why).
-  int post(const Message& message, std::string& error) {
+  int post(const OutboxMessage& message, std::string& error) {
     try {
       asio::io_context io;
       beast::tcp_stream stream(io);
@@ -81,63 +76,29 @@ struct WebhookBridge::Impl {
     }
   }
 
-  // Waits `pause`, or less when stop() is called; false when the stop's
-  // deadline has passed.
-  bool back_off(std::chrono::milliseconds pause) {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, pause, [&] { return stopping; });
-    return !(stopping && Clock::now() >= stop_deadline);
-  }
-
-  bool past_stop_deadline() {
-    std::lock_guard<std::mutex> lock(mu);
-    return stopping && Clock::now() >= stop_deadline;
-  }
-
-  void send_until_stopped() {
-    while (true) {
-      std::optional<Message> message = queue.pop_for(kSenderPoll);
-      if (!message) {
-        if (queue_closed.load()) return;
-        continue;
-      }
-      sending = true;
-      deliver(*message);
-      sending = false;
-      if (past_stop_deadline()) return;
-    }
-  }
-
-  void deliver(const Message& message) {
+  // On the outbox's sender; a back-off ends early when the bridge stops.
+  DeliveryOutcome deliver(const OutboxMessage& message) {
     auto pause = to_ms(options.retry_initial_s);
     for (int attempt = 1;; ++attempt) {
       std::string error;
       const int status = post(message, error);
-      if (status >= 200 && status < 300) {
-        ++delivered;
-        return;
-      }
+      if (status >= 200 && status < 300) return DeliveryOutcome::kDelivered;
       const std::string why =
           status == 0 ? error : "HTTP " + std::to_string(status);
       if (!transient(status)) {
-        ++failed;
         spdlog::error("webhook: {} refused the {} message ({}); dropped", options.url,
                       message.topic, why);
-        return;
+        return DeliveryOutcome::kFailed;
       }
       if (attempt >= options.max_attempts) {
-        ++failed;
         spdlog::error("webhook: {} failed {} times for the {} message (last: {}); dropped",
                       options.url, attempt, message.topic, why);
-        return;
+        return DeliveryOutcome::kFailed;
       }
       if (attempt == 1)
         spdlog::warn("webhook: {} failed for the {} message ({}); retrying", options.url,
                      message.topic, why);
-      if (!back_off(pause)) {
-        ++dropped;
-        return;
-      }
+      if (!outbox.pause(pause)) return DeliveryOutcome::kAbandoned;
       pause = std::min(pause * 2, to_ms(options.retry_max_s));
       ++retries;
     }
@@ -145,21 +106,10 @@ struct WebhookBridge::Impl {
 
   const WebhookOptions options;
   const HttpUrl url;
-  BoundedQueue<Message> queue;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stopping = false;  // guarded by mu
-  Clock::time_point stop_deadline = Clock::time_point::max();  // guarded by mu
-  std::atomic<bool> queue_closed{false};
-  std::atomic<bool> sending{false};
   std::atomic<std::uint64_t> offered{0};
-  std::atomic<std::uint64_t> delivered{0};
   std::atomic<std::uint64_t> retries{0};
-  std::atomic<std::uint64_t> failed{0};
-  std::atomic<std::uint64_t> dropped{0};  // besides the queue's own count
-  std::mutex stop_mu;
-  bool stopped = false;  // guarded by stop_mu
-  std::thread sender;
+  // Last: destroyed (its sender joined) before what the delivery uses.
+  Outbox outbox;
 };
 
 WebhookBridge::WebhookBridge(WebhookOptions options) {
@@ -174,10 +124,7 @@ WebhookBridge::WebhookBridge(WebhookOptions options) {
   if (options.max_attempts < 1) throw Error("webhook: max_attempts must be >= 1");
   if (options.max_queued < 1) throw Error("webhook: max_queued must be >= 1");
   impl_ = std::make_unique<Impl>(std::move(options), std::move(url));
-  impl_->sender = std::thread([impl = impl_.get()] {
-    set_thread_name("gw-webhook");
-    impl->send_until_stopped();
-  });
+  impl_->outbox.start();
 }
 
 WebhookBridge::~WebhookBridge() { stop(); }
@@ -189,38 +136,23 @@ void WebhookBridge::offer(const std::string& publisher_topic, const std::string&
   });
   if (!wanted) return;
   ++impl_->offered;
-  impl_->queue.push({publisher_topic, body});
+  impl_->outbox.push({publisher_topic, body});
 }
 
 WebhookCounters WebhookBridge::counters() const {
   WebhookCounters c;
   c.offered = impl_->offered.load();
-  c.delivered = impl_->delivered.load();
+  const OutboxCounters outbox = impl_->outbox.counters();
+  c.delivered = outbox.delivered;
   c.retries = impl_->retries.load();
-  c.failed = impl_->failed.load();
-  c.dropped = impl_->dropped.load() + impl_->queue.dropped();
-  c.queued = impl_->queue.size() + (impl_->sending.load() ? 1 : 0);
+  c.failed = outbox.failed;
+  c.dropped = outbox.dropped;
+  c.queued = outbox.queued + outbox.in_hand;
   return c;
 }
 
 void WebhookBridge::stop(std::chrono::milliseconds flush) {
-  if (!impl_) return;
-  Impl& impl = *impl_;
-  std::lock_guard<std::mutex> stop_lock(impl.stop_mu);
-  if (impl.stopped) return;
-  impl.stopped = true;
-  {
-    std::lock_guard<std::mutex> lock(impl.mu);
-    impl.stopping = true;
-    impl.stop_deadline = Clock::now() + flush;
-  }
-  impl.queue.close();
-  impl.queue_closed = true;
-  impl.cv.notify_all();
-  if (impl.sender.joinable()) impl.sender.join();
-  std::vector<Message> left;
-  impl.queue.drain(left);
-  impl.dropped += left.size();
+  if (impl_) impl_->outbox.stop(flush);
 }
 
 }  // namespace gw::bridges

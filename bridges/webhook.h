@@ -10,8 +10,9 @@
 // the message is dropped, logged and counted; any other status (400, 404,
 // ...) drops it at once, logged (the endpoint refuses it; retrying cannot
 // help). The queue is bounded: when it is full the oldest message is
-// dropped and counted. Plain http:// only; put a TLS-terminating proxy on the
-// same host in front of an https endpoint.
+// dropped, counted and logged (at most every 10 s; bridges/outbox.h). Plain
+// http:// only; put a TLS-terminating proxy on the same host in front of an
+// https endpoint.
 //
 // Thread safety: offer() and counters() from any thread, never blocking on
 // the network; stop() from one thread.

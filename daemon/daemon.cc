@@ -367,7 +367,8 @@ class Daemon {
                        {"commit_s", c.commit_s},
                        {"publish_s", c.publish_s},
                        {"events_committed", c.events_committed},
-                       {"events_dropped", c.events_dropped}};
+                       {"events_dropped", c.events_dropped},
+                       {"committed_by_severity", alerts_by_severity_json(c.committed_by_severity)}};
       stats.update(jobs.stats_json());
       if (history_) stats["history"] = history_->stats_json();
       stats["marks"] = marks.stats_json();
@@ -678,6 +679,9 @@ class Daemon {
       }
       if (wearers_) wearers_->name_alerts(alerts);
       p.sink.submit_all(alerts);
+      // After the alerts, so that the store finds an episode's first alert.
+      for (const pipeline::EpisodeEnd& end : p.engine.take_episode_ends())
+        p.sink.submit_event(pipeline::episode_ended_event(end, unix_now()));
       const auto submitted = Clock::now();
       pipeline_seconds_.alerts_out += seconds_between(batch_end, submitted);
       for (const LoggedAlert& alert : logged_alerts)

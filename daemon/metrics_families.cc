@@ -5,6 +5,8 @@
 #include <cmath>
 #include <initializer_list>
 
+#include "config/config.h"
+
 namespace gw::daemon {
 namespace {
 
@@ -47,6 +49,14 @@ std::vector<MetricSample> by(const std::string& label,
 
 // A family's one sample, without labels.
 std::vector<MetricSample> leaf(const char* path) { return {MetricSample{path, {}}}; }
+
+// Per severity (config::AlertSeverity's words): its object's keys as `kind`.
+std::vector<MetricSample> by_severity_and_kind(const std::string& object_path) {
+  std::vector<MetricSample> samples;
+  for (const auto& [severity, word] : config::Choices<config::AlertSeverity>::values)
+    samples.push_back({object_path + "/" + word + "/*", {{"severity", word}, {"kind", "*"}}});
+  return samples;
+}
 
 // One labelled sample per key of the object at `object_path`.
 std::vector<MetricSample> each_key(const std::string& object_path, const std::string& label) {
@@ -224,6 +234,10 @@ std::vector<MetricFamily> make_families() {
               "Alerts never stored, by reason: dropped (held backlog full while commits failed, "
               "storage.max_pending_alerts) or stop (still failing at the stop deadline).",
               by("reason", {{"dropped", "/sink/store_dropped"}, {"stop", "/sink/stop_abandoned"}})),
+      counter("gaitwatch_alerts_total",
+              "Alerts committed to the store by severity and kind (detections and "
+              "sensor_offline alerts alike).",
+              by_severity_and_kind("/sink/committed_by_severity")),
       gauge("gaitwatch_sink_pending_alerts", "Alerts waiting for a commit now.",
             leaf("/sink/pending")),
       counter("gaitwatch_sink_published_alerts_total",
@@ -614,6 +628,16 @@ std::optional<CounterSample> sample_for_counter(const std::string& json_path) {
         return CounterSample{f.name + format_labels(sample.labels, key), f.scale};
       }
   return std::nullopt;
+}
+
+json alerts_by_severity_json(
+    const std::map<std::string, std::map<std::string, std::uint64_t>>& committed) {
+  json out = json::object();
+  for (const auto& [severity, word] : config::Choices<config::AlertSeverity>::values)
+    out[word] = json::object();
+  for (const auto& [severity, kinds] : committed)
+    for (const auto& [kind, count] : kinds) out[severity][kind] = count;
+  return out;
 }
 
 void render_build_info(const MetricLabels& labels, std::string& out) {

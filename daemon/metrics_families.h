@@ -12,6 +12,8 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -77,6 +79,14 @@ struct CounterSample {
   double scale = 1;
 };
 std::optional<CounterSample> sample_for_counter(const std::string& json_path);
+
+// The sink's committed alerts by severity, then kind
+// (SinkCounters::committed_by_severity), as the counters hold them under
+// /sink/committed_by_severity: every severity a pattern can have is there,
+// an empty object until one of its alerts commits, so that the family
+// gaitwatch_alerts_total is never missing a leaf.
+nlohmann::json alerts_by_severity_json(
+    const std::map<std::string, std::map<std::string, std::uint64_t>>& committed);
 
 // `gaitwatch_build_info{labels} 1` (HELP and TYPE included).
 void render_build_info(const MetricLabels& labels, std::string& out);

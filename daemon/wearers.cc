@@ -156,7 +156,10 @@ WearerBook::WearerBook(const std::string& db_path, const config::Config& config,
       liveness_(liveness_settings(config), start_s),
       outputs_(std::move(outputs)),
       next_save_s_(start_s + kPersistPeriodS) {
-  for (pipeline::WearerRecord& w : store_->wearers()) registry_[w.id] = std::move(w);
+  for (pipeline::WearerRecord& w : store_->wearers()) {
+    states_due_.insert(w.id);
+    registry_[w.id] = std::move(w);
+  }
   liveness_.restore(store_->wearer_devices());
 }
 
@@ -202,20 +205,25 @@ void WearerBook::tick(double now_s) {
     save_changed();
     next_save_s_ = now_s + kPersistPeriodS;
   }
-  if (outputs_.state && now_s >= next_state_s_) {
-    next_state_s_ = now_s + kStatePeriodS;
-    std::set<std::uint32_t> ids;
-    for (const auto& [id, w] : registry_) ids.insert(id);
-    for (const auto& [key, d] : liveness_.devices()) ids.insert(key.first);
-    for (const auto& [id, sent] : states_sent_) ids.insert(id);  // removed ones too
-    for (const std::uint32_t id : ids) {
-      json state = state_json(id, now_s);
-      auto& sent = states_sent_[id];
-      if (sent == state) continue;
-      outputs_.state(id, state);
-      sent = std::move(state);
-    }
+  if (outputs_.state) give_changed_states(now_s);
+}
+
+void WearerBook::give_changed_states(double now_s) {
+  for (const auto& [key, device] : liveness_.devices()) {
+    const Liveness now = liveness_.state(device, now_s);
+    const auto [seen, is_new] = liveness_seen_.try_emplace(key, now);
+    if (!is_new && seen->second == now) continue;
+    seen->second = now;
+    states_due_.insert(key.first);
   }
+  for (const std::uint32_t id : states_due_) {
+    json state = state_json(id, now_s);
+    json& sent = states_sent_[id];
+    if (sent == state) continue;  // e.g. notes changed: not part of the state
+    outputs_.state(id, state);
+    sent = std::move(state);
+  }
+  states_due_.clear();
 }
 
 json WearerBook::state_json(std::uint32_t id, double now_s) const {
@@ -327,6 +335,7 @@ json WearerBook::add(const json& args) {
     throw control_error_of(e);
   }
   registry_[w.id] = w;
+  states_due_.insert(w.id);
   wearer_changed("added", w, actor);
   return {{"wearer", wearer_json(w)}};
 }
@@ -362,6 +371,7 @@ json WearerBook::set(const json& args) {
       throw control_error_of(e);
     }
     it->second = w;
+    states_due_.insert(w.id);
     wearer_changed("updated", w, actor);
   }
   return {{"wearer", wearer_json(w)}, {"changed", changed}};
@@ -378,6 +388,7 @@ json WearerBook::remove(const json& args) {
     throw control_error_of(e);
   }
   registry_.erase(id);
+  states_due_.insert(id);
   removed.updated_at = unix_now_s();
   wearer_changed("removed", removed, actor);
   return {{"wearer", wearer_json(removed)}};

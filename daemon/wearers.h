@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,14 +61,13 @@ bool valid_utf8(std::string_view text);
 struct WearerOutputs {
   std::function<void(pipeline::Alert)> alert;
   std::function<void(pipeline::Event)> event;
-  // Optional: a wearer's present state (state_json()) whenever it changed
-  // since the last call for that wearer (the MQTT bridge's retained
-  // per-wearer state). Checked at most every kStatePeriodS by tick().
+  // Optional: a wearer's present state (state_json()), from tick(): every
+  // known wearer's once at the first tick, then a wearer's only when its
+  // state differs from the one last given (a registry change, a device
+  // online, stale or offline, a new device). The MQTT bridge's retained
+  // per-wearer state.
   std::function<void(std::uint32_t wearer, const nlohmann::json& state)> state;
 };
-
-// How often at most tick() looks for changed wearer states (WearerOutputs::state).
-inline constexpr double kStatePeriodS = 1.0;
 
 class WearerBook {
  public:
@@ -113,6 +113,8 @@ class WearerBook {
   std::string who(std::uint32_t wearer) const;
   void raise_offline(const DeviceLiveness& device, double now_s);
   void save_changed();
+  // WearerOutputs::state for the wearers whose state may have changed.
+  void give_changed_states(double now_s);
   void wearer_changed(const char* change, const pipeline::WearerRecord& record,
                       const std::string& actor);
 
@@ -122,7 +124,12 @@ class WearerBook {
   WearerOutputs outputs_;
   std::map<std::uint32_t, pipeline::WearerRecord> registry_;
   double next_save_s_ = 0;
-  double next_state_s_ = 0;
+  // Wearers whose state to build at the next tick: registry changes, the
+  // registered ones at the start, those with a device whose liveness moved.
+  std::set<std::uint32_t> states_due_;
+  // Each device's liveness as the last tick saw it; the clock alone moves
+  // a device from online to stale to offline, so each tick compares.
+  std::map<std::pair<std::uint32_t, std::uint16_t>, Liveness> liveness_seen_;
   std::map<std::uint32_t, nlohmann::json> states_sent_;  // WearerOutputs::state's last per wearer
   struct Counts {
     std::uint64_t offline_alerts = 0, recoveries = 0, store_errors = 0;

@@ -16,6 +16,25 @@
 
 namespace gw::pipeline {
 
+Event episode_ended_event(const EpisodeEnd& end, double at_s) {
+  Event event;
+  event.type = EventType::kEpisodeEnded;
+  event.wearer = end.wearer;
+  event.actor = "gaitwatchd";
+  event.at = at_s;
+  event.details = {{"pattern", end.pattern},
+                   {"kind", end.kind},
+                   {"severity", end.severity},
+                   {"device", end.device},
+                   {"t_start", end.t_start},
+                   {"t_end", end.t_end},
+                   {"duration_s", end.t_end - end.t_start},
+                   {"alerts", end.alerts},
+                   {"first_alert",
+                    {{"end_index", end.first_alert_end_index}, {"t_end", end.first_alert_t_end}}}};
+  return event;
+}
+
 Engine::Engine(const config::Config& config, std::unique_ptr<kernels::SearchBackend> backend)
     : backend_(std::move(backend)) {
   if (!backend_) throw Error("engine: no search backend");
@@ -81,6 +100,7 @@ void Engine::reconfigure(const config::Config& config) {
   for (auto& [key, stream] : streams_) {
     stream.trackers.assign(library_.patterns.size(), PatternTracker(stream.wearer));
     for (PatternTracker& tracker : stream.trackers) tracker.record_decisions(record_decisions_);
+    stream.open_episodes.clear();
     stream.views.assign(library_.views.size(), ViewCache{});
     stream.pending.assign(library_.views.size(), {0, 0});
     std::vector<ViewBaseline> baselines = fresh_baselines(stream.device);
@@ -167,7 +187,8 @@ Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
                 0.0,
                 fresh_baselines(frame.device_id),
                 std::vector<PatternAgreement>(agreement_order_.empty() ? 0
-                                                                       : library_.patterns.size())};
+                                                                       : library_.patterns.size()),
+                {}};
   for (PatternTracker& tracker : stream.trackers) tracker.record_decisions(record_decisions_);
   Stream& added = streams_.emplace(key, std::move(stream)).first->second;
   stream_index_.emplace(key, &added);
@@ -584,6 +605,8 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
   out.completing_arrival.clear();
   out.pattern.clear();
   out.windows_unavailable = 0;
+  out.episode_ends.clear();
+  stream.open_episodes.resize(library_.patterns.size());
   std::vector<std::vector<DimCandidate>>& fresh = scratch.fresh;
   std::vector<PatternTracker::Detection>& detections = scratch.detections;
   for (std::size_t p = 0; p < library_.patterns.size(); ++p) {
@@ -595,6 +618,8 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
     // alerts do not depend on where batches split.
     const std::int64_t first_end =
         std::max(slice.first_new, slice.first_index + pattern.config.length - 1);
+    // Alerts held for agreement may never go out: their episodes are not told.
+    const bool reports_episodes = pattern.config.publish && agreement_rules_[p].with.empty();
     if (fresh.size() < pattern.examples.size()) fresh.resize(pattern.examples.size());
     for (std::size_t e = 0; e < pattern.examples.size(); ++e) {
       fresh[e].clear();
@@ -630,9 +655,31 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
         a.window = cut_alert_window(stream, p, end, scratch.window_rows);
         if (!a.window) ++out.windows_unavailable;
       }
+      // Its end time and alert count are known when it ends.
+      if (detection.opens_episode && reports_episodes)
+        stream.open_episodes[p].push_back(
+            {a.wearer, a.device, a.pattern, a.kind, a.severity, a.end_index, a.t_end, a.t_start,
+             /*t_end=*/0, /*alerts=*/0});
       out.completing_arrival.push_back(arrival);
       out.pattern.push_back(p);
       out.alerts.push_back(std::move(a));
+    }
+    std::vector<EpisodeEnd>& open = stream.open_episodes[p];
+    for (const PatternTracker::EndedEpisode& ended : stream.trackers[p].take_ended_episodes()) {
+      const auto opened = std::find_if(open.begin(), open.end(), [&](const EpisodeEnd& e) {
+        return e.first_alert_end_index == ended.first_alert_end;
+      });
+      if (opened == open.end()) continue;  // not reported (a view, or agreement)
+      EpisodeEnd end = std::move(*opened);
+      open.erase(opened);
+      // The last end held is at most one search old: still in the ring,
+      // unless a long gap let the ring wrap.
+      end.t_end = ended.last_end >= stream.state.oldest_retained()
+                      ? sample_times(ended.last_end).first
+                      : end.first_alert_t_end;
+      end.t_end = std::max(end.t_end, end.first_alert_t_end);
+      end.alerts = ended.alerts;
+      out.episode_ends.push_back(std::move(end));
     }
   }
 }
@@ -979,6 +1026,7 @@ void Engine::collect_alerts(std::size_t slices, std::vector<Alert>& alerts,
   for (std::size_t s = 0; s < slices; ++s) {
     SliceAlerts& found = slice_alerts_[s];
     counters_.alert_windows_unavailable += found.windows_unavailable;
+    for (EpisodeEnd& end : found.episode_ends) episode_ends_.push_back(std::move(end));
     Stream& stream = *searched_.owners[s].stream;
     for (std::size_t i = 0; i < found.alerts.size(); ++i) {
       const std::size_t p = found.pattern[i];

@@ -28,6 +28,7 @@
 #include "config/config.h"
 #include "kernels/search.h"
 #include "sinks/alert.h"
+#include "sinks/event.h"
 #include "pipeline/baseline.h"
 #include "pipeline/cost_model.h"
 #include "pipeline/detector.h"
@@ -39,6 +40,28 @@ class WorkerPool;
 }
 
 namespace gw::pipeline {
+
+// A detection episode that raised alerts and has ended (its decision stopped
+// holding, or a gap in the stream cut it; PatternTracker::EndedEpisode), of
+// a published pattern whose alerts go out as detected (no `agree`). Times
+// are device times, the clock of the alerts' t_start and t_end.
+struct EpisodeEnd {
+  std::uint32_t wearer = 0;
+  std::uint16_t device = 0;
+  std::string pattern, kind, severity;
+  // The episode's first alert, as its Alert has them (end_index, t_end):
+  // what names it before the store gives it a seq.
+  std::int64_t first_alert_end_index = 0;
+  double first_alert_t_end = 0;
+  double t_start = 0;  // the first alert's t_start
+  double t_end = 0;    // the last sample the episode held at
+  int alerts = 0;      // raised during the episode (the first and the "still" ones)
+};
+
+// The episode_ended event of `end` at unix time `at_s` (sinks/event.h;
+// details as docs/interfaces.md lists them). Its alert_seq is left 0: the
+// store resolves it from details.first_alert when the row is written.
+Event episode_ended_event(const EpisodeEnd& end, double at_s);
 
 struct EngineCounters {
   std::uint64_t frames_accepted = 0;
@@ -185,6 +208,10 @@ class Engine {
   // end_search() then detect_searched(): the batch in flight, finished
   // ({} when none). Throws gw::Error when a searched batch still waits.
   std::vector<Alert> finish_batch(const std::function<double()>& now);
+  // The episodes that ended in the phase 2 runs since the last call, in
+  // slice order (each once). A stream removed or reset by a reload drops its
+  // running episode unreported.
+  std::vector<EpisodeEnd> take_episode_ends() { return std::exchange(episode_ends_, {}); }
 
   // The device time of the newest sample of every stream (the clock its
   // alerts' t_start/t_end are on).
@@ -265,6 +292,9 @@ class Engine {
     std::vector<ViewBaseline> baselines;  // one per library view; used by normalised views
     // Per library pattern when some pattern has `agree`, else empty.
     std::vector<PatternAgreement> agreement;
+    // Per library pattern (sized at its first phase 2): the first alerts of
+    // its running episodes not yet ended, for their EpisodeEnd.
+    std::vector<std::vector<EpisodeEnd>> open_episodes;
   };
   // Fresh baselines for a stream of `device`, one per library view.
   std::vector<ViewBaseline> fresh_baselines(std::uint16_t device) const;
@@ -344,6 +374,7 @@ class Engine {
     std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
     std::vector<std::size_t> pattern;        // per alert: its library pattern
     std::uint64_t windows_unavailable = 0;   // alerts whose window the ring no longer held
+    std::vector<EpisodeEnd> episode_ends;
   };
   // The raw window of an alert of library pattern `p` ending at `end`, cut
   // from the stream's ring (pipeline/marks.h window_from_rows); null when
@@ -453,6 +484,7 @@ class Engine {
   std::vector<double> work_per_end_;  // per view: dim pairs searched per window end
   std::vector<int> view_priority_;    // per view: highest severity of its patterns (0..2)
   std::string backend_note_;
+  std::vector<EpisodeEnd> episode_ends_;  // take_episode_ends()
   bool record_decisions_ = false;
   std::string backend_name_;
   CompiledLibrary library_;

@@ -107,7 +107,7 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
   };
   const std::size_t examples = pattern.examples.size();
   windows_.resize(examples);
-  if (first_end != searched_until_) active_ = false;  // a gap (or the first search)
+  if (first_end != searched_until_) end_episode(searched_until_ - 1);  // a gap (or the first search)
   if (active_examples_.size() != examples) {
     active_examples_.resize(examples);
     for (std::size_t e = 0; e < examples; ++e)
@@ -220,18 +220,27 @@ void PatternTracker::update_into(std::vector<std::vector<DimCandidate>>& fresh,
       decision = summarize_decision(pattern, per_example);
       if (recording_)
         trace_.push_back({t, decision_features(pattern, per_example), decision.evidence, decision.hold});
-      if (active_ && !decision.hold) active_ = false;
+      // The hold held at every end since the last decision (none changed).
+      if (active_ && !decision.hold) end_episode(t - 1);
       if (!active_ && decision.enter) {
         active_ = true;
         episode_start_ = t;
+        episode_alerts_ = 0;
       }
     }
     if (active_ && t >= episode_start_ + min_duration && t >= cooldown_until_) {
-      alerts.push_back({t, expand_decision(pattern, per_example, decision)});
+      alerts.push_back({t, expand_decision(pattern, per_example, decision), episode_alerts_ == 0});
+      if (episode_alerts_++ == 0) episode_first_alert_ = t;
       cooldown_until_ = t + cooldown;
     }
   }
   searched_until_ = searched_until;
+}
+
+void PatternTracker::end_episode(std::int64_t last_end) {
+  if (active_ && episode_alerts_ > 0) ended_.push_back({episode_first_alert_, last_end, episode_alerts_});
+  active_ = false;
+  episode_alerts_ = 0;
 }
 
 void PatternTracker::reset() {
@@ -244,6 +253,8 @@ void PatternTracker::reset() {
   active_ = false;
   episode_start_ = 0;
   cooldown_until_ = 0;
+  episode_alerts_ = 0;
+  ended_.clear();
 }
 
 }  // namespace gw::pipeline

@@ -32,6 +32,15 @@ class PatternTracker {
   struct Detection {
     std::int64_t end = 0;  // the window end that raised the alert
     Decision decision;
+    bool opens_episode = false;  // the episode's first alert
+  };
+  // An episode that raised at least one alert and has ended: its hold
+  // failed, or a gap in the stream cut it. An episode that never alerted
+  // (shorter than min_duration_s) is not reported.
+  struct EndedEpisode {
+    std::int64_t first_alert_end = 0;  // window end of its first alert
+    std::int64_t last_end = 0;         // the last window end it held at
+    int alerts = 0;
   };
   // `fresh[e]`: the new matches of example e in one search (any order), all
   // ending in [first_end, searched_until), the window ends just searched for
@@ -47,6 +56,9 @@ class PatternTracker {
   void update_into(std::vector<std::vector<DimCandidate>>& fresh, std::int64_t first_end,
                    std::int64_t searched_until, const CompiledPattern& pattern,
                    double sample_rate_hz, std::vector<Detection>& alerts);
+  // The episodes that ended since the last call, in order. reset() drops a
+  // running episode without reporting it.
+  std::vector<EndedEpisode> take_ended_episodes() { return std::exchange(ended_, {}); }
   void reset();
 
   // Offline training (`gaitwatch train`): while on, every time the decision
@@ -109,6 +121,12 @@ class PatternTracker {
   bool active_ = false;              // inside a detection episode (entered, still holding)
   std::int64_t episode_start_ = 0;   // window end the episode entered at
   std::int64_t cooldown_until_ = 0;  // first end index allowed to alert again
+  // The running episode's alerts so far and its first one's window end.
+  int episode_alerts_ = 0;
+  std::int64_t episode_first_alert_ = 0;
+  std::vector<EndedEpisode> ended_;
+  // Ends the running episode; `last_end`: the last window end it held at.
+  void end_episode(std::int64_t last_end);
   bool recording_ = false;
   std::vector<TracedDecision> trace_;
 };

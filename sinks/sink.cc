@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <future>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -445,6 +446,10 @@ struct AlertSink::Impl {
       try {
         const std::uint64_t first_seq = store.insert_rows(alerts, dims_text, &events);
         committed += alerts.size();
+        {
+          std::lock_guard<std::mutex> lock(by_severity_mu);
+          for (const Alert& a : alerts) ++committed_by_severity[a.severity][a.kind];
+        }
         events_committed += events.size();
         ++transactions;
         if (!alerts.empty()) last_seq = first_seq + alerts.size() - 1;
@@ -595,6 +600,8 @@ struct AlertSink::Impl {
   std::atomic<std::uint64_t> pending{0};
   std::atomic<std::uint64_t> stop_abandoned{0};
   std::atomic<std::uint64_t> committed{0};
+  mutable std::mutex by_severity_mu;
+  std::map<std::string, std::map<std::string, std::uint64_t>> committed_by_severity;  // by_severity_mu
   std::atomic<std::uint64_t> published{0};  // alerts handed to the socket; stats not counted
   std::atomic<std::uint64_t> events_committed{0};
   std::atomic<std::uint64_t> events_dropped{0};
@@ -716,6 +723,10 @@ void AlertSink::stop() {
 SinkCounters AlertSink::counters() const {
   SinkCounters c;
   c.committed = impl_->committed.load();
+  {
+    std::lock_guard<std::mutex> lock(impl_->by_severity_mu);
+    c.committed_by_severity = impl_->committed_by_severity;
+  }
   c.stop_abandoned = impl_->stop_abandoned.load();
   c.store_dropped = impl_->store_dropped.load();
   c.pending = impl_->pending.load();

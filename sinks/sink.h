@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -68,6 +69,9 @@ inline constexpr std::chrono::seconds kSinkReportPeriod{10};
 struct SinkCounters {
   std::uint64_t submitted = 0;       // alerts handed to submit()/submit_all()
   std::uint64_t committed = 0;
+  // The committed alerts by severity, then kind ({"critical": {"fall": 3}});
+  // a severity or kind appears once an alert of it commits.
+  std::map<std::string, std::map<std::string, std::uint64_t>> committed_by_severity;
   std::uint64_t store_dropped = 0;   // refused: max_pending_alerts were held
   std::uint64_t pending = 0;         // held: accepted, neither committed nor given up
   std::uint64_t stop_abandoned = 0;  // given up by drain()/stop() at their deadline

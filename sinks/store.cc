@@ -367,7 +367,10 @@ std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts, const Dims
   std::vector<std::uint64_t> event_ids;
   sqlite::in_transaction(db_, label_, [&] {
     first_seq = last_seq() + 1;
-    if (with_events) event_ids = insert_event_rows(*events);
+    if (with_events) {
+      resolve_episode_alerts(*events, alerts, first_seq);
+      event_ids = insert_event_rows(*events);
+    }
     if (alerts.empty()) return;
     Statement insert(db_, label_, kInsertSql);
     for (std::size_t i = 0; i < alerts.size(); ++i) {
@@ -419,8 +422,42 @@ std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts, const Dims
 void HitStore::insert_events(std::vector<Event>& events) {
   if (events.empty()) return;
   std::vector<std::uint64_t> ids;
-  sqlite::in_transaction(db_, label_, [&] { ids = insert_event_rows(events); });
+  sqlite::in_transaction(db_, label_, [&] {
+    resolve_episode_alerts(events, {}, 0);
+    ids = insert_event_rows(events);
+  });
   for (std::size_t i = 0; i < ids.size(); ++i) events[i].id = ids[i];
+}
+
+void HitStore::resolve_episode_alerts(std::vector<Event>& events, const std::vector<Alert>& alerts,
+                                      std::uint64_t first_seq) const {
+  for (Event& event : events) {
+    if (event.type != EventType::kEpisodeEnded || event.alert_seq != 0) continue;
+    const json& first = event.details.value("first_alert", json::object());
+    if (!first.contains("end_index") || !first.contains("t_end") ||
+        !event.details.contains("pattern") || !event.details.contains("device"))
+      continue;
+    const auto end_index = first["end_index"].get<std::int64_t>();
+    const auto t_end = first["t_end"].get<double>();
+    const auto pattern = event.details["pattern"].get<std::string>();
+    const auto device = event.details["device"].get<std::int64_t>();
+    const auto same = [&](const Alert& a) {
+      return a.wearer == event.wearer && a.device == device && a.pattern == pattern &&
+             a.end_index == end_index && a.t_end == t_end;
+    };
+    for (std::size_t i = alerts.size(); i-- > 0 && event.alert_seq == 0;)
+      if (same(alerts[i])) event.alert_seq = first_seq + i;
+    if (event.alert_seq != 0) continue;
+    Statement select(db_, label_,
+                     "SELECT coalesce(max(seq), 0) FROM hits WHERE wearer = ?1 AND device = ?2 "
+                     "AND pattern = ?3 AND end_index = ?4 AND t_end = ?5");
+    select.bind(1, static_cast<std::int64_t>(event.wearer));
+    select.bind(2, device);
+    select.bind(3, pattern);
+    select.bind(4, end_index);
+    select.bind(5, t_end);
+    if (select.step()) event.alert_seq = static_cast<std::uint64_t>(select.column_int64(0));
+  }
 }
 
 std::vector<std::uint64_t> HitStore::insert_event_rows(std::vector<Event>& events) {

@@ -278,6 +278,14 @@ class HitStore {
                                       const std::function<void(AlertStateRecord&)>& change);
   // Inserts the rows inside the caller's open transaction; returns their ids.
   std::vector<std::uint64_t> insert_event_rows(std::vector<Event>& events);
+  // An episode_ended event names its first alert by details.first_alert
+  // (end_index, t_end) with its wearer, device and pattern: the engine that
+  // raises it cannot know the seq the writer gives. Sets alert_seq of each
+  // such event without one to that alert's seq, looked up in `alerts` (this
+  // transaction's, the first being `first_seq`), else in table hits; left 0
+  // when none has it (the alert was not stored).
+  void resolve_episode_alerts(std::vector<Event>& events, const std::vector<Alert>& alerts,
+                              std::uint64_t first_seq) const;
 
   std::string path_;
   std::string label_;  // "hit store 'PATH'", the start of every error message

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -67,6 +68,33 @@ void check_alerts_match(const DaemonFixture& fx, const std::vector<json>& publis
     CHECK(rows[i].seq == i + 1);  // gapless from 1
     CHECK(gw::test::as_published(rows[i]) == published[i]);
   }
+}
+
+// Every detection episode that alerted and ended before the stop is one
+// episode_ended event in the audit log, naming its first stored alert (the
+// same wearer and pattern; no alert named twice), after it in time.
+void check_episode_events(const DaemonFixture& fx) {
+  gw::pipeline::HitStore store(fx.db(), /*read_only=*/true);
+  std::map<std::uint64_t, gw::pipeline::Alert> by_seq;
+  for (gw::pipeline::Alert& alert : store.query({})) by_seq[alert.seq] = alert;
+  std::set<std::uint64_t> named;
+  std::int64_t episode_alerts = 0;
+  for (const gw::pipeline::Event& event : store.events(gw::pipeline::EventQuery{})) {
+    if (event.type != gw::pipeline::EventType::kEpisodeEnded) continue;
+    INFO(gw::pipeline::event_to_json(event).dump());
+    CHECK(event.actor == "gaitwatchd");
+    REQUIRE(by_seq.count(event.alert_seq) == 1);
+    CHECK(named.insert(event.alert_seq).second);
+    const gw::pipeline::Alert& first = by_seq.at(event.alert_seq);
+    CHECK(event.wearer == first.wearer);
+    CHECK(event.details["pattern"] == first.pattern);
+    CHECK(event.details["t_start"].get<double>() == first.t_start);
+    CHECK(event.details["t_end"].get<double>() >= first.t_end);
+    CHECK(event.at >= first.detected_at);
+    episode_alerts += event.details["alerts"].get<std::int64_t>();
+  }
+  CHECK_FALSE(named.empty());  // the freezes of the replayed range end inside it
+  CHECK(episode_alerts <= static_cast<std::int64_t>(by_seq.size()));
 }
 
 // The daemon kept every accepted sample in its raw-stream history, and the
@@ -151,6 +179,7 @@ TEST_CASE("replay over UDP: alerts published, stored, equal to the offline detec
   CHECK(final_stats["engine"]["gaps"] == 0);
   CHECK(decode_errors(final_stats) == 0);
   check_alerts_match(fx, sub.alerts);
+  check_episode_events(fx);
   check_history(fx, final_stats);
   CHECK(daemon.err().find(" INFO gaitwatchd ready") != std::string::npos);
 }

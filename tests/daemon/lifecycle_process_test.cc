@@ -107,6 +107,17 @@ TEST_CASE("a carer acknowledges and resolves a critical alert, every step a publ
   CHECK(alert["detected_at_iso"] ==
         gw::TimeZone::named("Europe/Berlin").iso_text(alert["detected_at"].get<double>()));
   CHECK(stored_state(fx, seq).state == gw::pipeline::AlertState::kNew);
+  // The replayed freeze ends inside the slice: its episode's end names the alert.
+  REQUIRE(events.until([&] { return !events.of_type("episode_ended").empty(); },
+                       std::chrono::seconds(10)));
+  const json ended = events.of_type("episode_ended")[0];
+  CHECK(ended["alert_seq"] == seq);
+  CHECK(ended["wearer"] == 17);
+  CHECK(ended["actor"] == "gaitwatchd");
+  CHECK(ended["details"]["pattern"] == alert["pattern"]);
+  CHECK(ended["details"]["t_start"] == alert["t_start"]);
+  CHECK(ended["details"]["t_end"].get<double>() >= alert["t_end"].get<double>());
+  CHECK(events.events[0].first == "event.episode_ended.17.");
 
   const auto acked = tool(
       fx, {"alert", "ack", "--seq", std::to_string(seq), "--by", "ana", "--note", "on my way"});
@@ -122,7 +133,7 @@ TEST_CASE("a carer acknowledges and resolves a critical alert, every step a publ
   CHECK(ack_event["details"]["note"] == "on my way");
   CHECK(ack_event["zone"] == "Europe/Berlin");
   CHECK(ack_event["at_iso"].is_string());
-  CHECK(events.events[0].first == "event.alert_acknowledged.17.");
+  CHECK(events.events[1].first == "event.alert_acknowledged.17.");
 
   const auto state = stored_state(fx, seq);
   CHECK(state.state == gw::pipeline::AlertState::kAcknowledged);
@@ -153,9 +164,10 @@ TEST_CASE("a carer acknowledges and resolves a critical alert, every step a publ
   const json got = json::parse(shown.out);
   CHECK(got["alert"]["seq"] == seq);
   CHECK(got["state"]["resolved_by"] == "ben");
-  REQUIRE(got["events"].size() == 2);
-  CHECK(got["events"][0]["type"] == "alert_acknowledged");
-  CHECK(got["events"][1]["type"] == "alert_resolved");
+  REQUIRE(got["events"].size() == 3);
+  CHECK(got["events"][0]["type"] == "episode_ended");
+  CHECK(got["events"][1]["type"] == "alert_acknowledged");
+  CHECK(got["events"][2]["type"] == "alert_resolved");
   const auto log = tool(fx, {"events", "--wearer", "17"});
   REQUIRE(log.code == 0);
   CHECK_THAT(log.out, Catch::Contains("acknowledged by ana  seq " + std::to_string(seq)) &&
@@ -227,7 +239,8 @@ TEST_CASE("subscribe --format text prints alerts and events as readable lines",
   Subscriber sub(fx.endpoint());
   Process daemon = start_daemon(fx);
   REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
-  Process text({kTool, "subscribe", "--endpoint", fx.endpoint(), "--format", "text", "--count", "2",
+  // The alert, its episode's end and the acknowledgement.
+  Process text({kTool, "subscribe", "--endpoint", fx.endpoint(), "--format", "text", "--count", "3",
                 "--timeout", "40"},
                fx.dir / "subscribe.out", fx.dir / "subscribe.err");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the SUB connects
@@ -247,5 +260,6 @@ TEST_CASE("subscribe --format text prints alerts and events as readable lines",
                                   std::to_string(seq) + "  fog_freeze_index"));
   CHECK_THAT(out,
              Catch::Contains("acknowledged by ana  seq " + std::to_string(seq) + "  wearer 17"));
+  CHECK_THAT(out, Catch::Contains("episode ended  seq " + std::to_string(seq) + "  wearer 17"));
   stop_and_collect(daemon, sub);
 }

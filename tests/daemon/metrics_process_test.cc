@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -89,11 +91,12 @@ TEST_CASE("every counter of the real daemon is a metric family or deliberately i
   CHECK(gw::daemon::missing_counter_leaves(counters) == std::vector<std::string>{});
 
   // Every non-optional family is on the page, with its HELP and TYPE; one
-  // whose samples are an object's keys (control errors by code) only once a
-  // key is there.
+  // whose samples are objects' keys (control errors by code, alerts by
+  // severity and kind) only once a key is there.
   const std::string& page = d.page;
   for (const auto& f : gw::daemon::metric_families()) {
-    const bool keyed = f.samples.size() == 1 && f.samples[0].path.back() == '*';
+    const bool keyed = std::all_of(f.samples.begin(), f.samples.end(),
+                                   [](const auto& sample) { return sample.path.back() == '*'; });
     if (f.optional || keyed) continue;
     INFO(f.name);
     CHECK(page.find("# HELP " + f.name + " ") != std::string::npos);

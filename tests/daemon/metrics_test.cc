@@ -237,6 +237,30 @@ TEST_CASE("the real ingest, engine and history counters are all mapped", "[metri
   }
 }
 
+TEST_CASE("committed alerts by severity and kind: every severity there, kinds as labels",
+          "[metrics]") {
+  const json none = gw::daemon::alerts_by_severity_json({});
+  CHECK(none == json{{"info", json::object()},
+                     {"warning", json::object()},
+                     {"critical", json::object()}});
+  const json counters = {{"sink", {{"committed_by_severity", none}}}};
+  for (const std::string& path : gw::daemon::missing_counter_leaves(counters))
+    CHECK(path.rfind("/sink/committed_by_severity", 0) != 0);
+
+  const json some = gw::daemon::alerts_by_severity_json(
+      {{"critical", {{"fall", 3}, {"sensor_offline", 1}}}, {"warning", {{"freeze", 2}}}});
+  const json with_alerts = {{"sink", {{"committed_by_severity", some}}}};
+  std::string text;
+  gw::daemon::render_counter_families(with_alerts, text);
+  INFO(text);
+  CHECK(has(text, "# TYPE gaitwatch_alerts_total counter\n"));
+  CHECK(has(text, "gaitwatch_alerts_total{severity=\"critical\",kind=\"fall\"} 3\n"));
+  CHECK(has(text, "gaitwatch_alerts_total{severity=\"critical\",kind=\"sensor_offline\"} 1\n"));
+  CHECK(has(text, "gaitwatch_alerts_total{severity=\"warning\",kind=\"freeze\"} 2\n"));
+  CHECK_FALSE(has(text, "severity=\"info\""));
+  CHECK(gw::daemon::unmapped_counter_leaves(with_alerts).empty());
+}
+
 TEST_CASE("build info and process metrics", "[metrics]") {
   std::string text;
   gw::daemon::render_build_info(gw::daemon::build_info_labels("cpu \"2\" threads"), text);

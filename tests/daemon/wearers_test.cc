@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -225,4 +226,83 @@ TEST_CASE("alerts of registered wearers get their names", "[wearers]") {
   CHECK(j["wearer_name"] == "Grace");
   CHECK_FALSE(gw::pipeline::alert_to_json(alerts[1]).contains("wearer_name"));
   CHECK(gw::pipeline::alert_from_json(j).wearer_name == "Grace");
+}
+
+TEST_CASE("a wearer's state is given once at the start, then only when it changes", "[wearers]") {
+  TempStore store;
+  const double start = 1000;
+  {
+    WearerBook setup(store.path(), short_silences(), start, {});
+    setup.add({{"id", 7}, {"display_name", "Ada"}});
+  }
+  std::vector<std::pair<std::uint32_t, json>> states;
+  gw::daemon::WearerOutputs outputs;
+  outputs.state = [&](std::uint32_t wearer, const json& state) {
+    states.emplace_back(wearer, state);
+  };
+  WearerBook book(store.path(), short_silences(), start, outputs);
+  const auto given_since = [&](std::size_t from) {
+    std::vector<std::uint32_t> ids;
+    for (std::size_t i = from; i < states.size(); ++i) ids.push_back(states[i].first);
+    return ids;
+  };
+
+  book.tick(start);  // the start: every registered wearer, devices or not
+  REQUIRE(given_since(0) == std::vector<std::uint32_t>{7});
+  CHECK(states[0].second["display_name"] == "Ada");
+  CHECK(states[0].second["devices"].empty());
+
+  book.on_frame(frame_of(7, 1, 0), start + 0.05);
+  book.on_frame(frame_of(9, 2, 0), start + 0.05);  // unregistered, first seen
+  std::size_t mark = states.size();
+  book.tick(start + 0.1);
+  CHECK(given_since(mark) == std::vector<std::uint32_t>{7, 9});
+  CHECK(states.back().second["devices"][0]["state"] == "online");
+
+  // Frames that keep both online, and ticks: nothing new.
+  mark = states.size();
+  for (int i = 1; i <= 5; ++i) {
+    book.on_frame(frame_of(7, 1, i * 0.05), start + 0.1 + i * 0.02);
+    book.on_frame(frame_of(9, 2, i * 0.05), start + 0.1 + i * 0.02);
+    book.tick(start + 0.1 + i * 0.02);
+  }
+  // A change outside the state (notes) gives nothing either.
+  book.set({{"id", 7}, {"notes", "left knee"}});
+  book.tick(start + 0.25);
+  CHECK(given_since(mark).empty());
+
+  // A registry change in the state: that wearer only.
+  book.set({{"id", 7}, {"room", "12"}});
+  book.tick(start + 0.26);
+  REQUIRE(given_since(mark) == std::vector<std::uint32_t>{7});
+  CHECK(states.back().second["room"] == "12");
+
+  // Wearer 9 keeps sending; wearer 7's device falls silent and goes stale
+  // with the clock alone, then offline.
+  mark = states.size();
+  book.on_frame(frame_of(9, 2, 1), start + 0.5);
+  book.tick(start + 0.55);  // 7's last frame at +0.2: stale after 0.3 s
+  REQUIRE(given_since(mark) == std::vector<std::uint32_t>{7});
+  CHECK(states.back().second["devices"][0]["state"] == "stale");
+  book.tick(start + 0.6);
+  CHECK(given_since(mark).size() == 1);
+  book.on_frame(frame_of(9, 2, 2), start + 1.0);
+  book.tick(start + 1.25);
+  REQUIRE(given_since(mark) == std::vector<std::uint32_t>{7, 7});
+  CHECK(states.back().second["devices"][0]["state"] == "offline");
+
+  // Its next frame brings it back online: one more, for 7.
+  mark = states.size();
+  book.on_frame(frame_of(7, 1, 5), start + 1.3);
+  book.on_frame(frame_of(9, 2, 3), start + 1.3);
+  book.tick(start + 1.3);
+  REQUIRE(given_since(mark) == std::vector<std::uint32_t>{7});
+  CHECK(states.back().second["devices"][0]["state"] == "online");
+
+  // Removed from the registry: its state says so.
+  mark = states.size();
+  book.remove({{"id", 7}});
+  book.tick(start + 1.35);
+  REQUIRE(given_since(mark) == std::vector<std::uint32_t>{7});
+  CHECK(states.back().second["registered"] == false);
 }

@@ -320,6 +320,54 @@ TEST_CASE("after a gap a still-holding window enters a new episode at the first 
   CHECK(alerts[0].end == 27);
 }
 
+TEST_CASE("an episode that alerted is reported once when it ends", "[track][episode]") {
+  CompiledPattern p = make_pattern(1, {false}, 5.0);
+  p.config.min_dims = 1;
+  p.config.cooldown_s = 0.5;  // 5 samples at 10 Hz
+  // Matches at 20 and 28 hold the decision through end 37 (the window is
+  // 10 ends long): alerts at 20, 25, 30, 35, then the episode ends.
+  const std::vector<DimCandidate> matches = {{20, 0, 0, 1.0}, {28, 0, 0, 1.0}};
+  SECTION("in one search or in pieces") {
+    for (const std::int64_t piece : {100, 7, 1}) {
+      PatternTracker tracker;
+      std::vector<PatternTracker::Detection> alerts;
+      std::vector<PatternTracker::EndedEpisode> ended;
+      for (std::int64_t from = 0; from < 100; from += piece) {
+        std::vector<DimCandidate> fresh;
+        for (const auto& m : matches)
+          if (m.end >= from && m.end < from + piece) fresh.push_back(m);
+        for (auto& d : tracker.update({fresh}, from, from + piece, p, 10.0)) alerts.push_back(d);
+        for (auto& e : tracker.take_ended_episodes()) ended.push_back(e);
+      }
+      REQUIRE(alerts.size() == 4);
+      CHECK(alerts[0].opens_episode);
+      CHECK_FALSE(alerts[1].opens_episode);
+      CHECK_FALSE(alerts[3].opens_episode);
+      REQUIRE(ended.size() == 1);
+      CHECK(ended[0].first_alert_end == 20);
+      CHECK(ended[0].last_end == 37);
+      CHECK(ended[0].alerts == 4);
+    }
+  }
+  SECTION("a gap ends it at the last end searched") {
+    PatternTracker tracker;
+    REQUIRE(tracker.update({{{20, 0, 0, 1.0}}}, 0, 25, p, 10.0).size() == 1);
+    CHECK(tracker.take_ended_episodes().empty());
+    tracker.update({}, 27, 29, p, 10.0);  // 25 and 26 never searched
+    const auto ended = tracker.take_ended_episodes();
+    REQUIRE(ended.size() == 1);
+    CHECK(ended[0].first_alert_end == 20);
+    CHECK(ended[0].last_end == 24);
+    CHECK(ended[0].alerts == 1);
+  }
+  SECTION("an episode that never alerted is not reported") {
+    p.config.min_duration_s = 1.5;  // longer than the lone match holds
+    PatternTracker tracker;
+    CHECK(tracker.update({{{20, 0, 0, 1.0}}}, 0, 100, p, 10.0).empty());
+    CHECK(tracker.take_ended_episodes().empty());
+  }
+}
+
 TEST_CASE("tracker alerts do not depend on how the window ends are split into searches",
           "[track]") {
   // Random single-dim matches of two positive and one negative example over

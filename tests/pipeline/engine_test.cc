@@ -142,6 +142,50 @@ TEST_CASE("a planted two-channel shape raises one alert where it completes", "[e
   for (const auto& d : a.dims) CHECK(d.pattern_dim == d.stream_dim);
 }
 
+TEST_CASE("the planted shape's episode ends once, naming its alert", "[engine][episode]") {
+  Fixture fx;
+  const auto v = stream_with_plant(1200, 1);
+  for (const int batch_every : {1, 7}) {
+    Engine engine(fx.config, gw::kernels::make_cpu_backend(2));
+    const auto now = [] { return 1.0; };
+    std::vector<Alert> alerts;
+    std::vector<gw::pipeline::EpisodeEnd> ends;
+    std::uint32_t seq = 0;
+    for (int first = 0; first < 1200; first += 10, ++seq) {
+      engine.on_frame(make_frame(v, first, 10, seq), 0.5);
+      if ((seq + 1) % batch_every != 0) continue;
+      for (auto& a : engine.run_batch(now)) alerts.push_back(a);
+      for (auto& e : engine.take_episode_ends()) ends.push_back(e);
+    }
+    for (auto& a : engine.run_batch(now)) alerts.push_back(a);
+    for (auto& e : engine.take_episode_ends()) ends.push_back(e);
+    CHECK(engine.take_episode_ends().empty());
+    REQUIRE(alerts.size() == 1);
+    REQUIRE(ends.size() == 1);
+    const Alert& a = alerts[0];
+    const gw::pipeline::EpisodeEnd& end = ends[0];
+    CHECK(end.wearer == a.wearer);
+    CHECK(end.device == a.device);
+    CHECK(end.pattern == "chirp");
+    CHECK(end.kind == a.kind);
+    CHECK(end.severity == a.severity);
+    CHECK(end.first_alert_end_index == a.end_index);
+    CHECK(end.first_alert_t_end == a.t_end);
+    CHECK(end.t_start == a.t_start);
+    CHECK(end.t_end >= a.t_end);
+    CHECK(end.t_end < 1200 * 0.01);
+    CHECK(end.alerts == 1);
+    const gw::pipeline::Event event = gw::pipeline::episode_ended_event(end, 42.0);
+    CHECK(event.type == gw::pipeline::EventType::kEpisodeEnded);
+    CHECK(event.wearer == a.wearer);
+    CHECK(event.alert_seq == 0);  // the store resolves it
+    CHECK(event.at == 42.0);
+    CHECK(event.details["first_alert"]["end_index"] == a.end_index);
+    CHECK(event.details["alerts"] == 1);
+    CHECK(event.details["duration_s"].get<double>() == Approx(end.t_end - end.t_start));
+  }
+}
+
 TEST_CASE("alerts do not depend on frame size or batch size", "[engine]") {
   Fixture fx;
   const auto v = stream_with_plant(1500, 2);

@@ -234,6 +234,11 @@ TEST_CASE("AlertSink: a subscriber gets every alert, each committed before it is
   CHECK(stored_seqs(options.db_path) == received_seqs);  // and every row was published
   auto counters = sink.counters();
   CHECK(counters.committed == kAlerts);
+  // By severity and kind: odd ones warning, even ones critical, all falls.
+  std::map<std::string, std::map<std::string, std::uint64_t>> by_severity;
+  for (const Alert& a : submitted) ++by_severity[a.severity][a.kind];
+  CHECK(by_severity.size() == 2);
+  CHECK(counters.committed_by_severity == by_severity);
   CHECK(counters.published == kAlerts);
   CHECK(counters.last_seq == kAlerts);
   CHECK(counters.store_errors == 0);

@@ -954,3 +954,53 @@ TEST_CASE("event message body: at_iso and zone only when a zone is given", "[sto
   CHECK(body["zone"] == "Europe/Berlin");
   CHECK(gw::pipeline::event_from_json(body).alert_seq == 42);
 }
+
+TEST_CASE("HitStore: an episode_ended event gets its first alert's seq", "[store][episode]") {
+  using gw::pipeline::Event;
+  using gw::pipeline::EventType;
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  // The event as the engine raises it: the alert named, its seq unknown.
+  const auto episode_end = [](const Alert& first) {
+    Event e;
+    e.type = EventType::kEpisodeEnded;
+    e.wearer = first.wearer;
+    e.actor = "gaitwatchd";
+    e.at = 2e9;
+    e.details = {{"pattern", first.pattern},
+                 {"device", first.device},
+                 {"first_alert", {{"end_index", first.end_index}, {"t_end", first.t_end}}}};
+    return e;
+  };
+  std::vector<Alert> earlier = {make_alert(0), make_alert(1), make_alert(2, 8)};
+  store.insert(earlier);
+
+  // Its alert in the same transaction (after others), or committed before.
+  std::vector<Alert> batch = {make_alert(5), make_alert(6, 9, "limp")};
+  std::vector<Event> events = {episode_end(batch[1]), episode_end(earlier[1]),
+                               episode_end(make_alert(3)) /* never stored */};
+  const std::string dims = "[]";
+  const std::uint64_t first_seq =
+      store.insert_rows(batch, [&](std::size_t) -> const std::string& { return dims; }, &events);
+  CHECK(events[0].alert_seq == first_seq + 1);
+  CHECK(events[1].alert_seq == earlier[1].seq);
+  CHECK(events[2].alert_seq == 0);
+
+  // The same end index of another wearer, or another time, is not it.
+  Alert other_wearer = earlier[0];
+  other_wearer.wearer = 99;
+  Alert other_time = earlier[0];
+  other_time.t_end += 1;
+  std::vector<Event> alone = {episode_end(other_wearer), episode_end(other_time),
+                              episode_end(earlier[2])};
+  store.insert_events(alone);
+  CHECK(alone[0].alert_seq == 0);
+  CHECK(alone[1].alert_seq == 0);
+  CHECK(alone[2].alert_seq == earlier[2].seq);
+  // As stored: the audit row carries the seq.
+  gw::pipeline::EventQuery q;
+  q.after_id = alone[1].id;
+  const std::vector<Event> stored = store.events(q);
+  REQUIRE(stored.size() == 1);
+  CHECK(stored[0].alert_seq == earlier[2].seq);
+}
