@@ -215,34 +215,40 @@ struct LifecycleReader {
             {"events", std::move(events)}};
   }
 
+  // A stored alert and its window, or ControlError unknown_alert / no_window.
+  std::pair<pipeline::AlertWithState, pipeline::AlertWindow> alert_and_window(std::uint64_t seq) {
+    std::optional<pipeline::AlertWithState> row = db().alert_with_state(seq);
+    if (!row)
+      throw ControlError(err::kUnknownAlert, "no stored alert has seq " + std::to_string(seq));
+    std::optional<pipeline::AlertWindow> window = db().window(seq);
+    if (!window)
+      throw ControlError(err::kNoWindow, "alert " + std::to_string(seq) + " was stored without its window");
+    return {std::move(*row), std::move(*window)};
+  }
+
   // The samples the alert was detected on, as stored with it: the pattern's
   // channels (raw device values), lead_in samples before the matched
   // length. The device's rate comes from the running config.
   json signal(const json& args) {
     const std::uint64_t seq = seq_arg(args);
-    const std::optional<pipeline::AlertWithState> row = db().alert_with_state(seq);
-    if (!row)
-      throw ControlError(err::kUnknownAlert, "no stored alert has seq " + std::to_string(seq));
-    const std::optional<pipeline::AlertWindow> window = db().window(seq);
-    if (!window)
-      throw ControlError(err::kNoWindow, "alert " + std::to_string(seq) + " was stored without its window");
-    const config::DeviceProfile* device = config.device_by_id(row->alert.device);
-    const std::size_t samples = static_cast<std::size_t>(window->lead_in + window->length);
+    const auto [row, window] = alert_and_window(seq);
+    const config::DeviceProfile* device = config.device_by_id(row.alert.device);
+    const std::size_t samples = static_cast<std::size_t>(window.lead_in + window.length);
     json rows = json::array();
-    for (std::size_t c = 0; c < window->channels.size(); ++c) {
+    for (std::size_t c = 0; c < window.channels.size(); ++c) {
       json row_values = json::array();
-      for (std::size_t k = 0; k < samples && c * samples + k < window->values.size(); ++k)
-        row_values.push_back(window->values[c * samples + k]);
-      rows.push_back({{"channel", window->channels[c]}, {"values", std::move(row_values)}});
+      for (std::size_t k = 0; k < samples && c * samples + k < window.values.size(); ++k)
+        row_values.push_back(window.values[c * samples + k]);
+      rows.push_back({{"channel", window.channels[c]}, {"values", std::move(row_values)}});
     }
     return {{"seq", seq},
-            {"pattern", window->pattern},
-            {"wearer", window->wearer},
-            {"lead_in", window->lead_in},
-            {"length", window->length},
+            {"pattern", window.pattern},
+            {"wearer", window.wearer},
+            {"lead_in", window.lead_in},
+            {"length", window.length},
             {"rate_hz", device ? json(device->sample_rate_hz) : json()},
-            {"t_end", row->alert.t_end},
-            {"dims", pipeline::dims_to_json(row->alert)},
+            {"t_end", row.alert.t_end},
+            {"dims", pipeline::dims_to_json(row.alert)},
             {"channels", std::move(rows)}};
   }
 
@@ -250,15 +256,10 @@ struct LifecycleReader {
   // matched dim with the warping path (pipeline/alignment.h).
   json match(const json& args) {
     const std::uint64_t seq = seq_arg(args);
-    const std::optional<pipeline::AlertWithState> row = db().alert_with_state(seq);
-    if (!row)
-      throw ControlError(err::kUnknownAlert, "no stored alert has seq " + std::to_string(seq));
-    const std::optional<pipeline::AlertWindow> window = db().window(seq);
-    if (!window)
-      throw ControlError(err::kNoWindow, "alert " + std::to_string(seq) + " was stored without its window");
+    const auto [row, window] = alert_and_window(seq);
     pipeline::AlertExplanation explained;
     try {
-      explained = pipeline::explain_alert(config, row->alert, *window);
+      explained = pipeline::explain_alert(config, row.alert, window);
     } catch (const Error& e) {
       throw ControlError(err::kUnavailable, e.what());
     }
@@ -274,7 +275,7 @@ struct LifecycleReader {
                       {"path", std::move(path)}});
     }
     return {{"seq", seq},
-            {"pattern", window->pattern},
+            {"pattern", window.pattern},
             {"example", explained.example},
             {"approximate", explained.approximate},
             {"dims", std::move(dims)}};

@@ -22,6 +22,20 @@ UserRecord row_to_user(const Statement& stmt) {
   return u;
 }
 
+// Sets one column of a user's row and bumps the generation (sessions from
+// before the change end); false when there is no such user.
+bool change_user(sqlite3* db, const std::string& label, const std::string& column,
+                 const std::string& name, const std::string& value, double now) {
+  Statement update(db, label,
+                   "UPDATE users SET " + column +
+                       " = ?2, generation = generation + 1, updated_at = ?3 WHERE name = ?1");
+  update.bind(1, name);
+  update.bind(2, value);
+  update.bind(3, now);
+  update.run();
+  return sqlite3_changes(db) == 1;
+}
+
 const char* const kSelectUserColumns =
     "SELECT name, role, password_hash, generation, created_at, updated_at FROM users";
 
@@ -57,25 +71,11 @@ std::vector<UserRecord> HitStore::users() const {
 
 bool HitStore::set_user_password(const std::string& name, const std::string& password_hash,
                                  double now) {
-  Statement update(db_, label_,
-                   "UPDATE users SET password_hash = ?2, generation = generation + 1, "
-                   "updated_at = ?3 WHERE name = ?1");
-  update.bind(1, name);
-  update.bind(2, password_hash);
-  update.bind(3, now);
-  update.run();
-  return sqlite3_changes(db_) == 1;
+  return change_user(db_, label_, "password_hash", name, password_hash, now);
 }
 
 bool HitStore::set_user_role(const std::string& name, const std::string& role, double now) {
-  Statement update(db_, label_,
-                   "UPDATE users SET role = ?2, generation = generation + 1, updated_at = ?3 "
-                   "WHERE name = ?1");
-  update.bind(1, name);
-  update.bind(2, role);
-  update.bind(3, now);
-  update.run();
-  return sqlite3_changes(db_) == 1;
+  return change_user(db_, label_, "role", name, role, now);
 }
 
 bool HitStore::remove_user(const std::string& name) {
