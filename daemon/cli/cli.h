@@ -243,6 +243,7 @@ std::string alert_text_line(const nlohmann::json& alert);
 std::string event_text_line(const nlohmann::json& event);
 // pattern export: a pattern's examples as template files (daemon/cli/pattern.cc).
 void add_pattern(CLI::App& app, int& exit_code);
+void add_gait(CLI::App& app, int& exit_code);
 
 // One request to a running daemon's control interface (daemon/control_client.h,
 // docs/interfaces.md): returns the final message; `on_message` sees the

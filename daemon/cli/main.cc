@@ -16,6 +16,7 @@
 //   events     the audit log: acknowledgements, escalations, marks, ... (control interface)
 //   control    any control request, messages as JSON  (control interface)
 //   pattern    export a pattern's examples as template files
+//   gait       gait cycles, metrics and abnormal gait of insole recordings
 //   history    fill, inspect or export a raw-stream history file (search
 //              searches one with --history)
 // Exit codes: 0 done (also --help, --version), 1 the command failed, 2 a
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   gw::cli::add_events(app, exit_code);
   gw::cli::add_history(app, exit_code);
   gw::cli::add_pattern(app, exit_code);
+  gw::cli::add_gait(app, exit_code);
   if (const auto code = gw::cli::parse_command_line(app, argc, argv)) return *code;
   return exit_code;
 }
