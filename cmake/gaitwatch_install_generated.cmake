@@ -55,7 +55,7 @@ gw_set_section_key(console static_dir "${gw_datadir}/gaitwatch/console")
 gw_set_section_key(control endpoint "ipc:///run/gaitwatch/control.sock")
 
 # Pattern packs and templates: "include: patterns/X" and "template:
-# patterns/X" are relative to the source config; the installed patterns lie
+# patterns/X" (and the gait section's "pack: patterns/X") are relative to the source config; the installed patterns lie
 # under DATADIR (a pack's own paths are relative to the pack and need no
 # rewrite).
 string(REGEX MATCHALL "include: patterns/" gw_includes "${gw_config}")
@@ -66,11 +66,12 @@ if(NOT gw_includes)
 endif()
 string(REPLACE "include: patterns/" "include: ${gw_patterns_dir}/" gw_config "${gw_config}")
 string(REPLACE "template: patterns/" "template: ${gw_patterns_dir}/" gw_config "${gw_config}")
+string(REPLACE "pack: patterns/" "pack: ${gw_patterns_dir}/" gw_config "${gw_config}")
 
 # What the daemon would still resolve against the config's directory: a
 # recording window ({file: ...}), a template or a pack outside the patterns,
 # on a line that is not a comment.
-string(REGEX MATCH "${nl}[^#${nl}]*(file: [^/]|template: [^/]|include: [^/])[^${nl}]*"
+string(REGEX MATCH "${nl}[^#${nl}]*(file: [^/]|template: [^/]|include: [^/]|pack: [^/])[^${nl}]*"
        gw_relative "${gw_config}")
 if(gw_relative)
   string(STRIP "${gw_relative}" gw_relative)

@@ -34,6 +34,8 @@
 #include "common/time_text.h"
 #include "config/patterns_reader.h"
 #include "config/yaml_reader.h"
+#include "gait/cycles.h"
+#include "gait/examples.h"
 #include "sensors/recording.h"
 
 namespace gw::config {
@@ -1000,6 +1002,94 @@ void read_console(const MapReader& root, const std::string& base_dir, bool contr
   read_int(map, "max_stream_clients", 1, 10000, console.max_stream_clients);
 }
 
+// The abnormal-gait pack's `abnormal_gait` map (keys relative to the pack's
+// directory); its issues go to `issues` with the pack's key paths.
+void read_gait_rule(const MapReader& pack, const std::string& pack_dir,
+                    const std::vector<PatternConfig>& patterns, GaitConfig& gait) {
+  const MapReader map(pack.value("abnormal_gait"), "abnormal_gait",
+                      {"name", "kind", "severity", "examples", "k", "band", "threshold", "bout_strides",
+                       "cooldown_s"},
+                      pack.issues());
+  if (!pack.require("abnormal_gait") || !map.valid()) return;
+  if (read_string(map, "name", gait.name)) {
+    for (const PatternConfig& pattern : patterns)
+      if (pattern.name == gait.name)
+        map.add_issue("name", "pattern '" + gait.name + "' exists; the abnormal-gait alert needs a name of its own");
+    if (gait.name.empty()) map.add_issue("name", "expected a name");
+  }
+  read_string(map, "kind", gait.kind);
+  read_choice(map, "severity", {"info", "warning", "critical"}, gait.severity);
+  read_int(map, "k", 1, 10000, gait.k);
+  read_number(map, "band", between(0, 1), gait.band);
+  read_number(map, "threshold", between(0, 1), gait.threshold);
+  read_int(map, "bout_strides", 1, 10000, gait.bout_strides);
+  read_number(map, "cooldown_s", at_least(0), gait.cooldown_s);
+  std::string examples;
+  if (map.require("examples") && read_string(map, "examples", examples)) {
+    gait.examples_file = resolve_path(pack_dir, examples);
+    try {
+      const auto read = gait::read_stride_examples(gait.examples_file, gait::CycleParams{}.curve_points);
+      if (std::none_of(read.begin(), read.end(), [](const gait::StrideExample& e) { return e.abnormal; }) ||
+          std::all_of(read.begin(), read.end(), [](const gait::StrideExample& e) { return e.abnormal; }))
+        map.add_issue("examples", "the examples need both normal and abnormal strides");
+      std::ifstream in(gait.examples_file, std::ios::binary);
+      std::ostringstream bytes;
+      bytes << in.rdbuf();
+      gait.examples_digest = std::hash<std::string>{}(bytes.str());
+    } catch (const Error& e) {
+      map.add_issue("examples", e.what());
+    }
+  }
+}
+
+// `gait:` and the pack it names; the pack's issues carry its file name and
+// the include's key path, as a pattern pack's do.
+void read_gait(const MapReader& root, const std::string& base_dir, const std::string& source_name,
+               const std::vector<PatternConfig>& patterns, GaitConfig& gait) {
+  namespace fs = std::filesystem;
+  if (!root.has("gait")) return;
+  const MapReader map(root.value("gait"), "gait", {"enabled", "pack", "minute_s", "max_join_lag_s"},
+                      root.issues());
+  if (!map.valid()) return;
+  gait.enabled = true;
+  read_bool(map, "enabled", gait.enabled);
+  read_number(map, "minute_s", Range{1, 86400}, gait.minute_s);
+  read_number(map, "max_join_lag_s", Range{0.1, 60}, gait.max_join_lag_s);
+  std::string pack;
+  if (!read_string(map, "pack", pack) || pack.empty()) return;
+  gait.pack = resolve_path(base_dir, pack);
+  const std::string pack_name = fs::path(pack).is_absolute()
+                                    ? fs::path(pack).lexically_normal().string()
+                                    : (fs::path(source_name).parent_path() / pack).lexically_normal().string();
+  std::ifstream in(gait.pack, std::ios::binary);
+  if (!in) {
+    map.add_issue("pack", "cannot read the gait pack '" + gait.pack + "': " + std::strerror(errno));
+    return;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  IssueList pack_issues;
+  try {
+    const YAML::Node document = parse_yaml(text.str(), pack_name);
+    const MapReader pack_map(document, "", {"description", "built_by", "evaluation", "abnormal_gait"},
+                             pack_issues);
+    if (pack_map.valid())
+      read_gait_rule(pack_map, fs::path(gait.pack).parent_path().string(), patterns, gait);
+  } catch (const ConfigError& error) {
+    for (const ConfigIssue& issue : error.issues()) pack_issues.add(issue.path, issue.line, issue.message);
+  }
+  const std::string pulled_in_by =
+      " (in the gait pack named by " + map.key_path("pack") + " at " + source_name + ":" +
+      std::to_string(map.line("pack")) + ")";
+  std::vector<ConfigIssue> found = pack_issues.take();
+  sort_by_line(found);
+  for (ConfigIssue& issue : found) {
+    issue.file = pack_name;
+    issue.message += pulled_in_by;
+    root.issues().add(std::move(issue));
+  }
+}
+
 // The zone is looked up now, so that a name the database lacks is refused
 // with its key, not found missing when the first alert is written.
 void read_site(const MapReader& root, SiteConfig& site) {
@@ -1098,7 +1188,7 @@ void check_ring_capacity(const MapReader& root, const Config& config) {
 const std::vector<std::string> kSections = {
     "daemon", "ingest", "devices",  "search",    "patterns", "storage", "history",
     "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones", "marks",
-    "bridges", "wearers", "alerts", "site", "console"};
+    "bridges", "wearers", "alerts", "site", "console", "gait"};
 
 
 // A daemon's file must say what it detects: an empty file, or one cut off
@@ -1192,6 +1282,7 @@ Config parse_config_text(const std::string& yaml_text, const std::string& source
     read_alerts(root, config.alerts);
     read_site(root, config.site);
     read_console(root, base_dir, config.control.enabled, config.console);
+    read_gait(root, base_dir, source_name, config.patterns, config.gait);
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
   throw_if_any(issues, source_name);

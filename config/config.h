@@ -655,6 +655,35 @@ struct ConsoleConfig {
   bool operator!=(const ConsoleConfig& o) const { return !(*this == o); }
 };
 
+// Gait from the insoles (gait/, docs/gait.md): strides and gait metrics per
+// wearer from the devices that give a foot's pressure, and the abnormal-gait
+// alert of the pack. Off when the section is absent.
+struct GaitConfig {
+  bool enabled = false;
+  std::string pack;                 // the pack file, resolved; empty = no abnormal-gait alert
+  double minute_s = 60;             // walking time (sum of stride times) per stored metrics row
+  double max_join_lag_s = 2;        // a foot's samples wait this long for the other foot's device
+  // From the pack (`abnormal_gait:`):
+  std::string name = "abnormal_gait";  // the alert's pattern name
+  std::string kind = "abnormal_gait";
+  std::string severity = "info";
+  std::string examples_file;        // resolved; gait/examples.h format
+  std::size_t examples_digest = 0;  // of the file's bytes: a changed file is a changed config
+  int k = 15;                       // nearest examples voting per stride
+  double band = 0.1;                // DTW band, a fraction of the curve length
+  double threshold = 0.5;           // mean stride score at or above it: abnormal
+  int bout_strides = 20;            // strides of one walking bout the alert looks at
+  double cooldown_s = 600;          // per wearer, between abnormal-gait alerts
+  bool operator==(const GaitConfig& o) const {
+    return enabled == o.enabled && pack == o.pack && minute_s == o.minute_s &&
+           max_join_lag_s == o.max_join_lag_s && name == o.name && kind == o.kind &&
+           severity == o.severity && examples_file == o.examples_file &&
+           examples_digest == o.examples_digest && k == o.k && band == o.band &&
+           threshold == o.threshold && bout_strides == o.bout_strides && cooldown_s == o.cooldown_s;
+  }
+  bool operator!=(const GaitConfig& o) const { return !(*this == o); }
+};
+
 struct DaemonConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error
   double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
@@ -685,6 +714,7 @@ struct Config {
   AlertsConfig alerts;
   SiteConfig site;
   ConsoleConfig console;
+  GaitConfig gait;
 
   const DeviceProfile* device_by_id(std::uint16_t id) const;
   const DeviceProfile* device_by_name(const std::string& name) const;

@@ -29,6 +29,7 @@
 #include "config/reload_rules.h"
 #include "daemon/commands.h"
 #include "daemon/control.h"
+#include "daemon/gait_job.h"
 #include "daemon/ipc_socket.h"
 #include "daemon/ingest.h"
 #include "daemon/lifecycle.h"
@@ -329,6 +330,15 @@ class Daemon {
       };
     WearerBook wearers(config_.storage.path, config_, unix_now(), std::move(wearer_outputs));
     wearers_ = &wearers;
+    // Gait from the insoles (gait.*): strides, minutes of walking, abnormal bouts.
+    std::optional<gait::GaitMonitor> gait;
+    if (config_.gait.enabled) {
+      gait.emplace(gait_monitor_options(config_.gait), gait_devices(config_));
+      spdlog::info("gait: {} device(s) carry a foot; abnormal gait {}", gait_devices(config_).size(),
+                   config_.gait.examples_file.empty() ? std::string("off (no pack)")
+                                                      : "by the examples of " + config_.gait.examples_file);
+    }
+    gait_ = gait ? &*gait : nullptr;
     // Acknowledgements, resolutions and escalations (docs/operations.md).
     AlertLifecycle lifecycle(config_.storage.path, escalation_policy(config_.alerts), submit_event,
                              unix_now);
@@ -386,6 +396,7 @@ class Daemon {
                                        {"dropped", w.dropped}, {"queued", w.queued}};
       }
       stats["wearers"] = wearers.stats_json(unix_now());
+      if (gait) stats["gait"] = gait_counters_json(*gait);
       stats["latency"] = {{"alert_p50_ms", alert_latency_.quantile(0.5)},
                           {"alert_p99_ms", alert_latency_.quantile(0.99)},
                           {"alert_max_ms", alert_latency_.max()}};
@@ -507,6 +518,7 @@ class Daemon {
     if (control) control->stop();
     marks_ = nullptr;
     wearers_ = nullptr;
+    gait_ = nullptr;
     lifecycle_ = nullptr;
     sink.stop();  // publishes the final counters; everything was drained before
     if (console) console->stop();  // before the control server it calls goes away
@@ -682,6 +694,7 @@ class Daemon {
       // After the alerts, so that the store finds an episode's first alert.
       for (const pipeline::EpisodeEnd& end : p.engine.take_episode_ends())
         p.sink.submit_event(pipeline::episode_ended_event(end, unix_now()));
+      if (gait_) submit_gait(p.sink);
       const auto submitted = Clock::now();
       pipeline_seconds_.alerts_out += seconds_between(batch_end, submitted);
       for (const LoggedAlert& alert : logged_alerts)
@@ -738,6 +751,11 @@ class Daemon {
         if (!accepted[i]) continue;
         p.jobs.on_frame(frames[i]);
         if (wearers_) wearers_->on_frame(frames[i].frame, frames[i].arrival_s);
+        if (gait_ && !frames[i].foot_loads.empty()) {
+          const sensors::Frame& f = frames[i].frame;
+          gait_->on_frame(f.wearer_id, f.device_id, static_cast<double>(f.device_time_us) / 1e6,
+                          f.sample_rate_hz, f.samples, frames[i].foot_loads.data(), frames[i].arrival_s);
+        }
       }
       pipeline_seconds_.frames_engine += seconds_between(engine_start, Clock::now());
     };
@@ -913,6 +931,26 @@ class Daemon {
     return pending_.has_value();
   }
 
+  // The gait monitor's abnormal bouts, as alerts the detections' way out, and
+  // its completed minutes of walking, as gait_minute events.
+  void submit_gait(pipeline::AlertSink& sink) {
+    const double now = unix_now();
+    std::vector<pipeline::Alert> alerts;
+    for (const gait::AbnormalBout& bout : gait_->take_abnormal()) {
+      alerts.push_back(abnormal_gait_alert(bout, config_.gait, now));
+      alert_latency_.observe(alerts.back().latency_ms);
+      if (lifecycle_ && alerts.back().severity == "critical") lifecycle_->critical_alert_submitted();
+      spdlog::info("alert: {} wearer {} device {} t={:.2f}s score {:.3f} over {} strides", config_.gait.name,
+                   bout.wearer, bout.device, bout.t_end, bout.score, bout.strides);
+    }
+    if (!alerts.empty()) {
+      if (wearers_) wearers_->name_alerts(alerts);
+      sink.submit_all(alerts);
+    }
+    for (const gait::GaitMinute& minute : gait_->take_minutes())
+      sink.submit_event(gait_minute_event(minute, now));
+  }
+
   // The marks' examples changed (alert.mark, alert.unmark): the engine runs
   // the config with them from the next batch on. A config that does not
   // compile keeps the running one (logged).
@@ -1004,6 +1042,7 @@ class Daemon {
   std::unique_ptr<pipeline::HistoryRecorder> history_;  // null unless history.enabled
   MarkBook* marks_ = nullptr;  // run()'s; pipeline thread only while it runs
   WearerBook* wearers_ = nullptr;  // run()'s; pipeline thread only while it runs
+  gait::GaitMonitor* gait_ = nullptr;  // run()'s when gait is on; pipeline thread only
   AlertLifecycle* lifecycle_ = nullptr;  // run()'s; pipeline thread only while it runs
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };

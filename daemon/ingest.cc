@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/thread_name.h"
+#include "daemon/gait_job.h"
 #include "jobs/daemon_jobs.h"
 
 namespace gw::daemon {
@@ -242,6 +243,7 @@ struct Ingest::Worker {
 Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& queue)
     : io_(io), config_(config), queue_(queue), udp_buffer_(config.ingest.max_frame_bytes + 1) {
   if (config_.slots.enabled) slot_sources_ = pipeline::slot_sources(config_);
+  gait_feet_ = gait_devices(config_);
   for (const config::AllowedDevice& entry : config_.ingest.allowed_devices) {
     Allowed allowed{&entry, std::nullopt};
     if (!entry.mac_key.empty()) {
@@ -462,6 +464,10 @@ bool Ingest::accept_frame(const std::uint8_t* data, std::size_t size, const Addr
     pipeline::reduce_slot_inputs(source->second, f, received.slot_inputs);
   else
     received.slot_inputs.values.clear();
+  if (const auto feet = gait_feet_.find(f.device_id); feet != gait_feet_.end())
+    gait::reduce_foot_loads(feet->second, f, received.foot_loads);
+  else
+    received.foot_loads.clear();
   return true;
 }
 

@@ -37,6 +37,7 @@
 #include "config/config.h"
 #include "daemon/accept_loop.h"
 #include "daemon/log.h"
+#include "gait/monitor.h"
 #include "jobs/slot_recorder.h"
 #include "sensors/frame.h"
 
@@ -49,6 +50,9 @@ struct ReceivedFrame {
   // The frame's inputs to the time-slot recorder, reduced on the ingest
   // thread (empty when slots are off or its device gives no status inputs).
   pipeline::SlotSampleInputs slot_inputs;
+  // The feet's loads (gait::reduce_foot_loads), reduced on the ingest thread
+  // too; empty when gait is off or the device carries no foot.
+  std::vector<gait::FootLoad> foot_loads;
 };
 using FrameQueue = BoundedQueue<ReceivedFrame>;
 
@@ -118,6 +122,8 @@ class Ingest {
   // slots.* and devices[].status are restart-only (config/reload_rules.h), so
   // these stay the recorder's.
   std::map<std::uint16_t, pipeline::SlotSources> slot_sources_;  // empty: slots off
+  // gait.* is restart-only: the monitor's feet from the start.
+  std::map<std::uint16_t, std::vector<gait::FootSource>> gait_feet_;  // empty: gait off
 
   boost::asio::io_context& io_;
   config::Config config_;

@@ -309,6 +309,13 @@ struct LifecycleReader {
           int_arg(args, "wearer", 0, std::numeric_limits<std::uint32_t>::max()));
     if (args.contains("alert_seq") && !args["alert_seq"].is_null())
       query.alert_seq = seq_arg({{"seq", args["alert_seq"]}});
+    if (args.contains("type") && !args["type"].is_null()) {
+      const auto type = args["type"].is_string() ? pipeline::parse_event_type(args["type"].get<std::string>())
+                                                 : std::nullopt;
+      if (!type)
+        throw ControlError(control_error::kBadRequest, "argument 'type' must be an event type name (e.g. gait_minute)");
+      query.type = *type;
+    }
     query.limit = static_cast<int>(int_arg(args, "limit", 1, 10000, 1000));
     json events = json::array();
     std::uint64_t last_id = query.after_id;
@@ -356,7 +363,7 @@ void add_lifecycle_commands(ControlRegistry& registry, AlertLifecycle* lifecycle
                "include_resolved?}",
                RunsOn::kControlThread, [reader](const json& args) { return reader->open(args); });
   registry.add("events.list",
-               "the audit log, oldest first: {since?, wearer?, alert_seq?, after_id?, limit?}",
+               "the audit log, oldest first: {since?, wearer?, alert_seq?, type?, after_id?, limit?}",
                RunsOn::kControlThread, [reader](const json& args) { return reader->events(args); });
 }
 

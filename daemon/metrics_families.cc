@@ -410,6 +410,22 @@ std::vector<MetricFamily> make_families() {
       gauge("gaitwatch_history_queue_chunks", "Chunks waiting in the history writer's queue.",
             leaf("/history/queue_depth")),
 
+      // ---- gait from the insoles (gait/monitor.h), when gait is on
+      optional(gauge("gaitwatch_gait_wearers", "Wearers whose feet the gait monitor has seen.",
+                     leaf("/gait/wearers"))),
+      optional(counter("gaitwatch_gait_samples_total",
+                       "Samples of a wearer's feet by fate: joined (both feet at one time) or "
+                       "unpaired (a foot's sample dropped without the other foot's).",
+                       by("fate", {{"joined", "/gait/samples"}, {"unpaired", "/gait/unpaired_samples"}}))),
+      optional(counter("gaitwatch_gait_strides_total",
+                       "Strides found, and those scored against the gait pack's examples.",
+                       by("what", {{"found", "/gait/strides"}, {"scored", "/gait/scored_strides"}}))),
+      optional(counter("gaitwatch_gait_metric_rows_total", "Minutes of walking whose metrics were stored.",
+                       leaf("/gait/minutes"))),
+      optional(counter("gaitwatch_gait_abnormal_bouts_total",
+                       "Walking bouts whose strides looked abnormal (each an alert).",
+                       leaf("/gait/abnormal_bouts"))),
+
       // ---- wearers and sensor liveness (daemon/wearers.h)
       gauge("gaitwatch_wearers_registered", "Wearers in the registry.",
             leaf("/wearers/registered")),

@@ -25,6 +25,8 @@
 
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gait/cycles.h"
 
 namespace gw::gait {
@@ -45,6 +47,10 @@ struct GaitMetrics {
 };
 
 GaitMetrics summarise(const std::vector<Stride>& strides, int min_strides_per_foot = 5);
+
+// The metrics as JSON under their names above (and left_strides,
+// right_strides, walking_s, swing_fraction); NaN as null.
+nlohmann::json metrics_json(const GaitMetrics& metrics);
 
 // The median of `values` (NaN when empty); reorders them.
 double median_of(std::vector<double>& values);

@@ -1,31 +1,36 @@
 // Gait cycles of a whole recording: which channels are the insoles, and the
-// strides the online tracker finds in them (`gaitwatch gait --file`, the
-// tests and the pack's examples).
+// strides and minutes the online code finds in them (`gaitwatch gait
+// --file`, the tests and the pack's examples).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "gait/cycles.h"
+#include "gait/monitor.h"
 #include "sensors/recording.h"
 
 namespace gw::gait {
 
-// The insole channels of a recording or device, found by name:
-//   L1..L8 and R1..R8                  a force insole (gaitpdb layout)
-//   left_p0..left_p98, right_p0..      the W1 pressure insole's 9 x 11 grid
-struct InsoleChannels {
-  std::vector<int> cells[2];  // channel indices per foot (left, right)
-  FootLayout layout[2];
-};
-// Throws gw::Error naming what is missing when neither set is complete.
-InsoleChannels insole_channels(const std::vector<std::string>& channel_names);
-
-// Both feet's load at `sample` of a sample-major row of `row_values`.
-void foot_loads(const InsoleChannels& insoles, const float* row_values, FootLoad& left, FootLoad& right);
+// The feet a recording carries, found by channel name: L1..L8 and R1..R8 (a
+// force insole pair, as gaitpdb names them), or left_p0..left_p98 and
+// right_p0..right_p98 (the W1 pressure insoles). Throws gw::Error naming
+// what is missing when neither foot is there.
+std::vector<FootSource> recording_feet(const std::vector<std::string>& channel_names);
 
 // Every stride of `rec` (its own rate and time column), in completion order.
 // Throws gw::Error when the recording has no insole channels.
 std::vector<Stride> walk_strides(const sensors::Recording& rec, CycleParams params = {});
+
+// The minutes of walking and the abnormal bouts of `rec` as the daemon's
+// monitor finds them when `gaitwatch replay` sends it as wearer 1's frames
+// of `frame_samples` samples from one device carrying both feet: the same
+// frames (sensors::frames_from_recording), the same sample times, the same
+// code. Throws gw::Error as walk_strides.
+struct WalkMinutes {
+  std::vector<GaitMinute> minutes;
+  std::vector<AbnormalBout> abnormal;
+};
+WalkMinutes walk_minutes(const sensors::Recording& rec, const MonitorOptions& options, int frame_samples);
 
 }  // namespace gw::gait

@@ -5,7 +5,10 @@
 # examples of subject S03 left out, replay S03's Daphnet recording S03R02 into
 # it over UDP, print each alert as the subscriber receives it, stop the daemon
 # cleanly (SIGTERM), and list the stored alerts next to the freezes annotated
-# in the recording.
+# in the recording. Then the insoles: two gaitpdb walks (a patient with
+# Parkinson's disease and a control) replayed into the gaitpdb_insoles device,
+# with a gait pack built without both subjects: the wearers' minutes of
+# walking and the abnormal-gait alert next to who walked.
 #
 #   SPEED=8 START=18000 END=27500 bash scripts/demo.sh
 # Set-up output goes to build/demo/*.log; the screen shows one headline per stage.
@@ -41,7 +44,7 @@ without_s03_examples() { grep -v -E '^[[:space:]]*- \{(template|file): [^}]*S03R
 sed -e "s#\(file: \|template: \)\([^/ ][^,}]*\)#\1$PWD/config/patterns/\2#" \
   config/patterns/fog.yaml | without_s03_examples >"$FOG_PACK"
 sed -e "s#include: patterns/fog.yaml#include: $FOG_PACK#" \
-  -e "s#\(file: \|template: \|include: \)\([^/ ][^,}]*\)#\1$PWD/config/\2#" \
+  -e "s#\(file: \|template: \|include: \|pack: \)\([^/ ][^,}]*\)#\1$PWD/config/\2#" \
   -e "s#static_dir: \.\./console/web#static_dir: $PWD/console/web#" \
   config/gaitwatch.yaml | without_s03_examples >"$CONFIG"
 if grep -q 'S03R0' <(grep -E '(template|file): ' "$CONFIG" "$FOG_PACK"); then
@@ -51,6 +54,16 @@ fi
 rm -f "$DEMO"/*.db "$DEMO"/*.db-wal "$DEMO"/*.db-shm
 step "checking the config ($CONFIG: config/gaitwatch.yaml with $FOG_PACK, the freeze pack without S03's examples)"
 "$BIN/gaitwatchd" --check-config "$CONFIG"
+# The gait pack without the two demo walkers' strides (docs/gait.md).
+GAIT_PATIENT=data/gaitpdb/GaPt07_01.txt
+GAIT_CONTROL=data/gaitpdb/JuCo01_01.txt
+step "building a gait pack without the demo walkers (GaPt07, JuCo01) (log: $DEMO/gait-pack.log)"
+quietly "$DEMO/gait-pack.log" "$BIN/gaitwatch" gait --export-examples "$DEMO/gait-strides.csv" \
+  $(for f in data/gaitpdb/*_01.txt*; do case $f in *GaPt07*|*JuCo01*) ;; *) echo --file "$f" ;; esac; done)
+sed -e "s#examples: gait/strides.csv#examples: $(cd "$DEMO" && pwd)/gait-strides.csv#" \
+  config/patterns/gait.yaml >"$DEMO/gait.yaml"
+sed -i -e "s#pack: $PWD/config/patterns/gait.yaml#pack: $(cd "$DEMO" && pwd)/gait.yaml#" "$CONFIG"
+"$BIN/gaitwatchd" --check-config "$CONFIG" >/dev/null
 DB=$DEMO/$(sed -n 's/^  path: *\([^ #]*\).*/\1/p' "$CONFIG" | head -1)
 
 step "starting gaitwatchd (log: $DEMO/daemon.log)"
@@ -68,7 +81,15 @@ secs=$(( (END - START) / 64 ))
 step "replaying $RECORDING samples $START..$END (${secs} s of recording) at ${SPEED}x over UDP"
 "$BIN/gaitwatch" replay --file "$RECORDING" --format daphnet \
   --start "$START" --end "$END" --speed "$SPEED" --to udp://127.0.0.1:7700 >/dev/null
+step "replaying two insole walks into device gaitpdb_insoles at 20x: $GAIT_PATIENT (wearer 21), $GAIT_CONTROL (wearer 22)"
+for w in "21 $GAIT_PATIENT" "22 $GAIT_CONTROL"; do
+  set -- $w
+  "$BIN/gaitwatch" replay --config "$CONFIG" --device gaitpdb_insoles --file "$2" --wearer "$1" \
+    --speed 20 --to udp://127.0.0.1:7700 >/dev/null
+done
 sleep 1
+step "the wearers' minutes of walking, from the daemon (gaitwatch gait --wearer N)"
+for w in 21 22; do "$BIN/gaitwatch" gait --config "$CONFIG" --wearer $w; done
 "$BIN/gaitwatch" status --config "$CONFIG" >"$DEMO/status.json"
 echo "   (the daemon's counters, from its control socket: $DEMO/status.json)"
 
@@ -82,8 +103,11 @@ wait $SUBSCRIBER 2>/dev/null || true
 grep -E "stopped:" "$DEMO/daemon.log" | sed 's/^.*stopped: /   /'
 
 step "stored alerts ($DB) next to the freezes annotated in $RECORDING"
-"$BIN/gaitwatch" hits --db "$DB" --truth "$RECORDING" --truth-format daphnet \
+"$BIN/gaitwatch" hits --db "$DB" --wearer 1 --truth "$RECORDING" --truth-format daphnet \
   --truth-start "$START" --truth-end "$END"
+
+step "stored abnormal-gait alerts; the truth: wearer 21 walked $GAIT_PATIENT (a patient), wearer 22 $GAIT_CONTROL (a control)"
+"$BIN/gaitwatch" hits --db "$DB" --pattern abnormal_gait
 
 step "the same alerts in the ward console (docs/console.md)"
 cat <<HINT

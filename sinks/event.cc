@@ -14,6 +14,7 @@ constexpr std::pair<EventType, const char*> kEventTypeNames[] = {
     {EventType::kAlertUnmarked, "alert_unmarked"},
     {EventType::kAlertEscalated, "alert_escalated"},
     {EventType::kEpisodeEnded, "episode_ended"},
+    {EventType::kGaitMinute, "gait_minute"},
     {EventType::kSensorRecovered, "sensor_recovered"},
     {EventType::kWearerChanged, "wearer_changed"},
 };

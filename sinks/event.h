@@ -25,6 +25,7 @@ enum class EventType {
   kEpisodeEnded,       // the detection an alert opened has ended
   kSensorRecovered,    // a device reported offline sends frames again
   kWearerChanged,      // the wearer registry changed (added, edited, removed)
+  kGaitMinute,         // a minute of a wearer's walking: its gait metrics (gait/metrics.h)
 };
 
 // "alert_acknowledged", "sensor_recovered", ...

@@ -486,12 +486,14 @@ std::vector<Event> HitStore::events(const EventQuery& q) const {
   if (q.wearer) sql += " AND wearer = ?2";
   if (q.alert_seq) sql += " AND alert_seq = ?3";
   if (q.since) sql += " AND at >= ?4";
+  if (q.type) sql += " AND type = ?6";
   sql += " ORDER BY id LIMIT ?5";
   Statement select(db_, label_, sql);
   select.bind(1, static_cast<std::int64_t>(q.after_id));
   if (q.wearer) select.bind(2, static_cast<std::int64_t>(*q.wearer));
   if (q.alert_seq) select.bind(3, static_cast<std::int64_t>(*q.alert_seq));
   if (q.since) select.bind(4, *q.since);
+  if (q.type) select.bind(6, std::string(event_type_name(*q.type)));
   select.bind(5, static_cast<std::int64_t>(q.limit));
   while (select.step()) result.push_back(row_to_event(select, label_));
   return result;

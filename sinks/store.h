@@ -36,6 +36,7 @@ struct EventQuery {
   std::optional<std::uint64_t> alert_seq;
   std::uint64_t after_id = 0;   // rows with id > after_id
   std::optional<double> since;  // at >= since (unix s)
+  std::optional<EventType> type;
   int limit = 1000;
 };
 

@@ -2,8 +2,12 @@
 // abnormal each walk's strides look against labelled example walks
 // (gait/, docs/gait.md).
 //
-//   gaitwatch gait --file W [--file W2 ...] --reference R [--reference ...] [--json]
+//   gaitwatch gait --file W [--file W2 ...] [--config C] [--json]   the pack's examples
+//   gaitwatch gait --file W ... --reference R [--reference ...]      these walks' strides
 //   gaitwatch gait --loso --file W --file W2 ... [--json]
+//   gaitwatch gait --file W ... --export-examples FILE               a pack's example file
+//   gaitwatch gait --file W --minutes [--json]    the minutes of walking the daemon would store
+//   gaitwatch gait --wearer N [--since T] [--json]   the minutes a running daemon stored
 //
 // A walk's label comes from its file name (gaitpdb: Co = control = normal,
 // Pt = patient = abnormal) or `--label FILE=normal|abnormal`; its subject
@@ -23,14 +27,24 @@
 #include "daemon/cli/cli.h"
 #include "daemon/cli/usage.h"
 #include "gait/abnormal.h"
+#include "gait/examples.h"
 #include "gait/metrics.h"
 #include "gait/walk.h"
+#include "common/time_text.h"
+#include "daemon/gait_job.h"
 #include "pipeline/evaluation.h"
 
 namespace gw::cli {
 namespace {
 
 struct GaitOptions {
+  std::string config_path;
+  long wearer = -1;      // >= 0: ask the running daemon
+  std::string since;
+  long limit = 0;
+  bool minutes = false;
+  ControlTarget target;
+  std::string export_examples;
   RecordingSource source;
   std::vector<std::string> files;
   std::vector<std::string> references;
@@ -39,6 +53,9 @@ struct GaitOptions {
   bool json = false;
   int examples_per_walk = 40;
   gait::AbnormalParams abnormal;
+  CLI::Option* k_flag = nullptr;  // given: overrides the pack's
+  CLI::Option* band_flag = nullptr;
+  CLI::Option* threshold_flag = nullptr;
 };
 
 struct Walk {
@@ -89,25 +106,10 @@ Walk read_walk(const std::string& file, const GaitOptions& o) {
 nlohmann::json number(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
 
 nlohmann::json walk_json(const Walk& w, double threshold) {
-  const gait::GaitMetrics& m = w.metrics;
-  nlohmann::json j{{"file", w.file},
-                   {"walk", w.name.recording},
-                   {"subject", w.name.subject},
-                   {"strides", m.strides},
-                   {"left_strides", m.left_strides},
-                   {"right_strides", m.right_strides},
-                   {"walking_s", m.walking_s},
-                   {"stride_time_median_s", number(m.stride_time_median_s)},
-                   {"stride_time_cv", number(m.stride_time_cv)},
-                   {"cadence_steps_per_min", number(m.cadence_steps_per_min)},
-                   {"stance_fraction", number(m.stance_fraction)},
-                   {"swing_fraction", number(m.swing_fraction)},
-                   {"double_support_fraction", number(m.double_support_fraction)},
-                   {"swing_asymmetry", number(m.swing_asymmetry)},
-                   {"cop_path_per_step", number(m.cop_path_per_step)},
-                   {"abnormal_score", number(w.score)},
-                   {"abnormal", std::isnan(w.score) ? nlohmann::json(nullptr)
-                                                    : nlohmann::json(w.score >= threshold)}};
+  nlohmann::json j{{"file", w.file}, {"walk", w.name.recording}, {"subject", w.name.subject}};
+  j.update(gait::metrics_json(w.metrics));
+  j["abnormal_score"] = number(w.score);
+  j["abnormal"] = std::isnan(w.score) ? nlohmann::json(nullptr) : nlohmann::json(w.score >= threshold);
   if (w.abnormal) j["label"] = *w.abnormal ? "abnormal" : "normal";
   return j;
 }
@@ -166,7 +168,7 @@ std::vector<bool> loso_threshold_predictions(const std::vector<Walk>& walks, con
   return predicted;
 }
 
-void print_summary(const std::vector<Walk>& walks, const GaitOptions& o) {
+void print_summary(const std::vector<Walk>& walks, bool loso, double threshold) {
   std::vector<Walk> labelled;
   for (const Walk& w : walks)
     if (w.abnormal && !std::isnan(w.score)) labelled.push_back(w);
@@ -178,26 +180,126 @@ void print_summary(const std::vector<Walk>& walks, const GaitOptions& o) {
     truth.push_back(*w.abnormal);
     scores.push_back(w.score);
     cvs.push_back(w.metrics.stride_time_cv);
-    by_score.push_back(w.score >= o.abnormal.threshold);
+    by_score.push_back(w.score >= threshold);
   }
   const std::vector<bool> by_cv = loso_threshold_predictions(labelled, cvs);
   std::cout << fmt::format("\n{} labelled walks ({} abnormal){}\n", labelled.size(),
                            std::count(truth.begin(), truth.end(), true),
-                           o.loso ? ", leave-one-subject-out" : "");
-  std::cout << fmt::format("  abnormal_score   AUC {:.3f}  balanced accuracy {:.3f} (threshold {})\n",
-                           gait::roc_auc(scores, truth), balanced_accuracy(by_score, truth),
-                           o.abnormal.threshold);
+                           loso ? ", leave-one-subject-out" : "");
+  int tp = 0, tn = 0, p = 0;
+  for (std::size_t i = 0; i < truth.size(); ++i) {
+    p += truth[i] ? 1 : 0;
+    tp += truth[i] && by_score[i] ? 1 : 0;
+    tn += !truth[i] && !by_score[i] ? 1 : 0;
+  }
+  const auto n = static_cast<int>(truth.size()) - p;
+  std::cout << fmt::format("  abnormal_score   AUC {:.3f}  balanced accuracy {:.3f} (threshold {}; sensitivity "
+                           "{}/{}, specificity {}/{})\n",
+                           gait::roc_auc(scores, truth), balanced_accuracy(by_score, truth), threshold, tp, p,
+                           tn, n);
   std::cout << fmt::format("  stride_time_cv   AUC {:.3f}  balanced accuracy {:.3f} (threshold chosen on the "
                            "other subjects)\n",
                            gait::roc_auc(cvs, truth), balanced_accuracy(by_cv, truth));
 }
 
+// One minute of walking as `--minutes` and `--wearer` print it: the
+// gait_minute event's details with its wearer.
+void print_minute(const nlohmann::json& minute, bool json) {
+  if (json) {
+    std::cout << minute.dump() << "\n";
+    return;
+  }
+  const auto value = [&](const char* key, const char* format) {
+    const nlohmann::json& v = minute.value(key, nlohmann::json(nullptr));
+    return v.is_number() ? fmt::format(fmt::runtime(format), v.get<double>()) : std::string("-");
+  };
+  std::cout << fmt::format("{:>7} {:>10} {:>10} {:>7} {:>8} {:>7} {:>8} {:>7} {:>7} {:>7} {:>8}\n",
+                           minute.value("wearer", 0), value("t_start", "{:.2f}"), value("t_end", "{:.2f}"),
+                           minute.value("strides", 0), value("stride_time_median_s", "{:.3f}"),
+                           value("stride_time_cv", "{:.4f}"), value("cadence_steps_per_min", "{:.1f}"),
+                           value("stance_fraction", "{:.3f}"), value("double_support_fraction", "{:.3f}"),
+                           value("swing_asymmetry", "{:.3f}"), value("abnormal_score", "{:.3f}"));
+}
+
+void print_minutes_header() {
+  std::cout << fmt::format("{:>7} {:>10} {:>10} {:>7} {:>8} {:>7} {:>8} {:>7} {:>7} {:>7} {:>8}\n", "wearer",
+                           "t_start", "t_end", "strides", "stride_s", "cv", "cadence", "stance", "dsupp",
+                           "asym", "abnormal");
+}
+
+// The minutes a running daemon stored (gait_minute events), oldest first.
+int run_online(const GaitOptions& o) {
+  ControlTarget target = o.target;
+  target.config = o.config_path;
+  target = target.resolved();
+  nlohmann::json args = {{"type", "gait_minute"}, {"wearer", o.wearer}};
+  if (!o.since.empty()) args["since"] = parse_time_text(o.since, unix_time_now());
+  if (!o.json) print_minutes_header();
+  long printed = 0;
+  std::uint64_t after_id = 0;
+  for (;;) {
+    args["after_id"] = after_id;
+    args["limit"] = o.limit > 0 ? std::min<long>(1000, o.limit - printed) : 1000;
+    const nlohmann::json result = control_result(control_request(target, "events.list", args));
+    for (const nlohmann::json& event : result["events"]) {
+      nlohmann::json minute = event["details"];
+      minute["wearer"] = event["wearer"];
+      minute["at"] = event["at"];
+      print_minute(minute, o.json);
+      ++printed;
+    }
+    after_id = result["last_id"].get<std::uint64_t>();
+    if (!result["more"].get<bool>() || (o.limit > 0 && printed >= o.limit)) break;
+  }
+  return 0;
+}
+
+// The monitor's options as the config's gait section and pack set them
+// (defaults without a config or a gait section).
+gait::MonitorOptions monitor_options_of(const std::string& config_path) {
+  const std::string path = client_config_path(config_path);
+  if (path.empty()) return {};
+  const config::Config cfg = config::load_config(path);
+  return cfg.gait.enabled ? daemon::gait_monitor_options(cfg.gait) : gait::MonitorOptions{};
+}
+
 int run(const GaitOptions& o) {
-  if (o.files.empty()) throw UsageError("--file is required");
+  if (o.wearer >= 0) {
+    if (!o.files.empty()) throw UsageError("--wearer asks the running daemon; it takes no --file");
+    return run_online(o);
+  }
+  if (o.files.empty()) throw UsageError("--file (or --wearer) is required");
+  if (o.minutes) {
+    const gait::MonitorOptions options = monitor_options_of(o.config_path);
+    if (!o.json) print_minutes_header();
+    for (const std::string& file : o.files) {
+      RecordingSource source = o.source;
+      source.file = file;
+      const sensors::Recording rec = source.read();
+      for (const gait::GaitMinute& m :
+           gait::walk_minutes(rec, options, default_frame_samples(rec.sample_rate_hz)).minutes) {
+        nlohmann::json minute = daemon::gait_minute_event(m, 0).details;
+        minute["wearer"] = m.wearer;
+        print_minute(minute, o.json);
+      }
+    }
+    return 0;
+  }
   std::vector<Walk> walks;
   for (const std::string& file : o.files) walks.push_back(read_walk(file, o));
 
   const int points = gait::CycleParams{}.curve_points;
+  gait::AbnormalParams used = o.abnormal;
+  if (!o.export_examples.empty()) {
+    gait::StrideLibrary library(points, o.abnormal);
+    for (const Walk& w : walks) add_examples(library, w, o.examples_per_walk);
+    std::string comment = "gaitwatch stride examples: " + std::to_string(o.examples_per_walk) +
+                          " evenly spaced strides of each walk (both feet), from";
+    for (const Walk& w : walks) comment += "\n  " + w.name.recording + (*w.abnormal ? " abnormal" : " normal");
+    gait::write_stride_examples(o.export_examples, library.examples(), comment);
+    std::cerr << "wrote " << library.examples().size() << " stride examples to " << o.export_examples << "\n";
+    return 0;
+  }
   if (o.loso || !o.references.empty()) {
     gait::StrideLibrary library(points, o.abnormal);
     if (o.loso) {
@@ -205,10 +307,24 @@ int run(const GaitOptions& o) {
     }
     for (const std::string& file : o.references) add_examples(library, read_walk(file, o), o.examples_per_walk);
     for (Walk& w : walks) w.score = library.score(w.strides, o.loso ? w.name.subject : std::string());
+  } else if (const std::string path = client_config_path(o.config_path); !path.empty()) {
+    // The pack's examples and rule, any flag given overriding it.
+    const config::Config cfg = config::load_config(path);
+    if (!cfg.gait.examples_file.empty()) {
+      gait::AbnormalParams params{cfg.gait.k, cfg.gait.band, cfg.gait.threshold};
+      if (o.k_flag->count()) params.k = o.abnormal.k;
+      if (o.band_flag->count()) params.band_fraction = o.abnormal.band_fraction;
+      if (o.threshold_flag->count()) params.threshold = o.abnormal.threshold;
+      gait::StrideLibrary library(points, params);
+      for (gait::StrideExample& e : gait::read_stride_examples(cfg.gait.examples_file, points))
+        library.add(std::move(e));
+      for (Walk& w : walks) w.score = library.score(w.strides);
+      used = params;
+    }
   }
 
   if (o.json) {
-    for (const Walk& w : walks) std::cout << walk_json(w, o.abnormal.threshold).dump() << "\n";
+    for (const Walk& w : walks) std::cout << walk_json(w, used.threshold).dump() << "\n";
     return 0;
   }
   std::cout << fmt::format("{:<12} {:>7} {:>8} {:>7} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>9}\n", "walk",
@@ -223,7 +339,7 @@ int run(const GaitOptions& o) {
                              std::isnan(w.score) ? std::string("-") : fmt::format("{:.3f}", w.score),
                              w.abnormal ? (*w.abnormal ? "abnormal" : "normal") : "?");
   }
-  print_summary(walks, o);
+  print_summary(walks, o.loso, used.threshold);
   return 0;
 }
 
@@ -245,11 +361,27 @@ void add_gait(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", o->json, "one JSON object per walk");
   cmd->add_option("--examples-per-walk", o->examples_per_walk, "strides a labelled walk contributes")
       ->check(CLI::Range(1, 100000));
-  cmd->add_option("--k", o->abnormal.k, "nearest examples voting per stride")->check(CLI::Range(1, 100000));
-  cmd->add_option("--band", o->abnormal.band_fraction, "DTW band, a fraction of the curve length")
+  cmd->add_option("--config", o->config_path,
+                  "config whose gait pack scores the walks when neither --loso nor --reference is given "
+                  "(default: the installed config)");
+  cmd->add_option("--export-examples", o->export_examples,
+                  "write the --file walks' strides (evenly spaced, --examples-per-walk each) as a gait "
+                  "pack's example file, and nothing else");
+  o->k_flag = cmd->add_option("--k", o->abnormal.k, "nearest examples voting per stride")->check(CLI::Range(1, 100000));
+  o->band_flag = cmd->add_option("--band", o->abnormal.band_fraction, "DTW band, a fraction of the curve length")
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--threshold", o->abnormal.threshold, "mean stride score at or above it: abnormal")
+  o->threshold_flag = cmd->add_option("--threshold", o->abnormal.threshold, "mean stride score at or above it: abnormal")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--wearer", o->wearer,
+                  "print the minutes of walking a running daemon stored for this wearer (control "
+                  "interface)")
+      ->check(CLI::Range(0L, 4294967295L));
+  cmd->add_option("--since", o->since, std::string("with --wearer: minutes stored at or after T: ") + kTimeTextForms);
+  cmd->add_option("--limit", o->limit, "with --wearer: at most this many minutes (0 = all)");
+  cmd->add_flag("--minutes", o->minutes,
+                "print the minutes of walking the daemon would store for each --file (sent as wearer 1), "
+                "with the config's gait pack scoring them");
+  o->target.add_flags(*cmd, "", /*with_config_flag=*/false);
   on_run(*cmd, exit_code, [o] { return run(*o); });
 }
 

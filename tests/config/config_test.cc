@@ -179,7 +179,7 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(config.search.deadline_ms == 250);
   CHECK(config.search.max_matches_per_pair == 4096);
 
-  REQUIRE(config.devices.size() == 5);
+  REQUIRE(config.devices.size() == 6);
   const gw::config::DeviceProfile* body = config.device_by_name("daphnet_body");
   REQUIRE(body != nullptr);
   CHECK(body->id == 1);
@@ -216,7 +216,11 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   REQUIRE(force->channels.size() == 8);
   CHECK(force->channels.front() == "s1");
   CHECK(force->channels.back() == "s8");
-  CHECK(config.device_by_id(6) == nullptr);
+  const gw::config::DeviceProfile* pair = config.device_by_id(6);
+  REQUIRE(pair != nullptr);
+  CHECK(pair->name == "gaitpdb_insoles");
+  CHECK(pair->channels.size() == 16);
+  CHECK(config.device_by_id(7) == nullptr);
   CHECK(config.device_by_name("nobody") == nullptr);
 
   // The two shipped packs, in include order.
@@ -2083,4 +2087,79 @@ TEST_CASE("console: off without the section, pages, TLS pair and control checked
   require_single_issue(issues_of(yaml({"console:", "  tls:", "    certificate_file: /etc/hostname"})),
                        "console.tls.certificate_file", 3, "both");
   require_single_issue(issues_of(yaml({"console:", "  port: 70000"})), "console.port", 2, "70000");
+}
+
+TEST_CASE("gait: off without the section, the pack's rule and examples read, its issues with its file",
+          "[config][gait]") {
+  const auto defaults = parse_config(yaml({"search:", "  threads: 1"}), "ok.yaml", "/base");
+  CHECK_FALSE(defaults.gait.enabled);
+  CHECK(defaults.gait.examples_file.empty());
+
+  // The shipped config: on, with the shipped pack and its examples.
+  const Config shipped = load_config(std::string(kConfigDir) + "/gaitwatch.yaml");
+  CHECK(shipped.gait.enabled);
+  CHECK(shipped.gait.name == "abnormal_gait");
+  CHECK(shipped.gait.severity == "info");
+  CHECK(shipped.gait.k == 15);
+  CHECK(shipped.gait.bout_strides == 20);
+  CHECK(fs::is_regular_file(shipped.gait.examples_file));
+  CHECK(shipped.gait.examples_digest != 0);
+  CHECK(shipped.device_by_name("gaitpdb_insoles") != nullptr);
+
+  TempDir dir;
+  std::string good = "label,subject";
+  for (int i = 0; i < 128; ++i) good += ",c" + std::to_string(i);
+  good += "\nnormal,A";
+  for (int i = 0; i < 128; ++i) good += ",0.5";
+  good += "\nabnormal,B";
+  for (int i = 0; i < 128; ++i) good += ",0.25";
+  good += "\n";
+  dir.write("packs/strides.csv", good);
+  dir.write("packs/gait.yaml", yaml({"description: test",                  // 1
+                                     "abnormal_gait:",                     // 2
+                                     "  severity: warning",                // 3
+                                     "  examples: strides.csv",            // 4
+                                     "  k: 3",                             // 5
+                                     "  bout_strides: 8"}));               // 6
+  const auto ok = parse_config(yaml({"gait:", "  pack: packs/gait.yaml", "  minute_s: 30"}), "ok.yaml",
+                               dir.path().string());
+  CHECK(ok.gait.enabled);
+  CHECK(ok.gait.minute_s == 30);
+  CHECK(ok.gait.severity == "warning");
+  CHECK(ok.gait.k == 3);
+  CHECK(ok.gait.bout_strides == 8);
+  CHECK(ok.gait.examples_file == normal(dir.path() / "packs/strides.csv"));
+
+  // The pack's own issues carry its file and the include's key path.
+  dir.write("packs/bad.yaml", yaml({"abnormal_gait:", "  examples: missing.csv", "  k: 0"}));
+  std::vector<ConfigIssue> issues;
+  try {
+    parse_config(yaml({"gait:", "  pack: packs/bad.yaml"}), "main.yaml", dir.path().string());
+  } catch (const ConfigError& error) {
+    issues = error.issues();
+  }
+  INFO(describe(issues));
+  REQUIRE(issues.size() == 2);
+  for (const ConfigIssue& issue : issues) {
+    CHECK(issue.file == "packs/bad.yaml");
+    CHECK_THAT(issue.message, Catch::Contains("gait pack named by gait.pack at main.yaml:2"));
+  }
+  CHECK(issues[0].path == "abnormal_gait.examples");
+  CHECK_THAT(issues[0].message, Catch::Contains("cannot read stride examples"));
+  CHECK(issues[1].path == "abnormal_gait.k");
+
+  // Examples of one class only cannot decide.
+  dir.write("packs/one.csv", good.substr(0, good.find("\nabnormal")) + "\n");
+  dir.write("packs/one.yaml", yaml({"abnormal_gait:", "  examples: one.csv"}));
+  try {
+    parse_config(yaml({"gait:", "  pack: packs/one.yaml"}), "main.yaml", dir.path().string());
+    FAIL("accepted a pack with normal examples only");
+  } catch (const ConfigError& error) {
+    REQUIRE(error.issues().size() == 1);
+    CHECK_THAT(error.issues()[0].message, Catch::Contains("both normal and abnormal"));
+  }
+
+  require_single_issue(issues_of(yaml({"gait:", "  pack: nowhere.yaml"})), "gait.pack", 2, "cannot read");
+  require_single_issue(issues_of(yaml({"gait:", "  minute_s: 0"})), "gait.minute_s", 2, "must be in [1");
+  require_single_issue(issues_of(yaml({"gait:", "  pace: 1"})), "gait.pace", 2, "unknown key");
 }

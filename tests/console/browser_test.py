@@ -127,6 +127,7 @@ def main():
         config.setdefault("wearers", {})
         config["wearers"].update({"stale_after_s": 2, "offline_after_s": 4, "offline_alerts": True})
         config["patterns"] = absolute_includes(config["patterns"], config_dir)
+        config["gait"]["pack"] = os.path.join(config_dir, "patterns", "gait.yaml")
         config_path = os.path.join(work, "gaitwatch.yaml")
         with open(config_path, "w") as f:
             yaml.safe_dump(config, f)

@@ -108,6 +108,7 @@ struct DaemonFixture {
     // their includes (the tests edit config["patterns"][0], the freeze
     // pattern), and the patterns' recordings and templates made absolute.
     config["patterns"] = inline_packs(config["patterns"], GW_CONFIG_DIR);
+    config["gait"]["pack"] = std::string(GW_CONFIG_DIR) + "/patterns/gait.yaml";
     config_path = dir / "gaitwatch.yaml";
     write_config(config);
   }

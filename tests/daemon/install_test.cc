@@ -97,6 +97,11 @@ TEST_CASE("the installed config validates and names only files under the prefix"
   CHECK(config.control.endpoint == "ipc:///run/gaitwatch/control.sock");
   // The console's pages are installed with the programs.
   CHECK(config.console.static_dir == (installed.prefix / "share/gaitwatch/console").string());
+  // The gait pack and its example strides are read from the installed prefix.
+  CHECK(config.gait.enabled);
+  CHECK(config.gait.pack == (installed.prefix / "share/gaitwatch/patterns/gait.yaml").string());
+  CHECK(config.gait.examples_file ==
+        (installed.prefix / "share/gaitwatch/patterns/gait/strides.csv").string());
   for (const char* page : {"index.html", "login.html", "static/console.js", "static/login.js",
                            "static/console.css"})
     CHECK(fs::is_regular_file(installed.prefix / "share/gaitwatch/console" / page));

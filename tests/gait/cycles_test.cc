@@ -9,6 +9,7 @@
 #include "gait/metrics.h"
 #include "gait/walk.h"
 #include "sensors/recording.h"
+#include "sensors/synthetic.h"
 #include "tests/gait/synthetic_walk.h"
 
 namespace gw::gait {
@@ -138,6 +139,24 @@ TEST_CASE("stride times of the bundled walks agree with a threshold-crossing ref
     for (const Stride& s : strides) CHECK(s.cop_path > 0);
   }
   CHECK(walks == 18);
+}
+
+TEST_CASE("the 99-cell pressure insole gives the force insole's strides", "[gait]") {
+  // The W1 insole's cells interpolated from a gaitpdb walk's 8 sensors
+  // (sensors/synthetic.h): the same walk on the other insole kind.
+  const sensors::Recording walk = sensors::read_gaitpdb(std::string(GW_DATA_DIR) + "/gaitpdb/GaPt07_01.txt");
+  const sensors::Recording cells = sensors::interpolate_insoles(walk);
+  REQUIRE(recording_feet(cells.channel_names).size() == 2);
+  REQUIRE(recording_feet(cells.channel_names)[0].layout.x.size() == 99);
+  const GaitMetrics force = summarise(walk_strides(walk));
+  const GaitMetrics pressure = summarise(walk_strides(cells));
+  CHECK(pressure.strides >= force.strides - 4);
+  CHECK(pressure.strides <= force.strides + 4);
+  CHECK(pressure.stride_time_median_s == Approx(force.stride_time_median_s).epsilon(0.01));
+  CHECK(pressure.stance_fraction == Approx(force.stance_fraction).margin(0.03));
+  CHECK(pressure.cop_path_per_step > 0);  // in cells
+
+  CHECK_THROWS_WITH(recording_feet({"a", "b"}), Catch::Contains("no insole channels"));
 }
 
 }  // namespace

@@ -745,7 +745,7 @@ TEST_CASE("HitStore: a version 1 store is migrated with its rows kept", "[store]
         MarkError::Reason::kNoWindow);
 }
 
-TEST_CASE("HitStore: events get increasing ids, filter by wearer and alert, and age out",
+TEST_CASE("HitStore: events get increasing ids, filter by wearer, alert and type, and age out",
           "[store]") {
   using gw::pipeline::Event;
   using gw::pipeline::EventQuery;
@@ -784,6 +784,13 @@ TEST_CASE("HitStore: events get increasing ids, filter by wearer and alert, and 
   after.after_id = events[1].id;
   REQUIRE(store.events(after).size() == 1);
   CHECK(store.events(after)[0].actor == "ben");
+  EventQuery of_type;
+  of_type.type = EventType::kSensorRecovered;
+  of_type.limit = 2;
+  REQUIRE(store.events(of_type).size() == 1);
+  CHECK(store.events(of_type)[0].wearer == 6);
+  of_type.wearer = 5;
+  CHECK(store.events(of_type).empty());
 
   store.delete_older_than(2500);
   const std::vector<Event> left = store.events(EventQuery{});

@@ -1,0 +1,216 @@
+#include "gait/monitor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+namespace gw::gait {
+
+namespace {
+
+// Indices of `prefix`1..8 in `channels`; empty when any is missing.
+std::vector<int> force_sensors(const std::vector<std::string>& channels, const std::string& prefix) {
+  std::vector<int> out;
+  for (int i = 1; i <= 8; ++i) {
+    const auto it = std::find(channels.begin(), channels.end(), prefix + std::to_string(i));
+    if (it == channels.end()) return {};
+    out.push_back(static_cast<int>(it - channels.begin()));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<FootSource> device_feet(sensors::DeviceKind kind, const std::vector<std::string>& channels) {
+  std::vector<FootSource> out;
+  if (kind == sensors::DeviceKind::kPressureInsoleLeft || kind == sensors::DeviceKind::kPressureInsoleRight) {
+    FootSource foot;
+    foot.foot = kind == sensors::DeviceKind::kPressureInsoleLeft ? Foot::kLeft : Foot::kRight;
+    foot.cells.resize(channels.size());
+    std::iota(foot.cells.begin(), foot.cells.end(), 0);
+    if (channels.size() == pressure_grid_layout().x.size()) foot.layout = pressure_grid_layout();
+    out.push_back(std::move(foot));
+    return out;
+  }
+  for (const Foot f : {Foot::kLeft, Foot::kRight}) {
+    std::vector<int> cells = force_sensors(channels, f == Foot::kLeft ? "L" : "R");
+    if (cells.empty()) continue;
+    out.push_back(FootSource{f, std::move(cells), gaitpdb_layout(f)});
+  }
+  return out;
+}
+
+void reduce_foot_loads(const std::vector<FootSource>& feet, const sensors::Frame& frame,
+                       std::vector<FootLoad>& out) {
+  out.resize(static_cast<std::size_t>(frame.samples) * feet.size());
+  std::vector<float> cells;
+  for (std::size_t s = 0; s < frame.samples; ++s) {
+    const float* row = frame.values.data() + s * frame.channels;
+    for (std::size_t i = 0; i < feet.size(); ++i) {
+      const FootSource& foot = feet[i];
+      cells.resize(foot.cells.size());
+      for (std::size_t c = 0; c < foot.cells.size(); ++c) {
+        const int channel = foot.cells[c];
+        cells[c] = channel < frame.channels ? row[channel] : 0.0f;
+      }
+      out[s * feet.size() + i] = foot_load(cells.data(), static_cast<int>(cells.size()), foot.layout);
+    }
+  }
+}
+
+GaitMonitor::GaitMonitor(MonitorOptions options, std::map<std::uint16_t, std::vector<FootSource>> devices)
+    : options_(std::move(options)), devices_(std::move(devices)) {}
+
+const std::vector<FootSource>* GaitMonitor::feet_of(std::uint16_t device) const {
+  const auto it = devices_.find(device);
+  return it == devices_.end() ? nullptr : &it->second;
+}
+
+GaitMonitor::WearerState& GaitMonitor::wearer_state(std::uint32_t wearer, double rate_hz) {
+  auto it = wearers_.find(wearer);
+  if (it == wearers_.end()) {
+    CycleParams params = options_.cycles;
+    params.sample_rate_hz = rate_hz;
+    it = wearers_.emplace(wearer, WearerState(params)).first;
+  }
+  return it->second;
+}
+
+void GaitMonitor::on_frame(std::uint32_t wearer, std::uint16_t device, double first_sample_s, double rate_hz,
+                           int samples, const FootLoad* loads, double arrival_s) {
+  const std::vector<FootSource>* feet = feet_of(device);
+  if (!feet || feet->empty() || samples <= 0 || !(rate_hz > 0)) return;
+  WearerState& w = wearer_state(wearer, rate_hz);
+  const double period = 1.0 / rate_hz;
+  const std::size_t per_sample = feet->size();
+  for (const FootSource& f : *feet)
+    if (f.foot == Foot::kLeft) w.left_device = device;
+
+  if (per_sample == 2) {
+    // Both feet from one device: joined as they come.
+    const int left = (*feet)[0].foot == Foot::kLeft ? 0 : 1;
+    for (int s = 0; s < samples; ++s) {
+      const FootLoad* row = loads + static_cast<std::size_t>(s) * per_sample;
+      push_joined(wearer, w, first_sample_s + s * period, row[left], row[1 - left], arrival_s);
+    }
+    return;
+  }
+  const int f = static_cast<int>((*feet)[0].foot);
+  for (int s = 0; s < samples; ++s)
+    w.waiting[f].push_back(Pending{first_sample_s + s * period, loads[s], device, arrival_s});
+  pair_waiting(wearer, w, period);
+}
+
+void GaitMonitor::pair_waiting(std::uint32_t wearer, WearerState& w, double period) {
+  auto& left = w.waiting[0];
+  auto& right = w.waiting[1];
+  while (!left.empty() && !right.empty()) {
+    const double lt = left.front().t_s, rt = right.front().t_s;
+    if (std::fabs(lt - rt) <= 0.5 * period) {
+      push_joined(wearer, w, lt, left.front().load, right.front().load,
+                  std::max(left.front().arrival_s, right.front().arrival_s));
+      left.pop_front();
+      right.pop_front();
+    } else if (lt < rt) {
+      left.pop_front();
+      ++counters_.unpaired_samples;
+    } else {
+      right.pop_front();
+      ++counters_.unpaired_samples;
+    }
+  }
+  // What waits alone longer than the lag for the other foot is dropped.
+  for (auto* queue : {&left, &right}) {
+    if (queue->empty()) continue;
+    const double newest = queue->back().t_s;
+    while (!queue->empty() && newest - queue->front().t_s > options_.max_join_lag_s) {
+      queue->pop_front();
+      ++counters_.unpaired_samples;
+    }
+  }
+}
+
+void GaitMonitor::push_joined(std::uint32_t wearer, WearerState& w, double t_s, const FootLoad& left,
+                              const FootLoad& right, double arrival_s) {
+  ++counters_.samples;
+  scratch_.clear();
+  w.tracker.push(t_s, left, right, scratch_);
+  for (const Stride& stride : scratch_) on_stride(wearer, w, stride, arrival_s);
+}
+
+void GaitMonitor::on_stride(std::uint32_t wearer, WearerState& w, const Stride& stride, double arrival_s) {
+  ++counters_.strides;
+  double score = std::numeric_limits<double>::quiet_NaN();
+  if (options_.library) {
+    score = options_.library->stride_score(stride.curve);
+    ++counters_.scored_strides;
+  }
+
+  // The minute of walking.
+  w.minute.push_back(stride);
+  w.minute_scores.push_back(score);
+  if (stride.foot == Foot::kLeft) w.minute_walking_s += stride.stride_s();
+  if (w.minute_walking_s >= options_.minute_s) {
+    GaitMinute minute;
+    minute.wearer = wearer;
+    minute.t_start = w.minute.front().heel_strike_s;
+    minute.t_end = 0;
+    for (const Stride& s : w.minute) {
+      minute.t_start = std::min(minute.t_start, s.heel_strike_s);
+      minute.t_end = std::max(minute.t_end, s.next_heel_strike_s);
+    }
+    minute.metrics = summarise(w.minute);
+    double sum = 0;
+    int n = 0;
+    for (double v : w.minute_scores)
+      if (!std::isnan(v)) {
+        sum += v;
+        ++n;
+      }
+    minute.abnormal_score = n ? sum / n : std::numeric_limits<double>::quiet_NaN();
+    w.last = minute;
+    w.has_last = true;
+    minutes_.push_back(std::move(minute));
+    ++counters_.minutes;
+    w.minute.clear();
+    w.minute_scores.clear();
+    w.minute_walking_s = 0;
+  }
+
+  // The walking bout.
+  if (!options_.library) return;
+  if (stride.heel_strike_s - w.last_stride_end_s > options_.bout_gap_s) w.bout.clear();
+  w.last_stride_end_s = std::max(w.last_stride_end_s, stride.next_heel_strike_s);
+  w.bout.emplace_back(stride.heel_strike_s, score);
+  while (static_cast<int>(w.bout.size()) > options_.bout_strides) w.bout.pop_front();
+  if (static_cast<int>(w.bout.size()) < options_.bout_strides) return;
+  double sum = 0;
+  for (const auto& [start, value] : w.bout) sum += value;
+  const double mean = sum / static_cast<double>(w.bout.size());
+  if (mean < options_.library->params().threshold) return;
+  if (stride.next_heel_strike_s - w.last_alert_s < options_.cooldown_s) return;
+  w.last_alert_s = stride.next_heel_strike_s;
+  AbnormalBout bout;
+  bout.wearer = wearer;
+  bout.device = w.left_device;
+  bout.t_start = w.bout.front().first;
+  bout.t_end = stride.next_heel_strike_s;
+  bout.score = mean;
+  bout.strides = static_cast<int>(w.bout.size());
+  bout.arrival_s = arrival_s;
+  abnormal_.push_back(bout);
+  ++counters_.abnormal_bouts;
+}
+
+std::vector<GaitMinute> GaitMonitor::take_minutes() { return std::exchange(minutes_, {}); }
+
+std::vector<AbnormalBout> GaitMonitor::take_abnormal() { return std::exchange(abnormal_, {}); }
+
+const GaitMinute* GaitMonitor::last_minute(std::uint32_t wearer) const {
+  const auto it = wearers_.find(wearer);
+  return it != wearers_.end() && it->second.has_last ? &it->second.last : nullptr;
+}
+
+}  // namespace gw::gait
