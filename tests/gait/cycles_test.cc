@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "gait/metrics.h"
 #include "gait/walk.h"
 #include "sensors/recording.h"
 #include "sensors/synthetic.h"
+#include "tests/gait/bundled_walks.h"
 #include "tests/gait/synthetic_walk.h"
 
 namespace gw::gait {
@@ -72,7 +72,7 @@ TEST_CASE("metrics of a synthetic walk: cadence, stance, double support and swin
   CHECK(m.double_support_fraction == Approx((1.1 - 0.409 - 0.449) / 1.1).margin(0.03));
 }
 
-TEST_CASE("standing yields no strides; the strides start with walking", "[gait]") {
+TEST_CASE("standing yields no strides, the strides start with walking", "[gait]") {
   SyntheticWalk w;
   w.start_s = 20;
   w.duration_s = 50;
@@ -122,12 +122,10 @@ double threshold_reference_stride_s(const sensors::Recording& rec) {
 TEST_CASE("stride times of the bundled walks agree with a threshold-crossing reference", "[gait]") {
   // Tolerance: the median stride time of each foot within 3 % of the
   // reference's (the issue's target, met on every bundled walk).
-  int walks = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(GW_DATA_DIR) + "/gaitpdb")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find("_01.txt") == std::string::npos) continue;
-    ++walks;
-    const sensors::Recording rec = sensors::read_gaitpdb(entry.path().string());
+  const auto walks = testing::bundled_walks();
+  for (const auto& path : walks) {
+    const std::string name = path.filename().string();
+    const sensors::Recording rec = sensors::read_gaitpdb(path.string());
     const std::vector<Stride> strides = walk_strides(rec);
     std::vector<double> left;
     for (const Stride& s : strides)
@@ -138,7 +136,7 @@ TEST_CASE("stride times of the bundled walks agree with a threshold-crossing ref
     CHECK(std::fabs(median_of(left) / reference - 1.0) <= 0.03);
     for (const Stride& s : strides) CHECK(s.cop_path > 0);
   }
-  CHECK(walks == 18);
+  CHECK(walks.size() == 18);
 }
 
 TEST_CASE("the 99-cell pressure insole gives the force insole's strides", "[gait]") {
