@@ -30,6 +30,13 @@
 // engine spreads slice filling and phase 2 over its pool, and wall time is
 // the figure), and a digest of every alert (so that two builds can be
 // shown to raise the same alerts).
+//
+// With --gait, the same run also does the daemon's gait work for every frame
+// (gait/monitor.h): the feet's loads reduced from the 2 x 99 insole cells
+// (what the daemon's ingest threads do) and the monitor's strides and
+// minutes (what its pipeline thread does), each timed on its own and
+// reported beside the host figure as a ratio; --gait-examples FILE also
+// scores every stride against a gait pack's examples.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -41,7 +48,9 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
@@ -49,6 +58,8 @@
 
 #include "bench/w1_workload.h"
 #include "common/error.h"
+#include "gait/examples.h"
+#include "gait/monitor.h"
 #include "config/config.h"
 #include "kernels/search.h"
 #include "sinks/alert.h"
@@ -189,7 +200,21 @@ struct Options {
   int min_dims = 0;
   std::string data;
   std::uint64_t seed = 1;
+  bool gait = false;
+  std::string gait_examples;
 };
+
+// The W1 device's feet: cells 0..98 the left insole, 99..197 the right.
+std::map<std::uint16_t, std::vector<gw::gait::FootSource>> w1_feet() {
+  std::vector<gw::gait::FootSource> feet(2);
+  for (int f = 0; f < 2; ++f) {
+    feet[static_cast<std::size_t>(f)].foot = static_cast<gw::gait::Foot>(f);
+    feet[static_cast<std::size_t>(f)].layout = gw::gait::pressure_grid_layout();
+    for (int c = 0; c < gw::sensors::kW1InsoleChannels; ++c)
+      feet[static_cast<std::size_t>(f)].cells.push_back(f * gw::sensors::kW1InsoleChannels + c);
+  }
+  return {{static_cast<std::uint16_t>(kDeviceId), feet}};
+}
 
 std::string engine_config(const Options& options, const gw::bench::W1PatternSet& set,
                           const fs::path& templates) {
@@ -243,6 +268,21 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
   std::uint64_t digest = 1469598103934665603ull;  // FNV-1a over the alerts' JSON
   std::vector<gw::pipeline::Engine::ArrivedFrame> refs;
   std::vector<char> accepted;
+  std::optional<gw::gait::GaitMonitor> gait;
+  if (options.gait) {
+    gw::gait::MonitorOptions gait_options;
+    if (!options.gait_examples.empty()) {
+      auto library = std::make_shared<gw::gait::StrideLibrary>(gait_options.cycles.curve_points,
+                                                               gw::gait::AbnormalParams{});
+      for (auto& e : gw::gait::read_stride_examples(options.gait_examples, gait_options.cycles.curve_points))
+        library->add(std::move(e));
+      gait_options.library = std::move(library);
+    }
+    gait.emplace(gait_options, w1_feet());
+  }
+  const auto feet = w1_feet().begin()->second;
+  std::vector<std::vector<gw::gait::FootLoad>> loads(static_cast<std::size_t>(wearers));
+  std::vector<double> reduce_ms, monitor_ms, reduce_cpu, monitor_cpu;
   for (int tick = 0; tick < options.ticks; ++tick) {
     const std::size_t length = streams[0].size() / kW1Channels;
     for (int d = 0; d < distinct; ++d) {
@@ -281,6 +321,20 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
       }
     }
     const Stamp t0_end = stamp();
+    Stamp g0{}, g1{}, g2{};
+    if (gait) {
+      g0 = stamp();
+      for (std::size_t w = 0; w < frames.size(); ++w) gw::gait::reduce_foot_loads(feet, frames[w], loads[w]);
+      g1 = stamp();
+      for (std::size_t w = 0; w < frames.size(); ++w) {
+        const auto& f = frames[w];
+        gait->on_frame(f.wearer_id, f.device_id, static_cast<double>(f.device_time_us) / 1e6, f.sample_rate_hz,
+                       f.samples, loads[w].data(), sim_now - 0.05);
+      }
+      g2 = stamp();
+      gait->take_minutes();
+      gait->take_abnormal();
+    }
     const std::uint64_t searched_before = engine.counters().batches;
     const Stamp t1 = stamp();
     backend->started = backend->ended = t1;
@@ -306,6 +360,12 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
     phase2_ms.push_back(wall_ms(search_end, t2));
     phase2_cpu.push_back(cpu_ms(search_end, t2));
     if (searched) distinct_slices += backend->distinct_slices;
+    if (gait) {
+      reduce_ms.push_back(wall_ms(g0, g1));
+      monitor_ms.push_back(wall_ms(g1, g2));
+      reduce_cpu.push_back(cpu_ms(g0, g1));
+      monitor_cpu.push_back(cpu_ms(g1, g2));
+    }
   }
   const auto& c = engine.counters();
   const double host_ms = mean(on_frame_ms) + mean(assembly_ms) + mean(phase2_ms);
@@ -346,6 +406,21 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
   line["batches"] = c.batches;
   line["alerts_total"] = c.alerts;
   line["alerts_digest"] = fmt::format("{:016x}", digest);
+  if (gait) {
+    const auto& g = gait->counters();
+    line["gait_reduce_us_per_wearer_tick"] = mean(reduce_ms) * 1000.0 / wearers;
+    line["gait_monitor_us_per_wearer_tick"] = mean(monitor_ms) * 1000.0 / wearers;
+    line["gait_reduce_cpu_us_per_wearer_tick"] = mean(reduce_cpu) * 1000.0 / wearers;
+    line["gait_monitor_cpu_us_per_wearer_tick"] = mean(monitor_cpu) * 1000.0 / wearers;
+    line["gait_monitor_ms_p99"] = p99(monitor_ms);
+    // The gait work against the engine's host work of the same ticks.
+    line["gait_to_host_ratio"] = host_ms > 0 ? (mean(reduce_ms) + mean(monitor_ms)) / host_ms : 0;
+    line["gait_monitor_to_host_ratio"] = host_ms > 0 ? mean(monitor_ms) / host_ms : 0;
+    line["gait_strides"] = g.strides;
+    line["gait_scored_strides"] = g.scored_strides;
+    line["gait_minutes"] = g.minutes;
+    line["gait_scoring"] = !options.gait_examples.empty();
+  }
   line["note"] =
       "host = on_frame + assembly + phase2 (search excluded: memo over the CPU backend, "
       "distinct streams searched once); --threads workers (search.threads: the engine's "
@@ -376,6 +451,9 @@ int main(int argc, char** argv) {
   app.add_option("--min-dims", options.min_dims, "matched dims an alert needs (default: the source's)");
   app.add_option("--data", options.data, "gaitpdb recording the synthetic wearers are made from");
   app.add_option("--seed", options.seed, "seed of the synthetic wearers and patterns");
+  app.add_flag("--gait", options.gait, "also time the daemon's gait work for every frame (gait/monitor.h)");
+  app.add_option("--gait-examples", options.gait_examples,
+                 "with --gait: score every stride against this gait pack's example strides");
   CLI11_PARSE(app, argc, argv);
   try {
     const std::vector<int> counts = gw::bench::parse_counts(options.wearers, "--wearers");

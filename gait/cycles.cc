@@ -34,30 +34,25 @@ FootLayout pressure_grid_layout() {
 }
 
 FootLoad foot_load(const float* cells, int count, const FootLayout& layout) {
-  FootLoad out;
-  double total = 0, sum_x = 0, sum_y = 0;
-  const bool with_layout = !layout.empty() && static_cast<int>(layout.x.size()) == count;
-  for (int i = 0; i < count; ++i) {
-    const double v = cells[i] > 0 ? cells[i] : 0.0;
-    total += v;
-    if (with_layout) {
-      sum_x += v * layout.x[i];
-      sum_y += v * layout.y[i];
-    }
-  }
-  out.load = static_cast<float>(total);
-  if (with_layout && total > 0) {
-    out.has_cop = true;
-    out.cop_x = static_cast<float>(sum_x / total);
-    out.cop_y = static_cast<float>(sum_y / total);
-  }
-  return out;
+  return foot_load_of([cells](int i) { return cells[i]; }, count, layout);
 }
 
-StrideTracker::StrideTracker(const CycleParams& params) : params_(params) {}
+StrideTracker::StrideTracker(const CycleParams& params)
+    : params_(params),
+      window_samples_(std::max<std::int64_t>(1, std::llround(params.range_window_s * params.sample_rate_hz))),
+      walking_range_decay_(std::exp2(-1.0 / (params.sample_rate_hz * params.walking_range_half_life_s))) {}
 
 void StrideTracker::reset() {
-  for (FootState& foot : feet_) foot = FootState{};
+  for (FootState& foot : feet_) {
+    foot.window_max.clear();
+    foot.window_min.clear();
+    foot.walking_range = 0;
+    foot.contact = false;
+    foot.known = false;
+    foot.heel_strike_s.reset();
+    foot.toe_off_s.reset();
+    foot.previous_load = 0;
+  }
   samples_.clear();
   started_ = false;
 }
@@ -91,15 +86,15 @@ void StrideTracker::push(double t_s, const FootLoad& left, const FootLoad& right
     double t_s = 0;
   };
   Event events[2];
-  const auto window = static_cast<std::int64_t>(std::lround(params_.range_window_s * params_.sample_rate_hz));
-  const double decay = std::exp2(-period / params_.walking_range_half_life_s);
+  const std::int64_t window = window_samples_;
+  const double decay = walking_range_decay_;
   for (int f = 0; f < 2; ++f) {
     FootState& s = feet_[f];
     const float load = loads[f].load;
     while (!s.window_max.empty() && s.window_max.back().second <= load) s.window_max.pop_back();
-    s.window_max.emplace_back(index, load);
+    s.window_max.push_back({index, load});
     while (!s.window_min.empty() && s.window_min.back().second >= load) s.window_min.pop_back();
-    s.window_min.emplace_back(index, load);
+    s.window_min.push_back({index, load});
     while (s.window_max.front().first <= index - window) s.window_max.pop_front();
     while (s.window_min.front().first <= index - window) s.window_min.pop_front();
     const float lo = s.window_min.front().second;
@@ -153,6 +148,16 @@ void StrideTracker::push(double t_s, const FootLoad& left, const FootLoad& right
   }
 }
 
+std::size_t StrideTracker::first_at_or_after(double t_s) const {
+  std::size_t lo = 0, hi = samples_.size();
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (samples_[mid].t_s < t_s) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 Stride StrideTracker::make_stride(int f, double start_s, double toe_off_s, double end_s) const {
   Stride stride;
   stride.foot = static_cast<Foot>(f);
@@ -160,13 +165,12 @@ Stride StrideTracker::make_stride(int f, double start_s, double toe_off_s, doubl
   stride.toe_off_s = toe_off_s;
   stride.next_heel_strike_s = end_s;
 
-  const auto first = std::lower_bound(samples_.begin(), samples_.end(), start_s,
-                                      [](const Sample& s, double t) { return s.t_s < t; });
   int in_cycle = 0, both = 0;
   double path = 0;
   bool has_cop = false;
   const Sample* previous_cop = nullptr;
-  for (auto it = first; it != samples_.end() && it->t_s < end_s; ++it) {
+  for (std::size_t i = first_at_or_after(start_s); i < samples_.size() && samples_[i].t_s < end_s; ++i) {
+    const Sample* it = &samples_[i];
     ++in_cycle;
     if (it->contact[0] && it->contact[1]) ++both;
     stride.peak_load = std::max(stride.peak_load, it->foot[f].load);
@@ -175,7 +179,7 @@ Stride StrideTracker::make_stride(int f, double start_s, double toe_off_s, doubl
         path += std::hypot(it->foot[f].cop_x - previous_cop->foot[f].cop_x,
                            it->foot[f].cop_y - previous_cop->foot[f].cop_y);
       }
-      previous_cop = &*it;
+      previous_cop = it;
       has_cop = true;
     }
   }
@@ -187,13 +191,13 @@ Stride StrideTracker::make_stride(int f, double start_s, double toe_off_s, doubl
   const int points = params_.curve_points;
   stride.curve.assign(2 * static_cast<std::size_t>(points), 0.0f);
   auto value_at = [&](double t, int foot) -> float {
-    auto it = std::lower_bound(samples_.begin(), samples_.end(), t,
-                               [](const Sample& s, double x) { return s.t_s < x; });
-    if (it == samples_.end()) return samples_.back().foot[foot].load;
-    if (it == samples_.begin() || it->t_s == t) return it->foot[foot].load;
-    const auto prev = std::prev(it);
-    const double w = (t - prev->t_s) / (it->t_s - prev->t_s);
-    return static_cast<float>(prev->foot[foot].load + w * (it->foot[foot].load - prev->foot[foot].load));
+    const std::size_t i = first_at_or_after(t);
+    if (i == samples_.size()) return samples_.back().foot[foot].load;
+    const Sample& at = samples_[i];
+    if (i == 0 || at.t_s == t) return at.foot[foot].load;
+    const Sample& prev = samples_[i - 1];
+    const double w = (t - prev.t_s) / (at.t_s - prev.t_s);
+    return static_cast<float>(prev.foot[foot].load + w * (at.foot[foot].load - prev.foot[foot].load));
   };
   const int feet[2] = {f, 1 - f};
   for (int side = 0; side < 2; ++side) {

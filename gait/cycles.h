@@ -19,9 +19,11 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
+#include <utility>
 #include <vector>
+
+#include "gait/ring.h"
 
 namespace gw::gait {
 
@@ -55,6 +57,32 @@ struct FootLoad {
 // The load of `cells` (count = layout size, or any count without a layout)
 // and their centre of pressure. Negative cell values count as zero.
 FootLoad foot_load(const float* cells, int count, const FootLayout& layout);
+
+// foot_load of the values cell(0) .. cell(count - 1): one arithmetic for a
+// contiguous array and for cells picked out of a frame's row.
+template <typename Cell>
+FootLoad foot_load_of(const Cell& cell, int count, const FootLayout& layout) {
+  FootLoad out;
+  double total = 0, sum_x = 0, sum_y = 0;
+  const bool with_layout = !layout.empty() && static_cast<int>(layout.x.size()) == count;
+  for (int i = 0; i < count; ++i) {
+    const float raw = cell(i);
+    if (!(raw > 0)) continue;
+    const double v = raw;
+    total += v;
+    if (with_layout) {
+      sum_x += v * layout.x[static_cast<std::size_t>(i)];
+      sum_y += v * layout.y[static_cast<std::size_t>(i)];
+    }
+  }
+  out.load = static_cast<float>(total);
+  if (with_layout && total > 0) {
+    out.has_cop = true;
+    out.cop_x = static_cast<float>(sum_x / total);
+    out.cop_y = static_cast<float>(sum_y / total);
+  }
+  return out;
+}
 
 struct CycleParams {
   double sample_rate_hz = 100;
@@ -115,8 +143,8 @@ class StrideTracker {
     bool contact[2];
   };
   struct FootState {
-    std::deque<std::pair<std::int64_t, float>> window_max;  // monotonic deques over the range window
-    std::deque<std::pair<std::int64_t, float>> window_min;
+    Ring<std::pair<std::int64_t, float>> window_max;  // monotonic queues over the range window
+    Ring<std::pair<std::int64_t, float>> window_min;
     float walking_range = 0;
     bool contact = false;
     bool known = false;            // contact state established since the last reset
@@ -129,9 +157,14 @@ class StrideTracker {
                    std::vector<Stride>& out);
   Stride make_stride(int f, double start_s, double toe_off_s, double end_s) const;
 
+  // The first buffered sample at or after `t_s` (samples_.size() when none).
+  std::size_t first_at_or_after(double t_s) const;
+
   CycleParams params_;
+  std::int64_t window_samples_;   // range_window_s in samples
+  double walking_range_decay_;    // per sample
   FootState feet_[2];
-  std::deque<Sample> samples_;  // the last max_stride_s (+ margin) of both feet
+  Ring<Sample> samples_;  // the last max_stride_s (+ margin) of both feet
   std::int64_t index_ = 0;
   double last_t_s_ = 0;
   bool started_ = false;

@@ -45,17 +45,25 @@ std::vector<FootSource> device_feet(sensors::DeviceKind kind, const std::vector<
 void reduce_foot_loads(const std::vector<FootSource>& feet, const sensors::Frame& frame,
                        std::vector<FootLoad>& out) {
   out.resize(static_cast<std::size_t>(frame.samples) * feet.size());
-  std::vector<float> cells;
-  for (std::size_t s = 0; s < frame.samples; ++s) {
-    const float* row = frame.values.data() + s * frame.channels;
-    for (std::size_t i = 0; i < feet.size(); ++i) {
-      const FootSource& foot = feet[i];
-      cells.resize(foot.cells.size());
-      for (std::size_t c = 0; c < foot.cells.size(); ++c) {
-        const int channel = foot.cells[c];
-        cells[c] = channel < frame.channels ? row[channel] : 0.0f;
-      }
-      out[s * feet.size() + i] = foot_load(cells.data(), static_cast<int>(cells.size()), foot.layout);
+  const std::size_t channels = frame.channels;
+  for (std::size_t i = 0; i < feet.size(); ++i) {
+    const int* cells = feet[i].cells.data();
+    const int count = static_cast<int>(feet[i].cells.size());
+    // Checked per cell only when the frame is narrower than the foot's cells reach.
+    const bool inside = std::all_of(feet[i].cells.begin(), feet[i].cells.end(),
+                                    [channels](int c) { return static_cast<std::size_t>(c) < channels; });
+    for (std::size_t s = 0; s < frame.samples; ++s) {
+      const float* row = frame.values.data() + s * channels;
+      FootLoad& load = out[s * feet.size() + i];
+      if (inside)
+        load = foot_load_of([row, cells](int c) { return row[cells[c]]; }, count, feet[i].layout);
+      else
+        load = foot_load_of(
+            [row, cells, channels](int c) {
+              const auto channel = static_cast<std::size_t>(cells[c]);
+              return channel < channels ? row[channel] : 0.0f;
+            },
+            count, feet[i].layout);
     }
   }
 }

@@ -2,14 +2,16 @@
 # Runs on the GPU machine (the `device` tool): unpacks the carried Debian
 # packages (.offline-deps/, see docs/gpu.md), builds for sm_90 and runs what
 # is asked: `tests-search`, `tests-hash`, `tests-all`, `bench-search`,
-# `stages` (per-stage times of W1 batches), `bench-hash`, `bench-e2e` (W1 wearers
+# `stages` (per-stage times of W1 batches), `bench-hash`, `bench-host` (the
+# pipeline thread's host work per W1 wearer with the gait work beside it,
+# engine_host_bench --gait; HOST_ARGS), `bench-e2e` (W1 wearers
 # through the whole daemon on the CUDA backend; E2E_ARGS, default --quick, since one
 # device command may run 10 minutes). Results go to $OUT (or ./gpu-out when unset).
 # Every step name is checked before anything is built: an unknown one (or none)
 # fails the whole command with exit 2, so a typo never runs nothing silently.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-known_steps="tests-search tests-hash tests-all bench-search stages bench-e2e bench-hash"
+known_steps="tests-search tests-hash tests-all bench-search stages bench-e2e bench-hash bench-host"
 if [ $# -eq 0 ]; then
   echo "usage: $0 STEP... (steps: $known_steps)" >&2
   exit 2
@@ -61,6 +63,13 @@ for step in "$@"; do
         > "$OUT/e2e_bench.jsonl" 2> "$OUT/e2e_bench.err"
       echo "e2e bench rc=$?"; grep -E "ingest_decode|ingest_thread|sqlite_writer|e2e_summary" "$OUT/e2e_bench.jsonl" | cut -c1-700
       tail -4 "$OUT/e2e_bench.err"
+      ;;
+    bench-host)
+      # CPU work only: the engine's host path and the gait monitor, side by side.
+      gpu_build engine_host_bench || continue
+      $BUILD/bench/engine_host_bench ${HOST_ARGS:---wearers 10000 --ticks 150 --warmup-ticks 20 --threads 12 --gait} \
+        > "$OUT/engine_host.jsonl" 2> "$OUT/engine_host.err"
+      echo "host bench rc=$?"; cut -c1-1500 "$OUT/engine_host.jsonl"; tail -3 "$OUT/engine_host.err"
       ;;
     bench-hash)
       gpu_build hashtable_bench || continue
