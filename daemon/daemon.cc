@@ -331,9 +331,9 @@ class Daemon {
     WearerBook wearers(config_.storage.path, config_, unix_now(), std::move(wearer_outputs));
     wearers_ = &wearers;
     // Gait from the insoles (gait.*): strides, minutes of walking, abnormal bouts.
-    std::optional<gait::GaitMonitor> gait;
+    std::optional<GaitWorker> gait;
     if (config_.gait.enabled) {
-      gait.emplace(gait_monitor_options(config_.gait), gait_devices(config_));
+      gait.emplace(gait_monitor_options(config_.gait), gait_devices(config_), kGaitQueueFrames);
       spdlog::info("gait: {} device(s) carry a foot; abnormal gait {}", gait_devices(config_).size(),
                    config_.gait.examples_file.empty() ? std::string("off (no pack)")
                                                       : "by the examples of " + config_.gait.examples_file);
@@ -396,7 +396,7 @@ class Daemon {
                                        {"dropped", w.dropped}, {"queued", w.queued}};
       }
       stats["wearers"] = wearers.stats_json(unix_now());
-      if (gait) stats["gait"] = gait_counters_json(*gait);
+      if (gait) stats["gait"] = gait->counters_json();
       stats["latency"] = {{"alert_p50_ms", alert_latency_.quantile(0.5)},
                           {"alert_p99_ms", alert_latency_.quantile(0.99)},
                           {"alert_max_ms", alert_latency_.max()}};
@@ -694,7 +694,7 @@ class Daemon {
       // After the alerts, so that the store finds an episode's first alert.
       for (const pipeline::EpisodeEnd& end : p.engine.take_episode_ends())
         p.sink.submit_event(pipeline::episode_ended_event(end, unix_now()));
-      if (gait_) submit_gait(p.sink);
+      if (gait_) submit_gait(p.sink, final);
       const auto submitted = Clock::now();
       pipeline_seconds_.alerts_out += seconds_between(batch_end, submitted);
       for (const LoggedAlert& alert : logged_alerts)
@@ -739,7 +739,8 @@ class Daemon {
     std::vector<ReceivedFrame> arrived;
     std::vector<pipeline::Engine::ArrivedFrame> arrived_refs;
     std::vector<char> accepted;
-    auto take_all = [&](const std::vector<ReceivedFrame>& frames) {
+    std::vector<GaitWorker::FrameLoads> gait_frames;
+    auto take_all = [&](std::vector<ReceivedFrame>& frames) {
       const auto engine_start = Clock::now();
       arrived_refs.clear();
       for (const ReceivedFrame& f : frames) {
@@ -753,10 +754,12 @@ class Daemon {
         if (wearers_) wearers_->on_frame(frames[i].frame, frames[i].arrival_s);
         if (gait_ && !frames[i].foot_loads.empty()) {
           const sensors::Frame& f = frames[i].frame;
-          gait_->on_frame(f.wearer_id, f.device_id, static_cast<double>(f.device_time_us) / 1e6,
-                          f.sample_rate_hz, f.samples, frames[i].foot_loads.data(), frames[i].arrival_s);
+          gait_frames.push_back({f.wearer_id, f.device_id, static_cast<double>(f.device_time_us) / 1e6,
+                                 f.sample_rate_hz, f.samples, std::move(frames[i].foot_loads),
+                                 frames[i].arrival_s});
         }
       }
+      if (!gait_frames.empty()) gait_->offer(gait_frames);
       pipeline_seconds_.frames_engine += seconds_between(engine_start, Clock::now());
     };
     // A tick's batch takes every frame queued by then: they arrived before
@@ -933,10 +936,15 @@ class Daemon {
 
   // The gait monitor's abnormal bouts, as alerts the detections' way out, and
   // its completed minutes of walking, as gait_minute events.
-  void submit_gait(pipeline::AlertSink& sink) {
+  // At the final drain it first waits (briefly) for the gait thread to go
+  // through what was queued.
+  void submit_gait(pipeline::AlertSink& sink, bool final) {
+    if (final && !gait_->wait_idle(std::chrono::seconds(2)))
+      spdlog::warn("gait: the monitor did not go through its queue before the stop");
+    GaitWorker::Output output = gait_->take();
     const double now = unix_now();
     std::vector<pipeline::Alert> alerts;
-    for (const gait::AbnormalBout& bout : gait_->take_abnormal()) {
+    for (const gait::AbnormalBout& bout : output.bouts) {
       alerts.push_back(abnormal_gait_alert(bout, config_.gait, now));
       alert_latency_.observe(alerts.back().latency_ms);
       if (lifecycle_ && alerts.back().severity == "critical") lifecycle_->critical_alert_submitted();
@@ -947,8 +955,7 @@ class Daemon {
       if (wearers_) wearers_->name_alerts(alerts);
       sink.submit_all(alerts);
     }
-    for (const gait::GaitMinute& minute : gait_->take_minutes())
-      sink.submit_event(gait_minute_event(minute, now));
+    for (const gait::GaitMinute& minute : output.minutes) sink.submit_event(gait_minute_event(minute, now));
   }
 
   // The marks' examples changed (alert.mark, alert.unmark): the engine runs
@@ -1042,7 +1049,7 @@ class Daemon {
   std::unique_ptr<pipeline::HistoryRecorder> history_;  // null unless history.enabled
   MarkBook* marks_ = nullptr;  // run()'s; pipeline thread only while it runs
   WearerBook* wearers_ = nullptr;  // run()'s; pipeline thread only while it runs
-  gait::GaitMonitor* gait_ = nullptr;  // run()'s when gait is on; pipeline thread only
+  GaitWorker* gait_ = nullptr;  // run()'s when gait is on; offered to and taken from by the pipeline thread
   AlertLifecycle* lifecycle_ = nullptr;  // run()'s; pipeline thread only while it runs
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };

@@ -1,7 +1,11 @@
 #include "daemon/gait_job.h"
 
 #include <cmath>
+#include <chrono>
 #include <memory>
+#include <utility>
+
+#include <spdlog/spdlog.h>
 
 #include "gait/examples.h"
 
@@ -62,12 +66,88 @@ pipeline::Event gait_minute_event(const gait::GaitMinute& minute, double now_s) 
   return event;
 }
 
-nlohmann::json gait_counters_json(const gait::GaitMonitor& monitor) {
-  const gait::MonitorCounters& c = monitor.counters();
-  return {{"wearers", monitor.wearers()},           {"samples", c.samples},
-          {"unpaired_samples", c.unpaired_samples}, {"strides", c.strides},
-          {"scored_strides", c.scored_strides},     {"minutes", c.minutes},
-          {"abnormal_bouts", c.abnormal_bouts}};
+GaitWorker::GaitWorker(gait::MonitorOptions options, std::map<std::uint16_t, std::vector<gait::FootSource>> devices,
+                       std::size_t queue_frames)
+    : monitor_(std::move(options), std::move(devices)),
+      queue_(queue_frames, OverflowPolicy::kDropNewest),
+      thread_([this] { run(); }) {}
+
+GaitWorker::~GaitWorker() {
+  stopping_ = true;
+  queue_.close();
+  if (thread_.joinable()) thread_.join();
+}
+
+void GaitWorker::offer(std::vector<FrameLoads>& bunch) {
+  const std::size_t offered = bunch.size();
+  const std::size_t queued = queue_.push_all(bunch);
+  offered_ += offered;
+  if (queued == offered) return;
+  dropped_ += offered - queued;
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (now - last_drop_log_s_.load() >= 60) {
+    last_drop_log_s_ = now;
+    spdlog::warn("gait: the monitor is behind; {} frames' loads dropped so far (gait.dropped_frames)",
+                 dropped_.load());
+  }
+}
+
+void GaitWorker::run() {
+  std::vector<FrameLoads> bunch;
+  for (;;) {
+    std::optional<FrameLoads> first = queue_.pop_for(std::chrono::milliseconds(100));
+    if (!first) {
+      if (stopping_) return;
+      continue;
+    }
+    bunch.clear();
+    bunch.push_back(std::move(*first));
+    queue_.drain(bunch, 1023);
+    // Behind: strides are still found and measured, not scored, until the
+    // queue is short again.
+    monitor_.set_scoring(queue_.size() < queue_.capacity() / 4);
+    for (const FrameLoads& item : bunch)
+      monitor_.on_frame(item.wearer, item.device, item.first_sample_s, item.rate_hz, item.samples,
+                        item.loads.data(), item.arrival_s);
+    std::vector<gait::GaitMinute> minutes = monitor_.take_minutes();
+    std::vector<gait::AbnormalBout> bouts = monitor_.take_abnormal();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& m : minutes) output_.minutes.push_back(std::move(m));
+      for (auto& b : bouts) output_.bouts.push_back(b);
+      counters_ = monitor_.counters();
+      wearers_ = monitor_.wearers();
+    }
+    handled_ += bunch.size();
+  }
+}
+
+GaitWorker::Output GaitWorker::take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(output_, Output{});
+}
+
+bool GaitWorker::wait_idle(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (handled_.load() + dropped_.load() < offered_.load()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+nlohmann::json GaitWorker::counters_json() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const gait::MonitorCounters& c = counters_;
+  return {{"wearers", wearers_},
+          {"samples", c.samples},
+          {"unpaired_samples", c.unpaired_samples},
+          {"strides", c.strides},
+          {"scored_strides", c.scored_strides},
+          {"minutes", c.minutes},
+          {"abnormal_bouts", c.abnormal_bouts},
+          {"dropped_frames", dropped_.load()},
+          {"queue_depth", queue_.size()}};
 }
 
 }  // namespace gw::daemon

@@ -422,6 +422,12 @@ std::vector<MetricFamily> make_families() {
                        by("what", {{"found", "/gait/strides"}, {"scored", "/gait/scored_strides"}}))),
       optional(counter("gaitwatch_gait_metric_rows_total", "Minutes of walking whose metrics were stored.",
                        leaf("/gait/minutes"))),
+      optional(counter("gaitwatch_gait_dropped_frames_total",
+                       "Frames whose feet's loads the gait thread's full queue dropped (the monitor "
+                       "fell behind; detection is not affected).",
+                       leaf("/gait/dropped_frames"))),
+      optional(gauge("gaitwatch_gait_queue_frames", "Frames waiting for the gait thread.",
+                     leaf("/gait/queue_depth"))),
       optional(counter("gaitwatch_gait_abnormal_bouts_total",
                        "Walking bouts whose strides looked abnormal (each an alert).",
                        leaf("/gait/abnormal_bouts"))),

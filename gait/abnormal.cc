@@ -9,6 +9,74 @@
 
 namespace gw::gait {
 
+namespace {
+
+// The banded DTW's minimal sum of squared differences between a and b (n
+// points each, |i - j| <= band), in two rolling rows; +infinity as soon as a
+// whole row exceeds `abandon_above` (the result could only be larger).
+double banded_dtw_sq(const float* a, const float* b, int n, int band, double abandon_above,
+                     std::vector<double>& previous, std::vector<double>& current) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  previous.assign(static_cast<std::size_t>(n), kInf);
+  current.assign(static_cast<std::size_t>(n), kInf);
+  for (int i = 0; i < n; ++i) {
+    const int lo = std::max(0, i - band), hi = std::min(n - 1, i + band);
+    double row_min = kInf;
+    for (int j = lo; j <= hi; ++j) {
+      const double d = static_cast<double>(a[i]) - static_cast<double>(b[j]);
+      double best;
+      if (i == 0 && j == 0) {
+        best = 0;
+      } else {
+        best = kInf;
+        if (i > 0) best = std::min(best, previous[static_cast<std::size_t>(j)]);
+        if (i > 0 && j > 0) best = std::min(best, previous[static_cast<std::size_t>(j - 1)]);
+        if (j > 0) best = std::min(best, current[static_cast<std::size_t>(j - 1)]);
+      }
+      const double cell = d * d + best;
+      current[static_cast<std::size_t>(j)] = cell;
+      row_min = std::min(row_min, cell);
+    }
+    if (row_min > abandon_above) return kInf;
+    // The cells outside the next row's band must read as unreachable.
+    if (lo > 0) current[static_cast<std::size_t>(lo - 1)] = kInf;
+    std::swap(previous, current);
+    std::fill(current.begin(), current.end(), kInf);
+  }
+  return previous[static_cast<std::size_t>(n - 1)];
+}
+
+// The envelope of `q` under the band: upper[i], lower[i] the max and min of
+// q[i - band .. i + band].
+void envelope(const float* q, int n, int band, float* upper, float* lower) {
+  for (int i = 0; i < n; ++i) {
+    const int lo = std::max(0, i - band), hi = std::min(n - 1, i + band);
+    float u = q[lo], l = q[lo];
+    for (int j = lo + 1; j <= hi; ++j) {
+      u = std::max(u, q[j]);
+      l = std::min(l, q[j]);
+    }
+    upper[i] = u;
+    lower[i] = l;
+  }
+}
+
+// LB_Keogh (Keogh, "Exact indexing of dynamic time warping"): the squared
+// distance of `c` to the query's envelope, a lower bound of their banded DTW's
+// sum of squares.
+double lb_keogh_sq(const float* c, const float* upper, const float* lower, int n) {
+  double sum = 0;
+  for (int i = 0; i < n; ++i) {
+    const double above = static_cast<double>(c[i]) - upper[i];
+    const double below = static_cast<double>(lower[i]) - c[i];
+    if (above > 0) sum += above * above;
+    else if (below > 0) sum += below * below;
+  }
+  return sum;
+}
+
+}  // namespace
+
 StrideLibrary::StrideLibrary(int curve_points, const AbnormalParams& params)
     : points_(curve_points), params_(params) {}
 
@@ -20,34 +88,59 @@ void StrideLibrary::add(StrideExample example) {
   examples_.push_back(std::move(example));
 }
 
+int StrideLibrary::band() const {
+  return std::max(0, static_cast<int>(std::lround(params_.band_fraction * points_)));
+}
+
+double StrideLibrary::distance_sq(const std::vector<float>& a, const std::vector<float>& b, double abandon_above) const {
+  thread_local std::vector<double> previous, current;
+  const double left = banded_dtw_sq(a.data(), b.data(), points_, band(), abandon_above, previous, current);
+  if (!(left <= abandon_above)) return std::numeric_limits<double>::infinity();
+  const double right = banded_dtw_sq(a.data() + points_, b.data() + points_, points_, band(),
+                                     abandon_above - left, previous, current);
+  return left + right;
+}
+
 double StrideLibrary::distance(const std::vector<float>& a, const std::vector<float>& b) const {
-  const int band = std::max(0, static_cast<int>(std::lround(params_.band_fraction * points_)));
-  double sum = 0;
-  std::vector<double> x(static_cast<std::size_t>(points_)), y(static_cast<std::size_t>(points_));
-  for (int side = 0; side < 2; ++side) {
-    for (int k = 0; k < points_; ++k) {
-      x[static_cast<std::size_t>(k)] = a[static_cast<std::size_t>(side * points_ + k)];
-      y[static_cast<std::size_t>(k)] = b[static_cast<std::size_t>(side * points_ + k)];
-    }
-    const double d = kernels::dtw_reference(x.data(), y.data(), points_, band);
-    sum += d * d;
-  }
-  return std::sqrt(sum);
+  return std::sqrt(distance_sq(a, b, std::numeric_limits<double>::infinity()));
 }
 
 double StrideLibrary::stride_score(const std::vector<float>& curve, const std::string& exclude_subject) const {
+  // The k nearest so far in a max-heap by distance (ties: the abnormal one
+  // above, so that it leaves first, as a sort by (distance, label) keeps the
+  // normal one); an example whose DTW passes the k-th distance is abandoned.
+  const auto k = static_cast<std::size_t>(std::max(1, params_.k));
   std::vector<std::pair<double, bool>> nearest;
-  nearest.reserve(examples_.size());
+  nearest.reserve(k + 1);
+  double kth = std::numeric_limits<double>::infinity();
+  thread_local std::vector<float> upper, lower;
+  upper.resize(2 * static_cast<std::size_t>(points_));
+  lower.resize(2 * static_cast<std::size_t>(points_));
+  for (int side = 0; side < 2; ++side)
+    envelope(curve.data() + side * points_, points_, band(), upper.data() + side * points_,
+             lower.data() + side * points_);
   for (const StrideExample& e : examples_) {
     if (!exclude_subject.empty() && e.subject == exclude_subject) continue;
-    nearest.emplace_back(distance(curve, e.curve), e.abnormal);
+    // An example whose lower bound already passes the k-th distance cannot
+    // enter (a tie could only enter as the normal one of equal distance:
+    // the bound is strict for those, so ties are searched).
+    if (nearest.size() == k &&
+        lb_keogh_sq(e.curve.data(), upper.data(), lower.data(), 2 * points_) > kth)
+      continue;
+    const double d = distance_sq(curve, e.curve, kth);
+    if (nearest.size() == k && !(std::make_pair(d, e.abnormal) < nearest.front())) continue;
+    nearest.emplace_back(d, e.abnormal);
+    std::push_heap(nearest.begin(), nearest.end());
+    if (nearest.size() > k) {
+      std::pop_heap(nearest.begin(), nearest.end());
+      nearest.pop_back();
+    }
+    if (nearest.size() == k) kth = nearest.front().first;
   }
   if (nearest.empty()) return std::numeric_limits<double>::quiet_NaN();
-  const auto k = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, params_.k)), nearest.size());
-  std::partial_sort(nearest.begin(), nearest.begin() + static_cast<std::ptrdiff_t>(k), nearest.end());
   int abnormal = 0;
-  for (std::size_t i = 0; i < k; ++i) abnormal += nearest[i].second ? 1 : 0;
-  return static_cast<double>(abnormal) / static_cast<double>(k);
+  for (const auto& [d, is_abnormal] : nearest) abnormal += is_abnormal ? 1 : 0;
+  return static_cast<double>(abnormal) / static_cast<double>(nearest.size());
 }
 
 double StrideLibrary::score(const std::vector<Stride>& strides, const std::string& exclude_subject) const {

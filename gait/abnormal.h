@@ -43,6 +43,9 @@ class StrideLibrary {
 
   // The distance between two curves of this library's length.
   double distance(const std::vector<float>& a, const std::vector<float>& b) const;
+  // Its square, or +infinity once it is certain to exceed `abandon_above`
+  // (a squared distance): the early abandoning of the k-nearest search.
+  double distance_sq(const std::vector<float>& a, const std::vector<float>& b, double abandon_above) const;
   // Share of abnormal examples among the k nearest to `curve`, leaving out
   // the examples of `exclude_subject` (none when empty). NaN without
   // examples.
@@ -51,6 +54,8 @@ class StrideLibrary {
   double score(const std::vector<Stride>& strides, const std::string& exclude_subject = "") const;
 
  private:
+  int band() const;
+
   int points_;
   AbnormalParams params_;
   std::vector<StrideExample> examples_;

@@ -151,7 +151,7 @@ void GaitMonitor::push_joined(std::uint32_t wearer, WearerState& w, double t_s, 
 void GaitMonitor::on_stride(std::uint32_t wearer, WearerState& w, const Stride& stride, double arrival_s) {
   ++counters_.strides;
   double score = std::numeric_limits<double>::quiet_NaN();
-  if (options_.library) {
+  if (options_.library && scoring_) {
     score = options_.library->stride_score(stride.curve);
     ++counters_.scored_strides;
   }
@@ -188,7 +188,7 @@ void GaitMonitor::on_stride(std::uint32_t wearer, WearerState& w, const Stride& 
   }
 
   // The walking bout.
-  if (!options_.library) return;
+  if (!options_.library || std::isnan(score)) return;
   if (stride.heel_strike_s - w.last_stride_end_s > options_.bout_gap_s) w.bout.clear();
   w.last_stride_end_s = std::max(w.last_stride_end_s, stride.next_heel_strike_s);
   w.bout.emplace_back(stride.heel_strike_s, score);

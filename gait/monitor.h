@@ -115,6 +115,10 @@ class GaitMonitor {
   // The last complete minute of a wearer, if any.
   const GaitMinute* last_minute(std::uint32_t wearer) const;
   std::size_t wearers() const { return wearers_.size(); }
+  // Whether strides are scored against the library (default true): a caller
+  // that falls behind turns it off for a while rather than lose samples. An
+  // unscored stride counts in minutes and metrics but not in a bout.
+  void set_scoring(bool on) { scoring_ = on; }
   const MonitorCounters& counters() const { return counters_; }
 
  private:
@@ -153,6 +157,7 @@ class GaitMonitor {
   std::vector<AbnormalBout> abnormal_;
   std::vector<Stride> scratch_;
   MonitorCounters counters_;
+  bool scoring_ = true;
 };
 
 }  // namespace gw::gait

@@ -173,6 +173,14 @@ TEST_CASE("an abnormal walking bout raises one alert, then none within the coold
   CHECK(bouts[1].t_end - bouts[0].t_end >= 100);
   CHECK(monitor.counters().scored_strides == monitor.counters().strides);
 
+  // Scoring off (a monitor that is behind): strides measured, none scored, no bout.
+  GaitMonitor unscored(options, devices());
+  unscored.set_scoring(false);
+  send(unscored, w, false);
+  CHECK(unscored.counters().strides == monitor.counters().strides);
+  CHECK(unscored.counters().scored_strides == 0);
+  CHECK(unscored.take_abnormal().empty());
+
   // The normal walk raises none.
   GaitMonitor normal_monitor(options, devices());
   send(normal_monitor, other, false);
