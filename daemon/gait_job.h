@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "gait/hotspot_monitor.h"
 #include "gait/monitor.h"
 #include "sinks/alert.h"
 #include "sinks/event.h"
@@ -35,7 +36,21 @@ pipeline::Alert abnormal_gait_alert(const gait::AbnormalBout& bout, const config
 // abnormal_score, and gait::metrics_json}}.
 pipeline::Event gait_minute_event(const gait::GaitMinute& minute, double now_s);
 
-// The monitor's counters for `status` (section "gait").
-nlohmann::json gait_counters_json(const gait::GaitMonitor& monitor);
+// The monitor's counters for `status` (section "gait"); with a hotspot
+// monitor, its counters under "hotspots".
+nlohmann::json gait_counters_json(const gait::GaitMonitor& monitor, const gait::HotspotMonitor* hotspots);
+
+// Every device of the config whose feet are watched for pressure hotspots
+// (gait on, the device carries a foot, devices[].hotspots.enabled), with
+// its tracker parameters; empty when none is.
+std::map<std::uint16_t, gait::HotspotSource> hotspot_devices(const config::Config& config);
+
+// The alert of a pressure hotspot: pattern and kind pressure_hotspot, the
+// device's hotspots.severity, region and foot set, t_start the episode's
+// start and t_end the sample that completed it (device times), distance the
+// episode's peak region pressure, no dims; latency from the arrival of the
+// frame that completed it.
+pipeline::Alert pressure_hotspot_alert(const gait::HotspotAlarm& alarm, const config::DeviceHotspots& hotspots,
+                                       double now_s);
 
 }  // namespace gw::daemon
