@@ -36,6 +36,8 @@
 #include "config/yaml_reader.h"
 #include "gait/cycles.h"
 #include "gait/examples.h"
+#include "gait/hotspots.h"
+#include "gait/monitor.h"
 #include "sensors/recording.h"
 
 namespace gw::config {
@@ -583,12 +585,50 @@ void read_status_channels(const MapReader& device_map, DeviceProfile& device) {
   read_channels("right_load", status.right_load);
 }
 
+const std::vector<std::string> kHotspotKeys = {"enabled",           "threshold",        "min_duration_s",
+                                               "cooldown_s",        "peak_window_s",    "integral_window_s",
+                                               "min_foot_load",     "severity"};
+
+// devices[].hotspots: defaults by the insole the device's feet come from;
+// a device that carries no foot takes no hotspots map.
+void read_hotspots(const MapReader& device_map, DeviceProfile& device) {
+  const std::vector<gait::FootSource> feet = gait::device_feet(device.kind, device.channels);
+  DeviceHotspots& hotspots = device.hotspots;
+  if (!feet.empty()) {
+    const gait::HotspotParams defaults = gait::hotspot_defaults(feet.front().form);
+    hotspots.enabled = true;
+    hotspots.threshold = defaults.threshold;
+    hotspots.min_duration_s = defaults.min_duration_s;
+    hotspots.cooldown_s = defaults.cooldown_s;
+    hotspots.peak_window_s = defaults.peak_window_s;
+    hotspots.integral_window_s = defaults.integral_window_s;
+    hotspots.min_foot_load = defaults.min_foot_load;
+  }
+  if (!device_map.has("hotspots")) return;
+  const MapReader map(device_map.value("hotspots"), device_map.key_path("hotspots"), kHotspotKeys,
+                      device_map.issues());
+  if (!map.valid()) return;
+  if (feet.empty()) {
+    device_map.add_issue("hotspots", "the device carries no foot (a pressure_insole_left/right kind, or "
+                                     "channels L1..L8 or R1..R8)");
+    return;
+  }
+  read_bool(map, "enabled", hotspots.enabled);
+  read_number(map, "threshold", above(0), hotspots.threshold);
+  read_number(map, "min_duration_s", above(0), hotspots.min_duration_s);
+  read_number(map, "cooldown_s", at_least(0), hotspots.cooldown_s);
+  read_number(map, "peak_window_s", above(0), hotspots.peak_window_s);
+  read_number(map, "integral_window_s", above(0), hotspots.integral_window_s);
+  read_number(map, "min_foot_load", at_least(0), hotspots.min_foot_load);
+  read_choice(map, "severity", hotspots.severity);
+}
+
 // Reads one device profile; returns whether its channel list is trustworthy
 // (patterns are only checked against devices whose channels are).
 bool read_device(const YAML::Node& node, const std::string& path, IssueList& issues,
                  DeviceProfile& device) {
   const MapReader map(node, path,
-                      {"id", "name", "kind", "sample_rate_hz", "channels", "groups", "status"},
+                      {"id", "name", "kind", "sample_rate_hz", "channels", "groups", "status", "hotspots"},
                       issues);
   if (!map.valid()) return false;
   if (map.require("id")) read_int(map, "id", 1, 65535, device.id);
@@ -649,6 +689,7 @@ bool read_device(const YAML::Node& node, const std::string& path, IssueList& iss
   if (channels_ok) {
     read_groups(map, device);
     read_status_channels(map, device);
+    read_hotspots(map, device);
   } else if (map.has("status")) {
     // Checked once the channels are right; its keys are still checked now.
     const MapReader status(map.value("status"), map.key_path("status"), kStatusKeys, issues);

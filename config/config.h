@@ -221,6 +221,30 @@ struct StatusChannels {
   bool operator!=(const StatusChannels& other) const { return !(*this == other); }
 };
 
+// Pressure hotspots under the feet a device carries (gait/hotspots.h,
+// docs/gait.md "Pressure hotspots"): the tracker's parameters and the
+// alerts' severity. Watched only while gait is on, and only on a device
+// that carries a foot; the numbers default to the tracker's defaults for
+// the device's insole (hotspot_defaults: the 99-cell pressure insole or
+// the 8-sensor force insole).
+struct DeviceHotspots {
+  bool enabled = false;           // true by default on a device that carries a foot
+  double threshold = 500;         // device unit, per region
+  double min_duration_s = 30;
+  double cooldown_s = 300;
+  double peak_window_s = 2.5;
+  double integral_window_s = 10;
+  double min_foot_load = 200;     // device unit, the foot's sum of cells
+  AlertSeverity severity = AlertSeverity::kWarning;
+  bool operator==(const DeviceHotspots& o) const {
+    return enabled == o.enabled && threshold == o.threshold && min_duration_s == o.min_duration_s &&
+           cooldown_s == o.cooldown_s && peak_window_s == o.peak_window_s &&
+           integral_window_s == o.integral_window_s && min_foot_load == o.min_foot_load &&
+           severity == o.severity;
+  }
+  bool operator!=(const DeviceHotspots& o) const { return !(*this == o); }
+};
+
 struct DeviceProfile {
   std::uint16_t id = 0;                 // device id on the wire
   std::string name;
@@ -229,6 +253,7 @@ struct DeviceProfile {
   std::vector<std::string> channels;    // names; defaults from the kind
   std::vector<ChannelGroup> groups;     // neighbour ranges (nr) never cross a group; default: one group
   StatusChannels status;                // the time-slot index's inputs
+  DeviceHotspots hotspots;
 };
 
 struct ExampleSource {

@@ -681,9 +681,12 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
   if (!map.valid()) return;
   pattern.kind = "other";
   pattern.severity = "warning";
-  if (map.require("name") && read_string(map, "name", pattern.name) &&
-      pattern.name == "sensor_offline")
-    map.add_issue("name", "'sensor_offline' is the daemon's own alert for a silent sensor");
+  if (map.require("name") && read_string(map, "name", pattern.name)) {
+    if (pattern.name == "sensor_offline")
+      map.add_issue("name", "'sensor_offline' is the daemon's own alert for a silent sensor");
+    if (pattern.name == "pressure_hotspot")
+      map.add_issue("name", "'pressure_hotspot' is the daemon's own alert for a pressure hotspot");
+  }
   read_choice(map, "kind", {"fall", "stumble", "freezing_of_gait", "limp", "other"}, pattern.kind);
   read_choice(map, "severity", {"info", "warning", "critical"}, pattern.severity);
 

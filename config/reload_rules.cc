@@ -77,14 +77,14 @@ const std::vector<Key>& keys_before_devices() {
 }
 
 // The ingest checks frames against the profiles it was started with, and
-// the slot recorder reads their status inputs; the groups only shape the
-// patterns the engine compiles on reload.
+// the slot recorder reads their status inputs, the hotspot trackers their
+// hotspots; the groups only shape the patterns the engine compiles on reload.
 const std::vector<DeviceKey>& device_keys() {
   static const std::vector<DeviceKey> keys = {
       GW_DEVICE_KEY(id, kRestart),       GW_DEVICE_KEY(name, kRestart),
       GW_DEVICE_KEY(kind, kRestart),     GW_DEVICE_KEY(sample_rate_hz, kRestart),
       GW_DEVICE_KEY(channels, kRestart), GW_DEVICE_KEY(groups, kReload),
-      GW_DEVICE_KEY(status, kRestart),
+      GW_DEVICE_KEY(status, kRestart),   GW_DEVICE_KEY(hotspots, kRestart),
   };
   return keys;
 }

@@ -339,6 +339,13 @@ class Daemon {
                                                       : "by the examples of " + config_.gait.examples_file);
     }
     gait_ = gait ? &*gait : nullptr;
+    // Pressure hotspots under the feet (devices[].hotspots), beside the gait monitor.
+    std::optional<gait::HotspotMonitor> hotspots;
+    if (std::map<std::uint16_t, gait::HotspotSource> sources = hotspot_devices(config_); !sources.empty()) {
+      spdlog::info("gait: pressure hotspots watched on {} device(s)", sources.size());
+      hotspots.emplace(std::move(sources));
+    }
+    hotspots_ = hotspots ? &*hotspots : nullptr;
     // Acknowledgements, resolutions and escalations (docs/operations.md).
     AlertLifecycle lifecycle(config_.storage.path, escalation_policy(config_.alerts), submit_event,
                              unix_now);
@@ -396,7 +403,10 @@ class Daemon {
                                        {"dropped", w.dropped}, {"queued", w.queued}};
       }
       stats["wearers"] = wearers.stats_json(unix_now());
-      if (gait) stats["gait"] = gait->counters_json();
+      if (gait) {
+        stats["gait"] = gait->counters_json();
+        if (hotspots) stats["gait"]["hotspots"] = hotspot_counters_json(*hotspots);
+      }
       stats["latency"] = {{"alert_p50_ms", alert_latency_.quantile(0.5)},
                           {"alert_p99_ms", alert_latency_.quantile(0.99)},
                           {"alert_max_ms", alert_latency_.max()}};
@@ -519,6 +529,7 @@ class Daemon {
     marks_ = nullptr;
     wearers_ = nullptr;
     gait_ = nullptr;
+    hotspots_ = nullptr;
     lifecycle_ = nullptr;
     sink.stop();  // publishes the final counters; everything was drained before
     if (console) console->stop();  // before the control server it calls goes away
@@ -752,6 +763,13 @@ class Daemon {
         if (!accepted[i]) continue;
         p.jobs.on_frame(frames[i]);
         if (wearers_) wearers_->on_frame(frames[i].frame, frames[i].arrival_s);
+        // The hotspots read the loads before the gait thread takes them over.
+        if (hotspots_ && !frames[i].region_pressures.empty()) {
+          const sensors::Frame& f = frames[i].frame;
+          hotspots_->on_frame(f.wearer_id, f.device_id, static_cast<double>(f.device_time_us) / 1e6,
+                              f.sample_rate_hz, f.samples, frames[i].foot_loads.data(),
+                              frames[i].region_pressures.data(), frames[i].arrival_s);
+        }
         if (gait_ && !frames[i].foot_loads.empty()) {
           const sensors::Frame& f = frames[i].frame;
           gait_frames.push_back({f.wearer_id, f.device_id, static_cast<double>(f.device_time_us) / 1e6,
@@ -934,10 +952,10 @@ class Daemon {
     return pending_.has_value();
   }
 
-  // The gait monitor's abnormal bouts, as alerts the detections' way out, and
-  // its completed minutes of walking, as gait_minute events.
-  // At the final drain it first waits (briefly) for the gait thread to go
-  // through what was queued.
+  // The gait monitor's abnormal bouts and the hotspot monitor's hotspots, as
+  // alerts the detections' way out, and the completed minutes of walking, as
+  // gait_minute events. At the final drain it first waits (briefly) for the
+  // gait thread to go through what was queued.
   void submit_gait(pipeline::AlertSink& sink, bool final) {
     if (final && !gait_->wait_idle(std::chrono::seconds(2)))
       spdlog::warn("gait: the monitor did not go through its queue before the stop");
@@ -950,6 +968,18 @@ class Daemon {
       if (lifecycle_ && alerts.back().severity == "critical") lifecycle_->critical_alert_submitted();
       spdlog::info("alert: {} wearer {} device {} t={:.2f}s score {:.3f} over {} strides", config_.gait.name,
                    bout.wearer, bout.device, bout.t_end, bout.score, bout.strides);
+    }
+    if (hotspots_) {
+      for (const gait::HotspotAlarm& alarm : hotspots_->take_alarms()) {
+        const config::DeviceProfile* device = config_.device_by_id(alarm.device);
+        if (!device) continue;
+        alerts.push_back(pressure_hotspot_alert(alarm, device->hotspots, now));
+        alert_latency_.observe(alerts.back().latency_ms);
+        if (lifecycle_ && alerts.back().severity == "critical") lifecycle_->critical_alert_submitted();
+        spdlog::info("alert: pressure_hotspot wearer {} device {} {} {} t={:.2f}s peak {:.1f} for {:.1f}s",
+                     alarm.wearer, alarm.device, alerts.back().foot, alarm.event.region, alarm.event.t_s,
+                     alarm.event.peak, alarm.event.duration_s);
+      }
     }
     if (!alerts.empty()) {
       if (wearers_) wearers_->name_alerts(alerts);
@@ -1050,6 +1080,7 @@ class Daemon {
   MarkBook* marks_ = nullptr;  // run()'s; pipeline thread only while it runs
   WearerBook* wearers_ = nullptr;  // run()'s; pipeline thread only while it runs
   GaitWorker* gait_ = nullptr;  // run()'s when gait is on; offered to and taken from by the pipeline thread
+  gait::HotspotMonitor* hotspots_ = nullptr;  // run()'s when a device's hotspots are watched; pipeline thread only
   AlertLifecycle* lifecycle_ = nullptr;  // run()'s; pipeline thread only while it runs
   std::atomic<long> stats_interval_ms_{static_cast<long>(config_.publish.stats_interval_s * 1000)};
 };

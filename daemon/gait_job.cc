@@ -150,4 +150,46 @@ nlohmann::json GaitWorker::counters_json() const {
           {"queue_depth", queue_.size()}};
 }
 
+nlohmann::json hotspot_counters_json(const gait::HotspotMonitor& hotspots) {
+  const gait::HotspotCounters h = hotspots.counters();
+  return {{"samples", h.samples}, {"events", h.events}, {"resets", h.resets}, {"trackers", h.trackers}};
+}
+
+std::map<std::uint16_t, gait::HotspotSource> hotspot_devices(const config::Config& config) {
+  std::map<std::uint16_t, gait::HotspotSource> out;
+  if (!config.gait.enabled) return out;
+  for (const config::DeviceProfile& device : config.devices) {
+    const config::DeviceHotspots& h = device.hotspots;
+    std::vector<gait::FootSource> feet = gait::device_feet(device.kind, device.channels);
+    if (feet.empty() || !h.enabled) continue;
+    gait::HotspotParams params;
+    params.threshold = h.threshold;
+    params.min_duration_s = h.min_duration_s;
+    params.cooldown_s = h.cooldown_s;
+    params.peak_window_s = h.peak_window_s;
+    params.integral_window_s = h.integral_window_s;
+    params.min_foot_load = h.min_foot_load;
+    out.emplace(device.id, gait::HotspotSource{std::move(feet), params});
+  }
+  return out;
+}
+
+pipeline::Alert pressure_hotspot_alert(const gait::HotspotAlarm& alarm, const config::DeviceHotspots& hotspots,
+                                       double now_s) {
+  pipeline::Alert alert;
+  alert.wearer = alarm.wearer;
+  alert.device = alarm.device;
+  alert.pattern = pipeline::kPressureHotspotPattern;
+  alert.kind = pipeline::kPressureHotspotKind;
+  alert.severity = config::name(hotspots.severity);
+  alert.t_start = alarm.event.start_s;
+  alert.t_end = alarm.event.t_s;
+  alert.distance = alarm.event.peak;
+  alert.region = alarm.event.region;
+  alert.foot = gait::foot_name(alarm.event.foot);
+  alert.detected_at = now_s;
+  alert.latency_ms = alarm.arrival_s > 0 ? 1e3 * (now_s - alarm.arrival_s) : 0;
+  return alert;
+}
+
 }  // namespace gw::daemon

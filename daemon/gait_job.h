@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "common/bounded_queue.h"
-
 #include "config/config.h"
+#include "gait/hotspot_monitor.h"
 #include "gait/monitor.h"
 #include "sinks/alert.h"
 #include "sinks/event.h"
@@ -104,5 +104,21 @@ class GaitWorker {
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
+
+// The hotspot monitor's counters (`status` section "gait.hotspots").
+nlohmann::json hotspot_counters_json(const gait::HotspotMonitor& hotspots);
+
+// Every device of the config whose feet are watched for pressure hotspots
+// (gait on, the device carries a foot, devices[].hotspots.enabled), with
+// its tracker parameters; empty when none is.
+std::map<std::uint16_t, gait::HotspotSource> hotspot_devices(const config::Config& config);
+
+// The alert of a pressure hotspot: pattern and kind pressure_hotspot, the
+// device's hotspots.severity, region and foot set, t_start the episode's
+// start and t_end the sample that completed it (device times), distance the
+// episode's peak region pressure, no dims; latency from the arrival of the
+// frame that completed it.
+pipeline::Alert pressure_hotspot_alert(const gait::HotspotAlarm& alarm, const config::DeviceHotspots& hotspots,
+                                       double now_s);
 
 }  // namespace gw::daemon

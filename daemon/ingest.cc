@@ -244,6 +244,7 @@ Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& q
     : io_(io), config_(config), queue_(queue), udp_buffer_(config.ingest.max_frame_bytes + 1) {
   if (config_.slots.enabled) slot_sources_ = pipeline::slot_sources(config_);
   gait_feet_ = gait_devices(config_);
+  hotspot_sources_ = hotspot_devices(config_);
   for (const config::AllowedDevice& entry : config_.ingest.allowed_devices) {
     Allowed allowed{&entry, std::nullopt};
     if (!entry.mac_key.empty()) {
@@ -468,6 +469,10 @@ bool Ingest::accept_frame(const std::uint8_t* data, std::size_t size, const Addr
     gait::reduce_foot_loads(feet->second, f, received.foot_loads);
   else
     received.foot_loads.clear();
+  if (const auto source = hotspot_sources_.find(f.device_id); source != hotspot_sources_.end())
+    gait::reduce_region_pressures(source->second.feet, f, received.region_pressures);
+  else
+    received.region_pressures.clear();
   return true;
 }
 

@@ -37,6 +37,7 @@
 #include "config/config.h"
 #include "daemon/accept_loop.h"
 #include "daemon/log.h"
+#include "gait/hotspot_monitor.h"
 #include "gait/monitor.h"
 #include "jobs/slot_recorder.h"
 #include "sensors/frame.h"
@@ -53,6 +54,9 @@ struct ReceivedFrame {
   // The feet's loads (gait::reduce_foot_loads), reduced on the ingest thread
   // too; empty when gait is off or the device carries no foot.
   std::vector<gait::FootLoad> foot_loads;
+  // The feet's region pressures (gait::reduce_region_pressures) for the
+  // hotspot monitor; empty unless the device's hotspots are watched.
+  std::vector<float> region_pressures;
 };
 using FrameQueue = BoundedQueue<ReceivedFrame>;
 
@@ -124,6 +128,8 @@ class Ingest {
   std::map<std::uint16_t, pipeline::SlotSources> slot_sources_;  // empty: slots off
   // gait.* is restart-only: the monitor's feet from the start.
   std::map<std::uint16_t, std::vector<gait::FootSource>> gait_feet_;  // empty: gait off
+  // devices[].hotspots is restart-only too.
+  std::map<std::uint16_t, gait::HotspotSource> hotspot_sources_;  // empty: no hotspots watched
 
   boost::asio::io_context& io_;
   config::Config config_;

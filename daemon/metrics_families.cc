@@ -431,6 +431,17 @@ std::vector<MetricFamily> make_families() {
       optional(counter("gaitwatch_gait_abnormal_bouts_total",
                        "Walking bouts whose strides looked abnormal (each an alert).",
                        leaf("/gait/abnormal_bouts"))),
+      optional(counter("gaitwatch_gait_hotspot_samples_total",
+                       "A foot's samples fed to its pressure-hotspot tracker.",
+                       leaf("/gait/hotspots/samples"))),
+      optional(counter("gaitwatch_gait_hotspot_events_total",
+                       "Pressure hotspots found (each a pressure_hotspot alert).",
+                       leaf("/gait/hotspots/events"))),
+      optional(counter("gaitwatch_gait_hotspot_resets_total",
+                       "Streams whose hotspot trackers were reset by device time going back.",
+                       leaf("/gait/hotspots/resets"))),
+      optional(gauge("gaitwatch_gait_hotspot_trackers", "Feet the pressure-hotspot monitor tracks now.",
+                     leaf("/gait/hotspots/trackers"))),
 
       // ---- wearers and sensor liveness (daemon/wearers.h)
       gauge("gaitwatch_wearers_registered", "Wearers in the registry.",

@@ -64,6 +64,22 @@ HotspotParams hotspot_defaults_pressure_insole() {
   return params;
 }
 
+HotspotParams hotspot_defaults(InsoleForm form) {
+  return form == InsoleForm::kPressureGrid ? hotspot_defaults_pressure_insole() : hotspot_defaults_force_insole();
+}
+
+std::vector<InsoleRegion> insole_regions(InsoleForm form) {
+  return form == InsoleForm::kPressureGrid ? pressure_grid_regions() : force_insole_regions();
+}
+
+void region_pressures(const std::vector<InsoleRegion>& regions, const float* cells, float* out) {
+  for (std::size_t r = 0; r < regions.size(); ++r) {
+    float pressure = 0;
+    for (int cell : regions[r].cells) pressure = std::max(pressure, cells[cell]);
+    out[r] = pressure;
+  }
+}
+
 HotspotTracker::HotspotTracker(Foot foot, std::vector<InsoleRegion> regions, HotspotParams params,
                                double rate_hz)
     : foot_(foot), regions_(std::move(regions)), params_(params), rate_hz_(rate_hz) {
@@ -91,6 +107,7 @@ HotspotTracker::HotspotTracker(Foot foot, std::vector<InsoleRegion> regions, Hot
   integral_window_samples_ =
       static_cast<std::size_t>(std::max<long long>(1, std::llround(params_.integral_window_s * rate_hz_)));
   state_.resize(regions_.size());
+  pressures_.resize(regions_.size());
   history_.assign(integral_window_samples_ * regions_.size(), 0.0f);
 }
 
@@ -125,14 +142,20 @@ void HotspotTracker::push(double t_s, const float* cells, int count, std::vector
     throw Error("hotspot tracker: a frame of " + std::to_string(count) + " cells, the regions need " +
                 std::to_string(needed_cells_));
   }
+  double foot_load = 0;
+  for (int i = 0; i < count; ++i) foot_load += std::max(0.0f, cells[i]);
+  region_pressures(regions_, cells, pressures_.data());
+  push_regions(t_s, pressures_.data(), foot_load, out);
+}
+
+void HotspotTracker::push_regions(double t_s, const float* pressures, double foot_load,
+                                  std::vector<HotspotEvent>& out) {
   const double period_s = 1.0 / rate_hz_;
   if (started_ && (t_s <= last_t_s_ || t_s - last_t_s_ > 2 * period_s)) restart_windows();
   started_ = true;
   last_t_s_ = t_s;
   ++index_;
 
-  double foot_load = 0;
-  for (int i = 0; i < count; ++i) foot_load += std::max(0.0f, cells[i]);
   push_window_max(foot_load_max_, index_, static_cast<float>(foot_load), peak_window_samples_);
   const bool active = foot_load_max_.front().second > params_.min_foot_load;
 
@@ -141,9 +164,7 @@ void HotspotTracker::push(double t_s, const float* cells, int count, std::vector
   if (!window_full) ++history_fill_;
   for (std::size_t r = 0; r < regions_.size(); ++r) {
     RegionState& region = state_[r];
-    float pressure = 0;
-    for (int cell : regions_[r].cells) pressure = std::max(pressure, cells[cell]);
-
+    const float pressure = pressures[r];
     push_window_max(region.window_max, index_, pressure, peak_window_samples_);
     float& oldest = history_[slot * regions_.size() + r];
     if (window_full) region.integral_sum -= oldest;

@@ -100,6 +100,17 @@ struct HotspotParams {
   double min_foot_load = 200;
 };
 
+// Which insole a foot's cells come from; its regions and defaults follow.
+enum class InsoleForm {
+  kPressureGrid,  // the 99-cell pressure insole: pressure_grid_regions()
+  kForceInsole,   // the 8-sensor force insole: force_insole_regions()
+};
+std::vector<InsoleRegion> insole_regions(InsoleForm form);
+
+// Region r's pressure of one sample of a foot's cells: the largest value
+// among its cells (negative values count as zero), into out[r].
+void region_pressures(const std::vector<InsoleRegion>& regions, const float* cells, float* out);
+
 // For the 8-sensor force insole (newtons per sensor): the threshold above;
 // the foot-load minimum is a share of body weight between sitting and
 // standing for a light adult.
@@ -108,6 +119,8 @@ HotspotParams hotspot_defaults_force_insole();
 // threshold; the foot-load minimum scaled by 99 / 8, since each cell holds
 // a sensor-equivalent reading.
 HotspotParams hotspot_defaults_pressure_insole();
+// The defaults of the form above.
+HotspotParams hotspot_defaults(InsoleForm form);
 
 struct HotspotEvent {
   Foot foot = Foot::kLeft;
@@ -131,6 +144,11 @@ class HotspotTracker {
   // per region to `out`. Negative cell values count as zero. Throws
   // gw::Error when `count` does not cover every region's cells.
   void push(double t_s, const float* cells, int count, std::vector<HotspotEvent>& out);
+  // The same sample reduced elsewhere (the daemon's ingest threads):
+  // `pressures` holds one value per region (region_pressures()) and
+  // `foot_load` the sum of the foot's cells, negative ones as zero. push()
+  // is exactly this after the reduction.
+  void push_regions(double t_s, const float* pressures, double foot_load, std::vector<HotspotEvent>& out);
 
   // Forgets everything, cooldowns included (a restarted device, another wearer).
   void reset();
@@ -167,6 +185,7 @@ class HotspotTracker {
   std::int64_t peak_window_samples_ = 1;
   std::size_t integral_window_samples_ = 1;
   std::vector<RegionState> state_;
+  std::vector<float> pressures_;  // push()'s scratch: one sample's region pressures
   std::vector<float> history_;  // ring: integral_window_samples_ x regions, the window's region pressures
   std::size_t history_fill_ = 0;
   std::deque<std::pair<std::int64_t, float>> foot_load_max_;  // monotonic: the foot's load over the peak window

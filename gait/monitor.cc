@@ -31,13 +31,14 @@ std::vector<FootSource> device_feet(sensors::DeviceKind kind, const std::vector<
     foot.cells.resize(channels.size());
     std::iota(foot.cells.begin(), foot.cells.end(), 0);
     if (channels.size() == pressure_grid_layout().x.size()) foot.layout = pressure_grid_layout();
+    foot.form = InsoleForm::kPressureGrid;
     out.push_back(std::move(foot));
     return out;
   }
   for (const Foot f : {Foot::kLeft, Foot::kRight}) {
     std::vector<int> cells = force_sensors(channels, f == Foot::kLeft ? "L" : "R");
     if (cells.empty()) continue;
-    out.push_back(FootSource{f, std::move(cells), gaitpdb_layout(f)});
+    out.push_back(FootSource{f, std::move(cells), gaitpdb_layout(f), InsoleForm::kForceInsole});
   }
   return out;
 }

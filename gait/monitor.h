@@ -37,6 +37,7 @@
 
 #include "gait/abnormal.h"
 #include "gait/cycles.h"
+#include "gait/hotspots.h"
 #include "gait/metrics.h"
 #include "sensors/frame.h"
 
@@ -48,6 +49,7 @@ struct FootSource {
   Foot foot = Foot::kLeft;
   std::vector<int> cells;
   FootLayout layout;
+  InsoleForm form = InsoleForm::kForceInsole;
 };
 // What a device carries, by its kind and channel names: a pressure insole
 // of kind pressure_insole_left/right gives that foot (all cells, the 9 x 11

@@ -45,7 +45,8 @@ std::vector<FootSource> recording_feet(const std::vector<std::string>& channel_n
   const int cells = static_cast<int>(pressure_grid_layout().x.size());
   for (const Foot f : {Foot::kLeft, Foot::kRight}) {
     std::vector<int> found = grid_cells(channel_names, f == Foot::kLeft ? "left_p" : "right_p", cells);
-    if (!found.empty()) feet.push_back(FootSource{f, std::move(found), pressure_grid_layout()});
+    if (!found.empty())
+      feet.push_back(FootSource{f, std::move(found), pressure_grid_layout(), InsoleForm::kPressureGrid});
   }
   if (feet.empty())
     throw Error("no insole channels: expected L1..L8 and R1..R8 (force insoles) or left_p0..left_p98 and "

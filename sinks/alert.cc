@@ -114,6 +114,8 @@ nlohmann::json alert_to_json(const Alert& alert) {
   members.emplace("latency_ms", alert.latency_ms);
   members.emplace("dims", dims_to_json(alert));
   if (!alert.wearer_name.empty()) members.emplace("wearer_name", alert.wearer_name);
+  if (!alert.region.empty()) members.emplace("region", alert.region);
+  if (!alert.foot.empty()) members.emplace("foot", alert.foot);
   return object;
 }
 
@@ -148,6 +150,8 @@ Alert alert_from_json(const nlohmann::json& j) {
   alert.detected_at = get_double(j, top, "detected_at");
   alert.latency_ms = get_double(j, top, "latency_ms");
   if (j.contains("wearer_name")) alert.wearer_name = get_string(j, top, "wearer_name");
+  if (j.contains("region") && !j["region"].is_null()) alert.region = get_string(j, top, "region");
+  if (j.contains("foot") && !j["foot"].is_null()) alert.foot = get_string(j, top, "foot");
 
   const json& dims = field(j, top, "dims");
   if (!dims.is_array())

@@ -69,6 +69,11 @@ struct Alert {
   // not registered, and then absent from the JSON. Not a column of the
   // store: a stored alert reads back without it.
   std::string wearer_name;
+  // Where under the foot a pressure_hotspot alert lies: the insole region
+  // (gait/hotspots.h names) and the foot ("left", "right"). Empty for every
+  // other alert, and then absent from the JSON. Stored (nullable columns).
+  std::string region;
+  std::string foot;
   // The raw samples of the match (stored, never published); null when the
   // stream's ring no longer held them (the engine counts those).
   std::shared_ptr<const AlertWindow> window;
@@ -81,6 +86,12 @@ struct Alert {
 // received.
 inline constexpr const char* kSensorOfflinePattern = "sensor_offline";
 inline constexpr const char* kSensorOfflineKind = "sensor_offline";
+
+// The pattern and kind of a pressure hotspot's alert (gait/hotspots.h); no
+// pattern of a config may take the name. Such an alert has no dims, its
+// region and foot set, distance = the episode's peak region pressure.
+inline constexpr const char* kPressureHotspotPattern = "pressure_hotspot";
+inline constexpr const char* kPressureHotspotKind = "pressure_hotspot";
 
 nlohmann::json alert_to_json(const Alert& alert);
 // The body an alert is published with (and `alerts.since` returns):

@@ -134,6 +134,10 @@ const char* const kMigrations[] = {
     "  created_at REAL NOT NULL,"
     "  updated_at REAL NOT NULL"
     ");",
+    // 6 -> 7: where under the foot a pressure_hotspot alert lies (Alert::
+    // region, Alert::foot); NULL for every other alert.
+    "ALTER TABLE hits ADD COLUMN region TEXT;"
+    "ALTER TABLE hits ADD COLUMN foot TEXT;",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");
@@ -146,13 +150,17 @@ const char* const kColumnNames[] = {"seq",         "wearer",     "device",      
                                     "detected_at", "latency_ms", "dims"};
 constexpr int kColumnCount = sizeof(kColumnNames) / sizeof(kColumnNames[0]);
 constexpr int kDimsColumn = kColumnCount - 1;
+// The nullable text columns after dims, read into the alert's JSON form
+// when set.
+const char* const kOptionalColumnNames[] = {"region", "foot"};
+constexpr int kOptionalColumnCount = sizeof(kOptionalColumnNames) / sizeof(kOptionalColumnNames[0]);
 const char* const kSelectColumns =
     "SELECT seq, wearer, device, pattern, kind, severity, t_start, t_end, end_index, distance, "
-    "matched_dims, pattern_dims, detected_at, latency_ms, dims FROM hits";
+    "matched_dims, pattern_dims, detected_at, latency_ms, dims, region, foot FROM hits";
 const char* const kInsertSql =
     "INSERT INTO hits(seq, wearer, device, pattern, kind, severity, t_start, t_end, end_index, "
-    "distance, matched_dims, pattern_dims, detected_at, latency_ms, dims) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+    "distance, matched_dims, pattern_dims, detected_at, latency_ms, dims, region, foot) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
 
 const char* const kInsertWindowSql =
     "INSERT INTO alert_windows(seq, pattern, wearer, lead_in, length, channels, shape, samples) "
@@ -169,9 +177,9 @@ const char* const kSelectEventColumns =
 const char* const kSelectAlertWithStateColumns =
     "SELECT h.seq, h.wearer, h.device, h.pattern, h.kind, h.severity, h.t_start, h.t_end, "
     "h.end_index, h.distance, h.matched_dims, h.pattern_dims, h.detected_at, h.latency_ms, "
-    "h.dims, s.state, s.acknowledged_by, s.acknowledged_at, s.resolved_by, s.resolved_at, "
-    "s.escalation_level, s.note FROM hits h LEFT JOIN alert_states s ON s.seq = h.seq";
-constexpr int kFirstStateColumn = 15;
+    "h.dims, h.region, h.foot, s.state, s.acknowledged_by, s.acknowledged_at, s.resolved_by, "
+    "s.resolved_at, s.escalation_level, s.note FROM hits h LEFT JOIN alert_states s ON s.seq = h.seq";
+constexpr int kFirstStateColumn = kColumnCount + kOptionalColumnCount;
 const char* const kSelectMarkColumns =
     "SELECT id, seq, wearer, pattern, verdict, note, created_at, withdrawn_at FROM marks";
 
@@ -265,6 +273,9 @@ Alert row_to_alert(const Statement& stmt, const std::string& label) {
   std::int64_t seq = sqlite3_column_int64(row, 0);
   try {
     object["dims"] = json::parse(stmt.column_text(kDimsColumn));
+    for (int i = 0; i < kOptionalColumnCount; ++i)
+      if (sqlite3_column_type(row, kColumnCount + i) == SQLITE_TEXT)
+        object[kOptionalColumnNames[i]] = stmt.column_text(kColumnCount + i);
     return alert_from_json(object);
   } catch (const std::exception& e) {
     throw Error(label + ": row seq " + std::to_string(seq) + " is malformed: " + e.what());
@@ -390,6 +401,8 @@ std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts, const Dims
       insert.bind(13, a.detected_at);
       insert.bind(14, a.latency_ms);
       insert.bind_static(15, dims_text(i));
+      if (!a.region.empty()) insert.bind(16, a.region);
+      if (!a.foot.empty()) insert.bind(17, a.foot);
       insert.run();
       insert.reset();
     }

@@ -21,7 +21,7 @@ struct sqlite3;
 
 namespace gw::pipeline {
 
-inline constexpr int kStoreSchemaVersion = 6;
+inline constexpr int kStoreSchemaVersion = 7;
 
 struct HitQuery {
   std::optional<std::uint32_t> wearer;

@@ -62,10 +62,14 @@ std::string event_action(const json& event) {
 }  // namespace
 
 std::string alert_text_line(const json& alert) {
-  return fmt::format("{}  {}  {}  {}  seq {}  {}", readable_time_text(alert, "detected_at"),
-                     upper(alert.value("severity", std::string("?"))),
-                     alert.value("kind", std::string("?")), wearer_text(alert),
-                     alert.value("seq", 0ull), alert.value("pattern", std::string("?")));
+  std::string line = fmt::format("{}  {}  {}  {}  seq {}  {}", readable_time_text(alert, "detected_at"),
+                                 upper(alert.value("severity", std::string("?"))),
+                                 alert.value("kind", std::string("?")), wearer_text(alert),
+                                 alert.value("seq", 0ull), alert.value("pattern", std::string("?")));
+  // Where under the foot, for a pressure hotspot: "right foot, heel".
+  const std::string region = alert.value("region", std::string());
+  if (!region.empty()) line += "  " + alert.value("foot", std::string("?")) + " foot, " + region;
+  return line;
 }
 
 std::string event_text_line(const json& event) {

@@ -173,7 +173,9 @@ void print_hits_table(const std::vector<pipeline::Alert>& hits,
       const auto it = marks->find(h.seq);
       mark = std::string("  ") + (it == marks->end() ? "-" : pipeline::verdict_name(it->second));
     }
-    std::printf("%s%s\n", hit_row(h).c_str(), mark.c_str());
+    // A pressure hotspot's place under the foot, after the columns every hit has.
+    const std::string where = h.region.empty() ? "" : "  " + h.foot + " foot, " + h.region;
+    std::printf("%s%s%s\n", hit_row(h).c_str(), mark.c_str(), where.c_str());
   }
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "gait/hotspots.h"
 #include "sensors/recording.h"
 
 namespace {
@@ -2162,4 +2163,82 @@ TEST_CASE("gait: off without the section, the pack's rule and examples read, its
   require_single_issue(issues_of(yaml({"gait:", "  pack: nowhere.yaml"})), "gait.pack", 2, "cannot read");
   require_single_issue(issues_of(yaml({"gait:", "  minute_s: 0"})), "gait.minute_s", 2, "must be in [1");
   require_single_issue(issues_of(yaml({"gait:", "  pace: 1"})), "gait.pace", 2, "unknown key");
+}
+
+TEST_CASE("devices[].hotspots: defaults by the device's insole, keys read, bad values by key path",
+          "[config][gait]") {
+  // The shipped config: the 99-cell insoles and the gaitpdb pair watched at
+  // the tracker's defaults for their insole; the other devices carry no foot.
+  const Config shipped = load_config(std::string(kConfigDir) + "/gaitwatch.yaml");
+  const auto& pair = shipped.device_by_name("gaitpdb_insoles")->hotspots;
+  const gw::gait::HotspotParams force = gw::gait::hotspot_defaults_force_insole();
+  CHECK(pair.enabled);
+  CHECK(pair.threshold == force.threshold);
+  CHECK(pair.min_duration_s == force.min_duration_s);
+  CHECK(pair.cooldown_s == force.cooldown_s);
+  CHECK(pair.peak_window_s == force.peak_window_s);
+  CHECK(pair.integral_window_s == force.integral_window_s);
+  CHECK(pair.min_foot_load == force.min_foot_load);
+  CHECK(pair.severity == gw::config::AlertSeverity::kWarning);
+  const auto& grid = shipped.device_by_name("insole_left")->hotspots;
+  CHECK(grid.enabled);
+  CHECK(grid.min_foot_load == gw::gait::hotspot_defaults_pressure_insole().min_foot_load);
+  CHECK(grid.min_foot_load != force.min_foot_load);
+  CHECK_FALSE(shipped.device_by_name("daphnet_body")->hotspots.enabled);
+
+  const std::vector<const char*> insole = {
+      "devices:",                        // 1
+      "  - id: 7",                       // 2
+      "    name: left",                  // 3
+      "    kind: pressure_insole_left",  // 4
+      "    hotspots:",                   // 5
+  };
+  const auto config_with = [&](std::initializer_list<const char*> keys) {
+    std::string text;
+    for (const char* line : insole) text += std::string(line) + "\n";
+    for (const char* line : keys) text += std::string(line) + "\n";
+    return text;
+  };
+  const Config set = parse_config(config_with({"      threshold: 350",           // 6
+                                               "      min_duration_s: 20",       // 7
+                                               "      cooldown_s: 0",            // 8
+                                               "      peak_window_s: 3",         // 9
+                                               "      integral_window_s: 5",     // 10
+                                               "      min_foot_load: 1000",      // 11
+                                               "      severity: critical"}),     // 12
+                                  "ok.yaml", kConfigDir);
+  const auto& h = set.devices[0].hotspots;
+  CHECK(h.enabled);
+  CHECK(h.threshold == 350);
+  CHECK(h.min_duration_s == 20);
+  CHECK(h.cooldown_s == 0);
+  CHECK(h.peak_window_s == 3);
+  CHECK(h.integral_window_s == 5);
+  CHECK(h.min_foot_load == 1000);
+  CHECK(h.severity == gw::config::AlertSeverity::kCritical);
+  CHECK_FALSE(parse_config(config_with({"      enabled: false"}), "ok.yaml", kConfigDir).devices[0].hotspots.enabled);
+
+  require_single_issue(issues_of(config_with({"      threshold: 0"})), "devices[0].hotspots.threshold", 6,
+                       "must be > 0");
+  require_single_issue(issues_of(config_with({"      min_duration_s: -1"})), "devices[0].hotspots.min_duration_s",
+                       6, "must be > 0");
+  require_single_issue(issues_of(config_with({"      cooldown_s: -1"})), "devices[0].hotspots.cooldown_s", 6,
+                       "must be >= 0");
+  require_single_issue(issues_of(config_with({"      peak_window_s: 0"})), "devices[0].hotspots.peak_window_s", 6,
+                       "must be > 0");
+  require_single_issue(issues_of(config_with({"      min_foot_load: -5"})), "devices[0].hotspots.min_foot_load",
+                       6, "must be >= 0");
+  require_single_issue(issues_of(config_with({"      severity: loud"})), "devices[0].hotspots.severity", 6,
+                       "info | warning | critical");
+  require_single_issue(issues_of(config_with({"      threshold_n: 400"})), "devices[0].hotspots.threshold_n", 6,
+                       "");
+
+  // A device that carries no foot takes no hotspots.
+  require_single_issue(issues_of(yaml({"devices:",                     // 1
+                                       "  - id: 4",                    // 2
+                                       "    name: wrist",              // 3
+                                       "    kind: accelerometer_3",    // 4
+                                       "    hotspots:",                // 5
+                                       "      threshold: 100"})),      // 6
+                       "devices[0].hotspots", 6, "carries no foot");
 }

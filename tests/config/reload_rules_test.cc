@@ -86,6 +86,8 @@ TEST_CASE("reload rules: restart-only changes are kept and named by key path",
        [&](const Config& c) {
          return c.devices[1].sample_rate_hz == running.devices[1].sample_rate_hz;
        }},
+      {"devices[1].hotspots", [](Config& c) { c.devices[1].hotspots.threshold = 1; },
+       [&](const Config& c) { return c.devices[1].hotspots == running.devices[1].hotspots; }},
       {"devices[0].status", [](Config& c) { c.devices[0].status.accel = {0, 1, 2}; },
        [&](const Config& c) { return c.devices[0].status == running.devices[0].status; }},
       {"search.backend", [](Config& c) { c.search.backend = gw::config::BackendKind::kCuda; },

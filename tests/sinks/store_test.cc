@@ -477,6 +477,45 @@ TEST_CASE("alert JSON has exactly the documented keys and round-trips", "[alert]
   check_same_except_seq(back, alert);
 }
 
+TEST_CASE("HitStore: a pressure hotspot's region and foot are stored and read back, other alerts have none",
+          "[store][alert]") {
+  TempDir dir;
+  HitStore store(dir.file("hits.db"));
+  Alert hotspot = make_alert(0);
+  hotspot.pattern = gw::pipeline::kPressureHotspotPattern;
+  hotspot.kind = gw::pipeline::kPressureHotspotKind;
+  hotspot.dims.clear();
+  hotspot.region = "forefoot_lateral";
+  hotspot.foot = "right";
+  std::vector<Alert> alerts{make_alert(1), hotspot, make_alert(2)};
+  store.insert(alerts);
+
+  const auto rows = store.query(HitQuery{});
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].region.empty());
+  CHECK(rows[0].foot.empty());
+  CHECK(rows[1].region == "forefoot_lateral");
+  CHECK(rows[1].foot == "right");
+  check_same_except_seq(rows[1], hotspot);
+  CHECK(rows[2].region.empty());
+  const auto with_state = store.alert_with_state(rows[1].seq);
+  REQUIRE(with_state.has_value());
+  CHECK(with_state->alert.region == "forefoot_lateral");
+  CHECK(with_state->alert.foot == "right");
+  CHECK(with_state->state.state == gw::pipeline::AlertState::kNew);
+
+  // In the JSON only when set, and back from it.
+  const json j = alert_to_json(rows[1]);
+  CHECK(j["region"] == "forefoot_lateral");
+  CHECK(j["foot"] == "right");
+  const Alert back = alert_from_json(json::parse(j.dump()));
+  CHECK(back.region == "forefoot_lateral");
+  CHECK(back.foot == "right");
+  CHECK_FALSE(alert_to_json(rows[0]).contains("region"));
+  CHECK_FALSE(alert_to_json(rows[0]).contains("foot"));
+  CHECK(RawDb(dir.file("hits.db")).text("SELECT count(*) FROM hits WHERE region IS NULL AND foot IS NULL") == "2");
+}
+
 // The exact text, byte for byte: the store's dims column and the published
 // bodies are this text, and readers of older rows compare against it.
 TEST_CASE("alert JSON text: sorted keys, compact, shortest doubles, NaN as null", "[alert]") {
