@@ -80,21 +80,28 @@ constexpr int kTickMs = 100;
 constexpr int kFrameSamples = kSampleRateHz * kTickMs / 1000;
 constexpr int kDeviceId = 1;
 
-// Wall clock and this thread's CPU time: on a shared host the CPU time
-// leaves out the time the thread waited for a core.
+// Wall clock, this thread's CPU time and the whole process's: on a shared
+// host the CPU time leaves out the time a thread waited for a core, and the
+// process's counts the engine's pool threads as well (the one figure that
+// compares a multi-threaded phase with a single-threaded one).
 struct Stamp {
   Clock::time_point wall;
   double cpu_s = 0;
+  double process_cpu_s = 0;
 };
-Stamp stamp() {
+double clock_s(clockid_t clock) {
   timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return {Clock::now(), static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9};
+  clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+Stamp stamp() {
+  return {Clock::now(), clock_s(CLOCK_THREAD_CPUTIME_ID), clock_s(CLOCK_PROCESS_CPUTIME_ID)};
 }
 double wall_ms(const Stamp& a, const Stamp& b) {
   return std::chrono::duration<double, std::milli>(b.wall - a.wall).count();
 }
 double cpu_ms(const Stamp& a, const Stamp& b) { return (b.cpu_s - a.cpu_s) * 1000.0; }
+double process_cpu_ms(const Stamp& a, const Stamp& b) { return (b.process_cpu_s - a.process_cpu_s) * 1000.0; }
 
 // Searches each distinct slice of a batch once (the wrapped backend) and
 // copies its matches to the identical slices. Records when the search
@@ -264,6 +271,7 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
   std::vector<std::vector<float>> tick_values(static_cast<std::size_t>(distinct));
   std::vector<double> on_frame_ms, assembly_ms, search_ms, phase2_ms;
   std::vector<double> on_frame_cpu, assembly_cpu, phase2_cpu;  // thread CPU ms
+  std::vector<double> host_process_cpu;                        // all threads' CPU ms, host phases
   std::uint64_t alerts = 0, distinct_slices = 0;
   std::uint64_t digest = 1469598103934665603ull;  // FNV-1a over the alerts' JSON
   std::vector<gw::pipeline::Engine::ArrivedFrame> refs;
@@ -282,7 +290,7 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
   }
   const auto feet = w1_feet().begin()->second;
   std::vector<std::vector<gw::gait::FootLoad>> loads(static_cast<std::size_t>(wearers));
-  std::vector<double> reduce_ms, monitor_ms, reduce_cpu, monitor_cpu;
+  std::vector<double> reduce_ms, monitor_ms, reduce_cpu, monitor_cpu, gait_process_cpu;
   for (int tick = 0; tick < options.ticks; ++tick) {
     const std::size_t length = streams[0].size() / kW1Channels;
     for (int d = 0; d < distinct; ++d) {
@@ -359,12 +367,15 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
     search_ms.push_back(wall_ms(search_start, search_end));
     phase2_ms.push_back(wall_ms(search_end, t2));
     phase2_cpu.push_back(cpu_ms(search_end, t2));
+    host_process_cpu.push_back(process_cpu_ms(t0, t0_end) + process_cpu_ms(t1, search_start) +
+                               process_cpu_ms(search_end, t2));
     if (searched) distinct_slices += backend->distinct_slices;
     if (gait) {
       reduce_ms.push_back(wall_ms(g0, g1));
       monitor_ms.push_back(wall_ms(g1, g2));
       reduce_cpu.push_back(cpu_ms(g0, g1));
       monitor_cpu.push_back(cpu_ms(g1, g2));
+      gait_process_cpu.push_back(process_cpu_ms(g0, g2));
     }
   }
   const auto& c = engine.counters();
@@ -395,6 +406,7 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
   line["on_frame_cpu_us_per_wearer_tick"] = mean(on_frame_cpu) * 1000.0 / wearers;
   line["assembly_cpu_us_per_wearer_tick"] = mean(assembly_cpu) * 1000.0 / wearers;
   line["phase2_cpu_us_per_wearer_tick"] = mean(phase2_cpu) * 1000.0 / wearers;
+  line["host_process_cpu_us_per_wearer_tick"] = mean(host_process_cpu) * 1000.0 / wearers;
   line["host_cpu_wearers_per_tick"] = cpu_us > 0 ? kTickMs * 1000.0 * wearers / cpu_us : 0;
   line["host_wearers_per_tick"] = per_wearer_us > 0 ? kTickMs * 1000.0 / per_wearer_us : 0;
   line["alerts_per_wearer_s"] =
@@ -416,6 +428,11 @@ json run(const Options& options, int wearers, const gw::config::Config& config,
     // The gait work against the engine's host work of the same ticks.
     line["gait_to_host_ratio"] = host_ms > 0 ? (mean(reduce_ms) + mean(monitor_ms)) / host_ms : 0;
     line["gait_monitor_to_host_ratio"] = host_ms > 0 ? mean(monitor_ms) / host_ms : 0;
+    // CPU against CPU, the engine's pool threads included: what the gait
+    // work adds to the host's CPU time per tick.
+    line["gait_process_cpu_us_per_wearer_tick"] = mean(gait_process_cpu) * 1000.0 / wearers;
+    line["gait_to_host_cpu_ratio"] =
+        mean(host_process_cpu) > 0 ? mean(gait_process_cpu) / mean(host_process_cpu) : 0;
     line["gait_strides"] = g.strides;
     line["gait_scored_strides"] = g.scored_strides;
     line["gait_minutes"] = g.minutes;

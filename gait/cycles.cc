@@ -176,8 +176,9 @@ Stride StrideTracker::make_stride(int f, double start_s, double toe_off_s, doubl
     stride.peak_load = std::max(stride.peak_load, it->foot[f].load);
     if (it->t_s <= toe_off_s && it->foot[f].has_cop) {
       if (previous_cop) {
-        path += std::hypot(it->foot[f].cop_x - previous_cop->foot[f].cop_x,
-                           it->foot[f].cop_y - previous_cop->foot[f].cop_y);
+        const double dx = it->foot[f].cop_x - previous_cop->foot[f].cop_x;
+        const double dy = it->foot[f].cop_y - previous_cop->foot[f].cop_y;
+        path += std::sqrt(dx * dx + dy * dy);
       }
       previous_cop = it;
       has_cop = true;
@@ -190,21 +191,27 @@ Stride StrideTracker::make_stride(int f, double start_s, double toe_off_s, doubl
   // foot's curve to [0, 1] by its own minimum and maximum.
   const int points = params_.curve_points;
   stride.curve.assign(2 * static_cast<std::size_t>(points), 0.0f);
-  auto value_at = [&](double t, int foot) -> float {
-    const std::size_t i = first_at_or_after(t);
-    if (i == samples_.size()) return samples_.back().foot[foot].load;
-    const Sample& at = samples_[i];
-    if (i == 0 || at.t_s == t) return at.foot[foot].load;
-    const Sample& prev = samples_[i - 1];
-    const double w = (t - prev.t_s) / (at.t_s - prev.t_s);
-    return static_cast<float>(prev.foot[foot].load + w * (at.foot[foot].load - prev.foot[foot].load));
+  // The load of `foot` at time t, interpolated between the samples around
+  // it; `at` is a cursor that only moves forward as t grows (the first
+  // sample at or after t), so one curve costs one pass over the cycle.
+  const std::size_t buffered = samples_.size();
+  auto value_at = [&](double t, int foot, std::size_t& at) -> float {
+    while (at < buffered && samples_[at].t_s < t) ++at;
+    if (at == buffered) return samples_.back().foot[foot].load;
+    const Sample& here = samples_[at];
+    if (at == 0 || here.t_s == t) return here.foot[foot].load;
+    const Sample& prev = samples_[at - 1];
+    const double w = (t - prev.t_s) / (here.t_s - prev.t_s);
+    return static_cast<float>(prev.foot[foot].load + w * (here.foot[foot].load - prev.foot[foot].load));
   };
   const int feet[2] = {f, 1 - f};
+  const std::size_t cycle_start = first_at_or_after(start_s);
   for (int side = 0; side < 2; ++side) {
     float* curve = &stride.curve[static_cast<std::size_t>(side) * points];
+    std::size_t at = cycle_start;
     for (int k = 0; k < points; ++k) {
       const double t = start_s + (end_s - start_s) * k / (points - 1);
-      curve[k] = value_at(t, feet[side]);
+      curve[k] = value_at(t, feet[side], at);
     }
     const auto [lo, hi] = std::minmax_element(curve, curve + points);
     const float min = *lo, span = *hi - *lo;
