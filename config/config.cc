@@ -1083,6 +1083,34 @@ void read_gait_rule(const MapReader& pack, const std::string& pack_dir,
   }
 }
 
+// The gait pack's optional `gait_change` map: alerts when a wearer's strides
+// change against the wearer's own baseline.
+void read_gait_change(const MapReader& pack, const std::vector<PatternConfig>& patterns, GaitConfig& gait) {
+  if (!pack.has("gait_change")) return;
+  const MapReader map(pack.value("gait_change"), "gait_change",
+                      {"name", "kind", "severity", "learn_walking_s", "strides", "k", "threshold"},
+                      pack.issues());
+  if (!map.valid()) return;
+  gait.change = true;
+  if (read_string(map, "name", gait.change_name)) {
+    if (gait.change_name.empty()) map.add_issue("name", "expected a name");
+    for (const PatternConfig& pattern : patterns)
+      if (pattern.name == gait.change_name)
+        map.add_issue("name", "pattern '" + gait.change_name + "' exists; the gait-change alert needs a name of its own");
+  }
+  if (gait.change_name == gait.name)
+    map.add_issue("name", "'" + gait.change_name + "' is the abnormal-gait alert's name; the gait-change alert needs "
+                          "a name of its own");
+  read_string(map, "kind", gait.change_kind);
+  read_choice(map, "severity", {"info", "warning", "critical"}, gait.change_severity);
+  read_number(map, "learn_walking_s", Range{10, 86400}, gait.change_learn_walking_s);
+  read_int(map, "strides", 2, 1000, gait.change_strides);
+  read_int(map, "k", 1, 1000, gait.change_k);
+  read_number(map, "threshold", above(0), gait.change_threshold);
+  if (gait.change_k >= gait.change_strides)
+    map.add_issue("k", "k must be below strides (each baseline stride is measured against the others)");
+}
+
 // `gait:` and the pack it names; the pack's issues carry its file name and
 // the include's key path, as a pattern pack's do.
 void read_gait(const MapReader& root, const std::string& base_dir, const std::string& source_name,
@@ -1112,10 +1140,13 @@ void read_gait(const MapReader& root, const std::string& base_dir, const std::st
   IssueList pack_issues;
   try {
     const YAML::Node document = parse_yaml(text.str(), pack_name);
-    const MapReader pack_map(document, "", {"description", "built_by", "evaluation", "abnormal_gait"},
+    const MapReader pack_map(document, "",
+                             {"description", "built_by", "evaluation", "abnormal_gait", "gait_change"},
                              pack_issues);
-    if (pack_map.valid())
+    if (pack_map.valid()) {
       read_gait_rule(pack_map, fs::path(gait.pack).parent_path().string(), patterns, gait);
+      read_gait_change(pack_map, patterns, gait);
+    }
   } catch (const ConfigError& error) {
     for (const ConfigIssue& issue : error.issues()) pack_issues.add(issue.path, issue.line, issue.message);
   }

@@ -698,13 +698,27 @@ struct GaitConfig {
   double band = 0.1;                // DTW band, a fraction of the curve length
   double threshold = 0.5;           // mean stride score at or above it: abnormal
   int bout_strides = 20;            // strides of one walking bout the alert looks at
-  double cooldown_s = 600;          // per wearer, between abnormal-gait alerts
+  double cooldown_s = 600;          // per wearer, between abnormal-gait alerts (each rule its own)
+  // From the pack's optional `gait_change:`: change against the wearer's
+  // own baseline (gait/baseline.h); bout_strides and cooldown_s as above.
+  bool change = false;
+  std::string change_name = "gait_change";
+  std::string change_kind = "gait_change";
+  std::string change_severity = "info";
+  double change_learn_walking_s = 120;  // walking time the baseline learns from
+  int change_strides = 24;              // stride curves the baseline keeps
+  int change_k = 5;                     // nearest baseline strides averaged
+  double change_threshold = 1.75;       // a bout's mean change at or above it: changed
   bool operator==(const GaitConfig& o) const {
     return enabled == o.enabled && pack == o.pack && minute_s == o.minute_s &&
            max_join_lag_s == o.max_join_lag_s && name == o.name && kind == o.kind &&
            severity == o.severity && examples_file == o.examples_file &&
            examples_digest == o.examples_digest && k == o.k && band == o.band &&
-           threshold == o.threshold && bout_strides == o.bout_strides && cooldown_s == o.cooldown_s;
+           threshold == o.threshold && bout_strides == o.bout_strides && cooldown_s == o.cooldown_s &&
+           change == o.change && change_name == o.change_name && change_kind == o.change_kind &&
+           change_severity == o.change_severity && change_learn_walking_s == o.change_learn_walking_s &&
+           change_strides == o.change_strides && change_k == o.change_k &&
+           change_threshold == o.change_threshold;
   }
   bool operator!=(const GaitConfig& o) const { return !(*this == o); }
 };

@@ -27,6 +27,13 @@ gait::MonitorOptions gait_monitor_options(const config::GaitConfig& gait) {
   options.max_join_lag_s = gait.max_join_lag_s;
   options.bout_strides = gait.bout_strides;
   options.cooldown_s = gait.cooldown_s;
+  if (gait.change) {
+    options.baseline.learn_walking_s = gait.change_learn_walking_s;
+    options.baseline.strides = gait.change_strides;
+    options.baseline.k = gait.change_k;
+    options.baseline.band_fraction = gait.band;
+    options.baseline.threshold = gait.change_threshold;
+  }
   if (!gait.examples_file.empty()) {
     auto library = std::make_shared<gait::StrideLibrary>(
         options.cycles.curve_points, gait::AbnormalParams{gait.k, gait.band, gait.threshold});
@@ -42,9 +49,10 @@ pipeline::Alert abnormal_gait_alert(const gait::AbnormalBout& bout, const config
   pipeline::Alert alert;
   alert.wearer = bout.wearer;
   alert.device = bout.device;
-  alert.pattern = gait.name;
-  alert.kind = gait.kind;
-  alert.severity = gait.severity;
+  const bool change = bout.reason == gait::BoutReason::kChangedFromBaseline;
+  alert.pattern = change ? gait.change_name : gait.name;
+  alert.kind = change ? gait.change_kind : gait.kind;
+  alert.severity = change ? gait.change_severity : gait.severity;
   alert.t_start = bout.t_start;
   alert.t_end = bout.t_end;
   alert.distance = bout.score;
@@ -63,6 +71,8 @@ pipeline::Event gait_minute_event(const gait::GaitMinute& minute, double now_s) 
   event.details.update(gait::metrics_json(minute.metrics));
   event.details["abnormal_score"] =
       std::isnan(minute.abnormal_score) ? nlohmann::json(nullptr) : nlohmann::json(minute.abnormal_score);
+  event.details["baseline_change"] =
+      std::isnan(minute.baseline_change) ? nlohmann::json(nullptr) : nlohmann::json(minute.baseline_change);
   return event;
 }
 
@@ -146,6 +156,8 @@ nlohmann::json GaitWorker::counters_json() const {
           {"scored_strides", c.scored_strides},
           {"minutes", c.minutes},
           {"abnormal_bouts", c.abnormal_bouts},
+          {"baselines_learned", c.baselines_learned},
+          {"change_scored_strides", c.change_scored_strides},
           {"dropped_frames", dropped_.load()},
           {"queue_depth", queue_.size()}};
 }

@@ -35,14 +35,17 @@ inline constexpr std::size_t kGaitQueueFrames = 65536;
 // (the config checked it). Throws gw::Error when it no longer reads.
 gait::MonitorOptions gait_monitor_options(const config::GaitConfig& gait);
 
-// The alert of an abnormal bout: pattern and kind as the pack names them,
-// no dims; distance = the bout's mean stride score; t_start/t_end the bout's
+// The alert of an abnormal bout: pattern, kind and severity as the pack
+// names them (its `abnormal_gait` rule, or its `gait_change` rule for a bout
+// of reason kChangedFromBaseline), no dims; distance = the bout's mean
+// stride score (or mean change); t_start/t_end the bout's
 // device times; latency from the arrival of the frame that completed it.
 pipeline::Alert abnormal_gait_alert(const gait::AbnormalBout& bout, const config::GaitConfig& gait,
                                     double now_s);
 
 // {type gait_minute, wearer, actor gaitwatchd, details: {t_start, t_end,
-// abnormal_score, and gait::metrics_json}}.
+// abnormal_score, baseline_change (null before the wearer's baseline is
+// learned or without one), and gait::metrics_json}}.
 pipeline::Event gait_minute_event(const gait::GaitMinute& minute, double now_s);
 
 // The gait monitor on a thread of its own, so that neither its per-sample

@@ -21,6 +21,11 @@ double banded_dtw_sq(const float* a, const float* b, int n, int band, double aba
   current.assign(static_cast<std::size_t>(n), kInf);
   for (int i = 0; i < n; ++i) {
     const int lo = std::max(0, i - band), hi = std::min(n - 1, i + band);
+    // The row reads current[lo - 1] (left neighbour of its first cell),
+    // which still holds the row before last: unreachable. Cells right of
+    // the band were never written (the band only moves right), so no row
+    // needs a full reset.
+    if (lo > 0) current[static_cast<std::size_t>(lo - 1)] = kInf;
     double row_min = kInf;
     for (int j = lo; j <= hi; ++j) {
       const double d = static_cast<double>(a[i]) - static_cast<double>(b[j]);
@@ -38,10 +43,7 @@ double banded_dtw_sq(const float* a, const float* b, int n, int band, double aba
       row_min = std::min(row_min, cell);
     }
     if (row_min > abandon_above) return kInf;
-    // The cells outside the next row's band must read as unreachable.
-    if (lo > 0) current[static_cast<std::size_t>(lo - 1)] = kInf;
     std::swap(previous, current);
-    std::fill(current.begin(), current.end(), kInf);
   }
   return previous[static_cast<std::size_t>(n - 1)];
 }
@@ -105,13 +107,15 @@ double StrideLibrary::distance(const std::vector<float>& a, const std::vector<fl
   return std::sqrt(distance_sq(a, b, std::numeric_limits<double>::infinity()));
 }
 
-double StrideLibrary::stride_score(const std::vector<float>& curve, const std::string& exclude_subject) const {
+std::vector<std::pair<double, bool>> StrideLibrary::nearest(const std::vector<float>& curve, int k,
+                                                            const std::string& exclude_subject,
+                                                            std::ptrdiff_t exclude_index) const {
   // The k nearest so far in a max-heap by distance (ties: the abnormal one
   // above, so that it leaves first, as a sort by (distance, label) keeps the
   // normal one); an example whose DTW passes the k-th distance is abandoned.
-  const auto k = static_cast<std::size_t>(std::max(1, params_.k));
-  std::vector<std::pair<double, bool>> nearest;
-  nearest.reserve(k + 1);
+  const auto wanted = static_cast<std::size_t>(std::max(1, k));
+  std::vector<std::pair<double, bool>> found;
+  found.reserve(wanted + 1);
   double kth = std::numeric_limits<double>::infinity();
   thread_local std::vector<float> upper, lower;
   upper.resize(2 * static_cast<std::size_t>(points_));
@@ -119,28 +123,44 @@ double StrideLibrary::stride_score(const std::vector<float>& curve, const std::s
   for (int side = 0; side < 2; ++side)
     envelope(curve.data() + side * points_, points_, band(), upper.data() + side * points_,
              lower.data() + side * points_);
-  for (const StrideExample& e : examples_) {
+  for (std::size_t i = 0; i < examples_.size(); ++i) {
+    const StrideExample& e = examples_[i];
+    if (static_cast<std::ptrdiff_t>(i) == exclude_index) continue;
     if (!exclude_subject.empty() && e.subject == exclude_subject) continue;
     // An example whose lower bound already passes the k-th distance cannot
     // enter (a tie could only enter as the normal one of equal distance:
     // the bound is strict for those, so ties are searched).
-    if (nearest.size() == k &&
+    if (found.size() == wanted &&
         lb_keogh_sq(e.curve.data(), upper.data(), lower.data(), 2 * points_) > kth)
       continue;
     const double d = distance_sq(curve, e.curve, kth);
-    if (nearest.size() == k && !(std::make_pair(d, e.abnormal) < nearest.front())) continue;
-    nearest.emplace_back(d, e.abnormal);
-    std::push_heap(nearest.begin(), nearest.end());
-    if (nearest.size() > k) {
-      std::pop_heap(nearest.begin(), nearest.end());
-      nearest.pop_back();
+    if (found.size() == wanted && !(std::make_pair(d, e.abnormal) < found.front())) continue;
+    found.emplace_back(d, e.abnormal);
+    std::push_heap(found.begin(), found.end());
+    if (found.size() > wanted) {
+      std::pop_heap(found.begin(), found.end());
+      found.pop_back();
     }
-    if (nearest.size() == k) kth = nearest.front().first;
+    if (found.size() == wanted) kth = found.front().first;
   }
-  if (nearest.empty()) return std::numeric_limits<double>::quiet_NaN();
+  return found;
+}
+
+double StrideLibrary::stride_score(const std::vector<float>& curve, const std::string& exclude_subject) const {
+  const auto nearest_examples = nearest(curve, params_.k, exclude_subject, -1);
+  if (nearest_examples.empty()) return std::numeric_limits<double>::quiet_NaN();
   int abnormal = 0;
-  for (const auto& [d, is_abnormal] : nearest) abnormal += is_abnormal ? 1 : 0;
-  return static_cast<double>(abnormal) / static_cast<double>(nearest.size());
+  for (const auto& [d, is_abnormal] : nearest_examples) abnormal += is_abnormal ? 1 : 0;
+  return static_cast<double>(abnormal) / static_cast<double>(nearest_examples.size());
+}
+
+double StrideLibrary::nearest_mean_distance(const std::vector<float>& curve, int k,
+                                            std::ptrdiff_t exclude_index) const {
+  const auto nearest_examples = nearest(curve, k, "", exclude_index);
+  if (nearest_examples.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double sum = 0;
+  for (const auto& [d, is_abnormal] : nearest_examples) sum += std::sqrt(d);
+  return sum / static_cast<double>(nearest_examples.size());
 }
 
 double StrideLibrary::score(const std::vector<Stride>& strides, const std::string& exclude_subject) const {

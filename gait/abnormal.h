@@ -13,7 +13,9 @@
 // Thread safety: a built library is read-only; score() may run concurrently.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gait/cycles.h"
@@ -50,11 +52,19 @@ class StrideLibrary {
   // the examples of `exclude_subject` (none when empty). NaN without
   // examples.
   double stride_score(const std::vector<float>& curve, const std::string& exclude_subject = "") const;
+  // The mean distance from `curve` to its k nearest examples, leaving out
+  // example `exclude_index` (none when negative); NaN without examples.
+  double nearest_mean_distance(const std::vector<float>& curve, int k, std::ptrdiff_t exclude_index = -1) const;
   // Mean stride score of `strides` (NaN when there are none).
   double score(const std::vector<Stride>& strides, const std::string& exclude_subject = "") const;
 
  private:
   int band() const;
+  // The k nearest examples to `curve` (squared distance, abnormal), in no
+  // order, leaving out those of `exclude_subject` and example `exclude_index`.
+  std::vector<std::pair<double, bool>> nearest(const std::vector<float>& curve, int k,
+                                               const std::string& exclude_subject,
+                                               std::ptrdiff_t exclude_index) const;
 
   int points_;
   AbnormalParams params_;

@@ -21,6 +21,20 @@ std::vector<int> force_sensors(const std::vector<std::string>& channels, const s
   return out;
 }
 
+// The stride's timing and loads without its curve: what a minute's metrics
+// need (gait/metrics.h), kept without copying the curve for every stride.
+Stride timing_of(const Stride& stride) {
+  Stride out;
+  out.foot = stride.foot;
+  out.heel_strike_s = stride.heel_strike_s;
+  out.toe_off_s = stride.toe_off_s;
+  out.next_heel_strike_s = stride.next_heel_strike_s;
+  out.double_support_s = stride.double_support_s;
+  out.cop_path = stride.cop_path;
+  out.peak_load = stride.peak_load;
+  return out;
+}
+
 }  // namespace
 
 std::vector<FootSource> device_feet(sensors::DeviceKind kind, const std::vector<std::string>& channels) {
@@ -53,18 +67,25 @@ void reduce_foot_loads(const std::vector<FootSource>& feet, const sensors::Frame
     // Checked per cell only when the frame is narrower than the foot's cells reach.
     const bool inside = std::all_of(feet[i].cells.begin(), feet[i].cells.end(),
                                     [channels](int c) { return static_cast<std::size_t>(c) < channels; });
+    // A pressure insole's cells are one run of channels: read straight from the row.
+    bool run = count > 0;
+    for (int c = 1; run && c < count; ++c) run = cells[c] == cells[0] + c;
     for (std::size_t s = 0; s < frame.samples; ++s) {
       const float* row = frame.values.data() + s * channels;
       FootLoad& load = out[s * feet.size() + i];
-      if (inside)
+      if (inside && run) {
+        const float* first = row + cells[0];
+        load = foot_load_of([first](int c) { return first[c]; }, count, feet[i].layout);
+      } else if (inside) {
         load = foot_load_of([row, cells](int c) { return row[cells[c]]; }, count, feet[i].layout);
-      else
+      } else {
         load = foot_load_of(
             [row, cells, channels](int c) {
               const auto channel = static_cast<std::size_t>(cells[c]);
               return channel < channels ? row[channel] : 0.0f;
             },
             count, feet[i].layout);
+      }
     }
   }
 }
@@ -149,6 +170,22 @@ void GaitMonitor::push_joined(std::uint32_t wearer, WearerState& w, double t_s, 
   for (const Stride& stride : scratch_) on_stride(wearer, w, stride, arrival_s);
 }
 
+namespace {
+
+// The mean of the values that are numbers; NaN when none is.
+double mean_of_numbers(const std::vector<double>& values) {
+  double sum = 0;
+  int n = 0;
+  for (const double v : values)
+    if (!std::isnan(v)) {
+      sum += v;
+      ++n;
+    }
+  return n ? sum / n : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
 void GaitMonitor::on_stride(std::uint32_t wearer, WearerState& w, const Stride& stride, double arrival_s) {
   ++counters_.strides;
   double score = std::numeric_limits<double>::quiet_NaN();
@@ -156,10 +193,21 @@ void GaitMonitor::on_stride(std::uint32_t wearer, WearerState& w, const Stride& 
     score = options_.library->stride_score(stride.curve);
     ++counters_.scored_strides;
   }
+  double change = std::numeric_limits<double>::quiet_NaN();
+  if (options_.baseline.enabled()) {
+    if (!w.baseline) w.baseline = std::make_unique<StrideBaseline>(options_.cycles.curve_points, options_.baseline);
+    if (!w.baseline->learned()) {
+      if (w.baseline->offer(stride)) ++counters_.baselines_learned;
+    } else if (scoring_) {
+      change = w.baseline->change(stride.curve);
+      ++counters_.change_scored_strides;
+    }
+  }
 
   // The minute of walking.
-  w.minute.push_back(stride);
+  w.minute.push_back(timing_of(stride));
   w.minute_scores.push_back(score);
+  w.minute_changes.push_back(change);
   if (stride.foot == Foot::kLeft) w.minute_walking_s += stride.stride_s();
   if (w.minute_walking_s >= options_.minute_s) {
     GaitMinute minute;
@@ -171,45 +219,50 @@ void GaitMonitor::on_stride(std::uint32_t wearer, WearerState& w, const Stride& 
       minute.t_end = std::max(minute.t_end, s.next_heel_strike_s);
     }
     minute.metrics = summarise(w.minute);
-    double sum = 0;
-    int n = 0;
-    for (double v : w.minute_scores)
-      if (!std::isnan(v)) {
-        sum += v;
-        ++n;
-      }
-    minute.abnormal_score = n ? sum / n : std::numeric_limits<double>::quiet_NaN();
+    minute.abnormal_score = mean_of_numbers(w.minute_scores);
+    minute.baseline_change = mean_of_numbers(w.minute_changes);
     w.last = minute;
     w.has_last = true;
     minutes_.push_back(std::move(minute));
     ++counters_.minutes;
     w.minute.clear();
     w.minute_scores.clear();
+    w.minute_changes.clear();
     w.minute_walking_s = 0;
   }
 
-  // The walking bout.
-  if (!options_.library || std::isnan(score)) return;
-  if (stride.heel_strike_s - w.last_stride_end_s > options_.bout_gap_s) w.bout.clear();
-  w.last_stride_end_s = std::max(w.last_stride_end_s, stride.next_heel_strike_s);
-  w.bout.emplace_back(stride.heel_strike_s, score);
-  while (static_cast<int>(w.bout.size()) > options_.bout_strides) w.bout.pop_front();
-  if (static_cast<int>(w.bout.size()) < options_.bout_strides) return;
+  // The walking bouts.
+  if (options_.library && !std::isnan(score))
+    feed_bout(wearer, w, w.abnormal_bout, stride, score, options_.library->params().threshold,
+              BoutReason::kLikeAbnormalExamples, arrival_s);
+  if (!std::isnan(change))
+    feed_bout(wearer, w, w.change_bout, stride, change, options_.baseline.threshold,
+              BoutReason::kChangedFromBaseline, arrival_s);
+}
+
+void GaitMonitor::feed_bout(std::uint32_t wearer, const WearerState& w, Bout& bout, const Stride& stride,
+                            double value, double threshold, BoutReason reason, double arrival_s) {
+  if (stride.heel_strike_s - bout.last_stride_end_s > options_.bout_gap_s) bout.strides.clear();
+  bout.last_stride_end_s = std::max(bout.last_stride_end_s, stride.next_heel_strike_s);
+  bout.strides.emplace_back(stride.heel_strike_s, value);
+  while (static_cast<int>(bout.strides.size()) > options_.bout_strides) bout.strides.pop_front();
+  if (static_cast<int>(bout.strides.size()) < options_.bout_strides) return;
   double sum = 0;
-  for (const auto& [start, value] : w.bout) sum += value;
-  const double mean = sum / static_cast<double>(w.bout.size());
-  if (mean < options_.library->params().threshold) return;
-  if (stride.next_heel_strike_s - w.last_alert_s < options_.cooldown_s) return;
-  w.last_alert_s = stride.next_heel_strike_s;
-  AbnormalBout bout;
-  bout.wearer = wearer;
-  bout.device = w.left_device;
-  bout.t_start = w.bout.front().first;
-  bout.t_end = stride.next_heel_strike_s;
-  bout.score = mean;
-  bout.strides = static_cast<int>(w.bout.size());
-  bout.arrival_s = arrival_s;
-  abnormal_.push_back(bout);
+  for (const auto& [start, v] : bout.strides) sum += v;
+  const double mean = sum / static_cast<double>(bout.strides.size());
+  if (mean < threshold) return;
+  if (stride.next_heel_strike_s - bout.last_alert_s < options_.cooldown_s) return;
+  bout.last_alert_s = stride.next_heel_strike_s;
+  AbnormalBout out;
+  out.wearer = wearer;
+  out.device = w.left_device;
+  out.reason = reason;
+  out.t_start = bout.strides.front().first;
+  out.t_end = stride.next_heel_strike_s;
+  out.score = mean;
+  out.strides = static_cast<int>(bout.strides.size());
+  out.arrival_s = arrival_s;
+  abnormal_.push_back(out);
   ++counters_.abnormal_bouts;
 }
 

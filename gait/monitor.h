@@ -24,6 +24,12 @@
 // AbnormalBout is raised, then none for that wearer for `cooldown_s` of
 // device time.
 //
+// The wearer's own baseline (gait/baseline.h), when the options enable it:
+// learned from the wearer's first strides; afterwards each scored stride's
+// change against it feeds a second bout of the same rule (last
+// `bout_strides` strides, mean change at least the baseline's threshold,
+// its own cooldown), raised as an AbnormalBout of reason kChangedFromBaseline.
+//
 // Threads: none inside; one thread owns a monitor.
 #pragma once
 
@@ -36,6 +42,7 @@
 #include <vector>
 
 #include "gait/abnormal.h"
+#include "gait/baseline.h"
 #include "gait/cycles.h"
 #include "gait/hotspots.h"
 #include "gait/metrics.h"
@@ -71,6 +78,8 @@ struct MonitorOptions {
   int bout_strides = 20;
   double bout_gap_s = 3;
   double cooldown_s = 600;
+  // The wearer's own baseline; off unless baseline.learn_walking_s > 0.
+  BaselineParams baseline;
 };
 
 struct GaitMinute {
@@ -79,6 +88,12 @@ struct GaitMinute {
   double t_end = 0;                   // and of the last stride's end
   GaitMetrics metrics;
   double abnormal_score = 0;          // mean stride score; NaN without a library
+  double baseline_change = 0;         // mean stride change; NaN before the baseline is learned
+};
+
+enum class BoutReason : std::uint8_t {
+  kLikeAbnormalExamples,  // the pack's examples: strides like the abnormal ones
+  kChangedFromBaseline,   // the wearer's own baseline: strides unlike it
 };
 
 struct AbnormalBout {
@@ -86,7 +101,8 @@ struct AbnormalBout {
   std::uint16_t device = 0;           // the left foot's device
   double t_start = 0;                 // device time: the bout's first scored stride's heel strike
   double t_end = 0;                   // the last stride's end
-  double score = 0;                   // mean score of the last bout_strides strides
+  BoutReason reason = BoutReason::kLikeAbnormalExamples;
+  double score = 0;                   // mean score (or change) of the last bout_strides strides
   int strides = 0;
   double arrival_s = 0;               // arrival of the frame that completed the last stride
 };
@@ -97,7 +113,9 @@ struct MonitorCounters {
   std::uint64_t strides = 0;
   std::uint64_t scored_strides = 0;
   std::uint64_t minutes = 0;
-  std::uint64_t abnormal_bouts = 0;
+  std::uint64_t abnormal_bouts = 0;   // of either reason
+  std::uint64_t baselines_learned = 0;
+  std::uint64_t change_scored_strides = 0;
 };
 
 class GaitMonitor {
@@ -130,17 +148,24 @@ class GaitMonitor {
     std::uint16_t device;
     double arrival_s;
   };
+  // One rule's walking bout: its last strides (heel strike, value).
+  struct Bout {
+    std::deque<std::pair<double, double>> strides;
+    double last_stride_end_s = -1e300;
+    double last_alert_s = -1e300;
+  };
   struct WearerState {
     explicit WearerState(const CycleParams& params) : tracker(params) {}
     StrideTracker tracker;
     bool rate_known = false;
     std::deque<Pending> waiting[2];   // a foot's samples from its own device, not yet paired
-    std::vector<Stride> minute;       // strides of the minute in progress
+    std::vector<Stride> minute;       // strides of the minute in progress (without curves)
     std::vector<double> minute_scores;
+    std::vector<double> minute_changes;
     double minute_walking_s = 0;
-    std::deque<std::pair<double, double>> bout;  // the bout's last strides: heel strike, score
-    double last_stride_end_s = -1e300;
-    double last_alert_s = -1e300;
+    Bout abnormal_bout;
+    Bout change_bout;
+    std::unique_ptr<StrideBaseline> baseline;
     std::uint16_t left_device = 0;
     GaitMinute last;
     bool has_last = false;
@@ -150,6 +175,9 @@ class GaitMonitor {
   void push_joined(std::uint32_t wearer, WearerState& w, double t_s, const FootLoad& left,
                    const FootLoad& right, double arrival_s);
   void on_stride(std::uint32_t wearer, WearerState& w, const Stride& stride, double arrival_s);
+  // Adds a scored stride to `bout`; an AbnormalBout when the rule holds.
+  void feed_bout(std::uint32_t wearer, const WearerState& w, Bout& bout, const Stride& stride, double value,
+                 double threshold, BoutReason reason, double arrival_s);
   void pair_waiting(std::uint32_t wearer, WearerState& w, double period);
 
   MonitorOptions options_;

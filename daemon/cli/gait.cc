@@ -6,6 +6,7 @@
 //   gaitwatch gait --file W ... --reference R [--reference ...]      these walks' strides
 //   gaitwatch gait --loso --file W --file W2 ... [--json]
 //   gaitwatch gait --file W ... --export-examples FILE               a pack's example file
+//   gaitwatch gait --change --file W --file W2 ...   change against a wearer's own baseline
 //   gaitwatch gait --file W --minutes [--json]    the minutes of walking the daemon would store
 //   gaitwatch gait --wearer N [--since T] [--json]   the minutes a running daemon stored
 //
@@ -27,6 +28,7 @@
 #include "daemon/cli/cli.h"
 #include "daemon/cli/usage.h"
 #include "gait/abnormal.h"
+#include "gait/baseline.h"
 #include "gait/examples.h"
 #include "gait/metrics.h"
 #include "gait/walk.h"
@@ -50,6 +52,9 @@ struct GaitOptions {
   std::vector<std::string> references;
   std::vector<std::string> labels;  // FILE=normal|abnormal
   bool loso = false;
+  bool change = false;               // evaluate the own-baseline change
+  gait::BaselineParams baseline{45, 24, 5, 0.1, 1.6};
+  int bout_strides = 20;
   bool json = false;
   int examples_per_walk = 40;
   gait::AbnormalParams abnormal;
@@ -137,9 +142,27 @@ double balanced_accuracy(const std::vector<bool>& predicted, const std::vector<b
   return 0.5 * (static_cast<double>(tp) / p + static_cast<double>(tn) / n);
 }
 
+// The threshold on `values` (midway between neighbouring values; a value at
+// or above it says true) with the best balanced accuracy against `truth`.
+double best_threshold(const std::vector<double>& values, const std::vector<bool>& truth) {
+  std::vector<double> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  double chosen = 0, best = -1;
+  for (std::size_t k = 0; k + 1 < sorted.size(); ++k) {
+    const double threshold = (sorted[k] + sorted[k + 1]) / 2;
+    std::vector<bool> pred;
+    for (double x : values) pred.push_back(x >= threshold);
+    const double ba = balanced_accuracy(pred, truth);
+    if (ba > best) {
+      best = ba;
+      chosen = threshold;
+    }
+  }
+  return chosen;
+}
+
 // Each walk classified by `values` against a threshold chosen on the other
-// subjects' walks alone (the one with the best balanced accuracy there,
-// midway between neighbouring values): leave-one-subject-out.
+// subjects' walks alone (best_threshold): leave-one-subject-out.
 std::vector<bool> loso_threshold_predictions(const std::vector<Walk>& walks, const std::vector<double>& values) {
   std::vector<bool> predicted(walks.size(), false);
   for (std::size_t i = 0; i < walks.size(); ++i) {
@@ -150,22 +173,115 @@ std::vector<bool> loso_threshold_predictions(const std::vector<Walk>& walks, con
       v.push_back(values[j]);
       truth.push_back(*walks[j].abnormal);
     }
-    std::vector<double> sorted = v;
-    std::sort(sorted.begin(), sorted.end());
-    double best_threshold = 0, best = -1;
-    for (std::size_t k = 0; k + 1 < sorted.size(); ++k) {
-      const double threshold = (sorted[k] + sorted[k + 1]) / 2;
-      std::vector<bool> pred;
-      for (double x : v) pred.push_back(x >= threshold);
-      const double ba = balanced_accuracy(pred, truth);
-      if (ba > best) {
-        best = ba;
-        best_threshold = threshold;
-      }
-    }
-    predicted[i] = values[i] >= best_threshold;
+    predicted[i] = values[i] >= best_threshold(v, truth);
   }
   return predicted;
+}
+
+// Change against the wearer's own baseline (docs/gait.md): each walk's
+// first `learn_walking_s` of walking teaches a baseline, as the daemon
+// learns one; what follows is scored against it, and so is what follows the
+// same point of every other subject's walk (the stand-in for a gait that
+// changed). A case is flagged when some run of `bout` consecutive strides
+// has a mean change at or above the threshold, the threshold chosen on the
+// cases of the other subjects alone.
+struct ChangeCase {
+  std::size_t baseline_walk = 0, test_walk = 0;
+  bool changed = false;
+  double max_bout = 0;  // the largest mean change of `bout` consecutive strides
+};
+
+// Index of the first stride after the baseline of `strides` is learned
+// (strides.size() when it never is).
+std::size_t learned_after(gait::StrideBaseline& baseline, const std::vector<gait::Stride>& strides) {
+  for (std::size_t i = 0; i < strides.size(); ++i)
+    if (baseline.offer(strides[i])) return i + 1;
+  return strides.size();
+}
+
+double max_bout_change(const gait::StrideBaseline& baseline, const std::vector<gait::Stride>& strides,
+                       std::size_t from, int bout) {
+  std::vector<double> change;
+  for (std::size_t i = from; i < strides.size(); ++i) change.push_back(baseline.change(strides[i].curve));
+  double best = std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t end = static_cast<std::size_t>(bout); end <= change.size(); ++end) {
+    double sum = 0;
+    for (std::size_t i = end - static_cast<std::size_t>(bout); i < end; ++i) sum += change[i];
+    const double mean = sum / bout;
+    if (std::isnan(best) || mean > best) best = mean;
+  }
+  return best;
+}
+
+int run_change_evaluation(const std::vector<Walk>& walks, const GaitOptions& o) {
+  const int points = gait::CycleParams{}.curve_points;
+  std::vector<std::unique_ptr<gait::StrideBaseline>> baselines;
+  std::vector<std::size_t> tested_from;
+  for (const Walk& w : walks) {
+    baselines.push_back(std::make_unique<gait::StrideBaseline>(points, o.baseline));
+    tested_from.push_back(learned_after(*baselines.back(), w.strides));
+  }
+  std::vector<ChangeCase> cases;
+  for (std::size_t b = 0; b < walks.size(); ++b) {
+    if (!baselines[b]->learned()) {
+      std::cerr << walks[b].name.recording << ": shorter than the learning time, left out\n";
+      continue;
+    }
+    for (std::size_t t = 0; t < walks.size(); ++t) {
+      if (t != b && walks[t].name.subject == walks[b].name.subject) continue;
+      const double value = max_bout_change(*baselines[b], walks[t].strides, tested_from[t], o.bout_strides);
+      if (std::isnan(value)) continue;
+      cases.push_back({b, t, t != b, value});
+    }
+  }
+  // Leave out every case that involves either subject of the one judged.
+  const auto subject = [&](std::size_t walk) { return walks[walk].name.subject; };
+  int same = 0, same_flagged = 0, changed = 0, changed_flagged = 0;
+  std::map<std::size_t, std::pair<double, std::vector<double>>> per_walk;  // same value, changed values
+  std::vector<double> values;
+  std::vector<bool> truth;
+  for (const ChangeCase& c : cases) {
+    values.push_back(c.max_bout);
+    truth.push_back(c.changed);
+    std::vector<double> v;
+    std::vector<bool> t;
+    for (const ChangeCase& other : cases) {
+      const std::string sb = subject(other.baseline_walk), st = subject(other.test_walk);
+      if (sb == subject(c.baseline_walk) || sb == subject(c.test_walk) || st == subject(c.baseline_walk) ||
+          st == subject(c.test_walk))
+        continue;
+      v.push_back(other.max_bout);
+      t.push_back(other.changed);
+    }
+    const bool flagged = c.max_bout >= best_threshold(v, t);
+    if (c.changed) {
+      ++changed;
+      changed_flagged += flagged ? 1 : 0;
+      per_walk[c.baseline_walk].second.push_back(c.max_bout);
+    } else {
+      ++same;
+      same_flagged += flagged ? 1 : 0;
+      per_walk[c.baseline_walk].first = c.max_bout;
+    }
+  }
+  std::cout << fmt::format("change against the wearer's own baseline: {:.0f} s of walking learned ({} strides "
+                           "kept, k {}), bouts of {} strides; value: the largest mean change of a bout\n",
+                           o.baseline.learn_walking_s, o.baseline.strides, o.baseline.k, o.bout_strides);
+  std::cout << fmt::format("{:<12} {:>8} {:>12} {:>12}\n", "baseline", "same", "others_min", "others_median");
+  for (const auto& [walk, v] : per_walk) {
+    std::vector<double> others = v.second;
+    std::sort(others.begin(), others.end());
+    std::cout << fmt::format("{:<12} {:>8.3f} {:>12.3f} {:>12.3f}\n", walks[walk].name.recording, v.first,
+                             others.empty() ? std::nan("") : others.front(),
+                             others.empty() ? std::nan("") : others[others.size() / 2]);
+  }
+  std::cout << fmt::format("\nsame walk after learning: {} of {} flagged (false change alerts)\n", same_flagged,
+                           same);
+  std::cout << fmt::format("another subject's walk: {} of {} flagged\n", changed_flagged, changed);
+  std::cout << fmt::format("AUC of the value {:.3f}; threshold on all cases {:.3f} (each case above was judged by "
+                           "one chosen without its subjects)\n",
+                           gait::roc_auc(values, truth), best_threshold(values, truth));
+  return 0;
 }
 
 void print_summary(const std::vector<Walk>& walks, bool loso, double threshold) {
@@ -287,6 +403,7 @@ int run(const GaitOptions& o) {
   }
   std::vector<Walk> walks;
   for (const std::string& file : o.files) walks.push_back(read_walk(file, o));
+  if (o.change) return run_change_evaluation(walks, o);
 
   const int points = gait::CycleParams{}.curve_points;
   gait::AbnormalParams used = o.abnormal;
@@ -358,6 +475,16 @@ void add_gait(CLI::App& app, int& exit_code) {
                   "FILE=normal|abnormal (default from gaitpdb names: Co normal, Pt abnormal)");
   cmd->add_flag("--loso", o->loso,
                 "score each --file walk against the other --file walks' strides, none of its subject's");
+  cmd->add_flag("--change", o->change,
+                "evaluate the change against a wearer's own baseline: each walk's first --learn-s of walking "
+                "learned, the rest of it and of every other subject's walk scored (docs/gait.md)");
+  cmd->add_option("--learn-s", o->baseline.learn_walking_s, "with --change: walking time the baseline learns from")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--baseline-strides", o->baseline.strides, "with --change: stride curves a baseline keeps")
+      ->check(CLI::Range(2, 10000));
+  cmd->add_option("--baseline-k", o->baseline.k, "with --change: nearest baseline strides averaged")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--bout-strides", o->bout_strides, "with --change: strides of a bout")->check(CLI::Range(1, 10000));
   cmd->add_flag("--json", o->json, "one JSON object per walk");
   cmd->add_option("--examples-per-walk", o->examples_per_walk, "strides a labelled walk contributes")
       ->check(CLI::Range(1, 100000));

@@ -2090,6 +2090,28 @@ TEST_CASE("console: off without the section, pages, TLS pair and control checked
   require_single_issue(issues_of(yaml({"console:", "  port: 70000"})), "console.port", 2, "70000");
 }
 
+// A gait pack's example file (gait/examples.h): one normal and one
+// abnormal stride.
+std::string two_class_stride_examples() {
+  std::string text = "label,subject";
+  for (int i = 0; i < 128; ++i) text += ",c" + std::to_string(i);
+  text += "\nnormal,A";
+  for (int i = 0; i < 128; ++i) text += ",0.5";
+  text += "\nabnormal,B";
+  for (int i = 0; i < 128; ++i) text += ",0.25";
+  return text + "\n";
+}
+
+// The issues of a config in `dir` (main.yaml) whose gait section names `pack`.
+std::vector<ConfigIssue> gait_pack_issues(const TempDir& dir, const std::string& pack) {
+  try {
+    parse_config(yaml({"gait:", ("  pack: " + pack).c_str()}), "main.yaml", dir.path().string());
+  } catch (const ConfigError& error) {
+    return error.issues();
+  }
+  return {};
+}
+
 TEST_CASE("gait: off without the section, the pack's rule and examples read, its issues with its file",
           "[config][gait]") {
   const auto defaults = parse_config(yaml({"search:", "  threads: 1"}), "ok.yaml", "/base");
@@ -2108,13 +2130,7 @@ TEST_CASE("gait: off without the section, the pack's rule and examples read, its
   CHECK(shipped.device_by_name("gaitpdb_insoles") != nullptr);
 
   TempDir dir;
-  std::string good = "label,subject";
-  for (int i = 0; i < 128; ++i) good += ",c" + std::to_string(i);
-  good += "\nnormal,A";
-  for (int i = 0; i < 128; ++i) good += ",0.5";
-  good += "\nabnormal,B";
-  for (int i = 0; i < 128; ++i) good += ",0.25";
-  good += "\n";
+  const std::string good = two_class_stride_examples();
   dir.write("packs/strides.csv", good);
   dir.write("packs/gait.yaml", yaml({"description: test",                  // 1
                                      "abnormal_gait:",                     // 2
@@ -2133,12 +2149,7 @@ TEST_CASE("gait: off without the section, the pack's rule and examples read, its
 
   // The pack's own issues carry its file and the include's key path.
   dir.write("packs/bad.yaml", yaml({"abnormal_gait:", "  examples: missing.csv", "  k: 0"}));
-  std::vector<ConfigIssue> issues;
-  try {
-    parse_config(yaml({"gait:", "  pack: packs/bad.yaml"}), "main.yaml", dir.path().string());
-  } catch (const ConfigError& error) {
-    issues = error.issues();
-  }
+  const std::vector<ConfigIssue> issues = gait_pack_issues(dir, "packs/bad.yaml");
   INFO(describe(issues));
   REQUIRE(issues.size() == 2);
   for (const ConfigIssue& issue : issues) {
@@ -2163,6 +2174,52 @@ TEST_CASE("gait: off without the section, the pack's rule and examples read, its
   require_single_issue(issues_of(yaml({"gait:", "  pack: nowhere.yaml"})), "gait.pack", 2, "cannot read");
   require_single_issue(issues_of(yaml({"gait:", "  minute_s: 0"})), "gait.minute_s", 2, "must be in [1");
   require_single_issue(issues_of(yaml({"gait:", "  pace: 1"})), "gait.pace", 2, "unknown key");
+}
+
+TEST_CASE("gait: the pack's gait_change rule read, off without it, its issues by key path", "[config][gait]") {
+  const Config shipped = load_config(std::string(kConfigDir) + "/gaitwatch.yaml");
+  CHECK(shipped.gait.change);
+  CHECK(shipped.gait.change_name == "gait_change");
+  CHECK(shipped.gait.change_k < shipped.gait.change_strides);
+
+  TempDir dir;
+  const std::string good = two_class_stride_examples();
+  dir.write("packs/strides.csv", good);
+  dir.write("packs/without.yaml", yaml({"abnormal_gait:", "  examples: strides.csv"}));
+  const auto without = parse_config(yaml({"gait:", "  pack: packs/without.yaml"}), "ok.yaml", dir.path().string());
+  CHECK_FALSE(without.gait.change);
+
+  dir.write("packs/with.yaml", yaml({"abnormal_gait:", "  examples: strides.csv", "gait_change:",
+                                     "  severity: warning", "  learn_walking_s: 90", "  strides: 16", "  k: 4",
+                                     "  threshold: 2.5"}));
+  const auto with = parse_config(yaml({"gait:", "  pack: packs/with.yaml"}), "ok.yaml", dir.path().string());
+  CHECK(with.gait.change);
+  CHECK(with.gait.change_name == "gait_change");
+  CHECK(with.gait.change_severity == "warning");
+  CHECK(with.gait.change_learn_walking_s == 90);
+  CHECK(with.gait.change_strides == 16);
+  CHECK(with.gait.change_k == 4);
+  CHECK(with.gait.change_threshold == 2.5);
+  CHECK(with.gait != without.gait);
+
+  dir.write("packs/bad.yaml", yaml({"abnormal_gait:",          // 1
+                                    "  examples: strides.csv",  // 2
+                                    "gait_change:",             // 3
+                                    "  name: abnormal_gait",    // 4
+                                    "  strides: 4",             // 5
+                                    "  k: 4",                   // 6
+                                    "  threshold: 0",           // 7
+                                    "  window: 3"}));           // 8
+  const std::vector<ConfigIssue> issues = gait_pack_issues(dir, "packs/bad.yaml");
+  INFO(describe(issues));
+  std::vector<std::string> paths;
+  for (const ConfigIssue& issue : issues) {
+    CHECK(issue.file == "packs/bad.yaml");
+    paths.push_back(issue.path);
+  }
+  std::sort(paths.begin(), paths.end());
+  CHECK(paths == std::vector<std::string>{"gait_change.k", "gait_change.name", "gait_change.threshold",
+                                          "gait_change.window"});
 }
 
 TEST_CASE("devices[].hotspots: defaults by the device's insole, keys read, bad values by key path",

@@ -62,6 +62,21 @@ std::vector<json> online_minutes(const DaemonFixture& fx, int wearer) {
   return json_lines(r.out);
 }
 
+// The test's pack in the fixture's config, minutes of 30 s of walking.
+void use_test_pack(DaemonFixture& fx) {
+  fx.config["gait"]["pack"] = (fx.dir / "gait.yaml").string();
+  fx.config["gait"]["minute_s"] = 30;
+  fx.write_config(fx.config);
+}
+
+// How many alerts of `pattern` the subscriber got for `wearer`.
+int alerts_of(const gw::test::Subscriber& sub, const std::string& pattern, int wearer) {
+  int n = 0;
+  for (const json& a : sub.alerts)
+    if (a["pattern"] == pattern && a["wearer"] == wearer) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("a replayed walk: the daemon's minutes of walking equal the offline ones, an unseen patient "
@@ -69,9 +84,7 @@ TEST_CASE("a replayed walk: the daemon's minutes of walking equal the offline on
           "[integration][gait]") {
   DaemonFixture fx;
   write_pack_without_test_subjects(fx);
-  fx.config["gait"]["pack"] = (fx.dir / "gait.yaml").string();
-  fx.config["gait"]["minute_s"] = 30;
-  fx.write_config(fx.config);
+  use_test_pack(fx);
 
   gw::Process daemon = gw::test::start_daemon(fx);
   gw::test::Subscriber sub(fx.endpoint());
@@ -79,12 +92,7 @@ TEST_CASE("a replayed walk: the daemon's minutes of walking equal the offline on
   REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
   replay_walk(fx, kPatient, 1);
   replay_walk(fx, kControl, 2);
-  const auto abnormal = [&](int wearer) {
-    int n = 0;
-    for (const json& a : sub.alerts)
-      if (a["pattern"] == "abnormal_gait" && a["wearer"] == wearer) ++n;
-    return n;
-  };
+  const auto abnormal = [&](int wearer) { return alerts_of(sub, "abnormal_gait", wearer); };
   REQUIRE(sub.until([&] { return abnormal(1) >= 1; }, std::chrono::seconds(30)));
 
   // The offline minutes of the same samples (the config's pack, minute_s 30).
@@ -119,9 +127,7 @@ TEST_CASE("a replayed walk: the daemon's minutes of walking equal the offline on
   REQUIRE_FALSE(control.empty());
   for (const json& minute : control) CHECK(minute["abnormal_score"].get<double>() < 0.5);
 
-  daemon.signal(SIGTERM);
-  REQUIRE(daemon.wait(std::chrono::seconds(30)) == 0);
-  sub.until([&] { return sub.saw_shutdown(); }, std::chrono::seconds(5));
+  gw::test::stop_and_collect(daemon, sub);
   CHECK(abnormal(1) == 1);  // one bout, then the cooldown
   CHECK(abnormal(2) == 0);
   const json& stats = sub.stats.back();
@@ -134,5 +140,61 @@ TEST_CASE("a replayed walk: the daemon's minutes of walking equal the offline on
     CHECK(a["kind"] == "abnormal_gait");
     CHECK(a["severity"] == "info");
     CHECK(a["distance"].get<double>() >= 0.5);
+  }
+}
+
+TEST_CASE("a wearer whose gait changes after the daemon learned it raises one gait_change alert, an unchanged "
+          "wearer none",
+          "[integration][gait]") {
+  DaemonFixture fx;
+  write_pack_without_test_subjects(fx);
+  std::ofstream(fx.dir / "gait.yaml", std::ios::app) << "gait_change:\n"
+                                                         "  learn_walking_s: 45\n"
+                                                         "  strides: 24\n"
+                                                         "  k: 5\n"
+                                                         "  threshold: 1.75\n";
+  use_test_pack(fx);
+
+  gw::Process daemon = gw::test::start_daemon(fx);
+  gw::test::Subscriber sub(fx.endpoint());
+  INFO(daemon.err());
+  REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
+  // Wearer 3 walks as a control, then as a patient; wearer 4 walks the
+  // control's walk twice.
+  const std::string usual = kWalks + "/GaCo01_01.txt";
+  replay_walk(fx, usual, 3);
+  replay_walk(fx, usual, 4);
+  replay_walk(fx, kWalks + "/SiPt04_01.txt.gz", 3);
+  replay_walk(fx, usual, 4);
+  const auto changes = [&](int wearer) { return alerts_of(sub, "gait_change", wearer); };
+  REQUIRE(sub.until([&] { return changes(3) >= 1; }, std::chrono::seconds(30)));
+
+  // Both baselines learned; the unchanged wearer's later minutes stay near
+  // its baseline, and carry the figure.
+  std::vector<json> minutes;
+  for (int i = 0; i < 100; ++i) {
+    minutes = online_minutes(fx, 4);
+    if (minutes.size() >= 6) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  int with_change = 0;
+  for (const json& minute : minutes) {
+    if (minute["baseline_change"].is_null()) continue;
+    ++with_change;
+    CHECK(minute["baseline_change"].get<double>() < 1.75);
+  }
+  CHECK(with_change >= 2);
+
+  gw::test::stop_and_collect(daemon, sub);
+  CHECK(changes(3) == 1);
+  CHECK(changes(4) == 0);
+  const json& stats = sub.stats.back();
+  CHECK(stats["gait"]["baselines_learned"] == 2);
+  CHECK(stats["gait"]["change_scored_strides"].get<int>() > 100);
+  for (const json& a : sub.alerts) {
+    if (a["pattern"] != "gait_change") continue;
+    CHECK(a["kind"] == "gait_change");
+    CHECK(a["severity"] == "info");
+    CHECK(a["distance"].get<double>() >= 1.75);
   }
 }
