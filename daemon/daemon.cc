@@ -334,9 +334,19 @@ class Daemon {
     std::optional<GaitWorker> gait;
     if (config_.gait.enabled) {
       gait.emplace(gait_monitor_options(config_.gait), gait_devices(config_), kGaitQueueFrames);
-      spdlog::info("gait: {} device(s) carry a foot; abnormal gait {}", gait_devices(config_).size(),
+      spdlog::info("gait: {} device(s) carry a foot; abnormal gait {}; gait change {}", gait_devices(config_).size(),
                    config_.gait.examples_file.empty() ? std::string("off (no pack)")
-                                                      : "by the examples of " + config_.gait.examples_file);
+                                                      : "by the examples of " + config_.gait.examples_file,
+                   config_.gait.change ? "against each wearer's own baseline" : "off");
+    } else {
+      // Hotspots run beside the gait monitor: say so when a device asks for them.
+      std::vector<std::string> asking;
+      for (const config::DeviceProfile& device : config_.devices)
+        if (device.hotspots.enabled) asking.push_back(device.name);
+      if (!asking.empty())
+        spdlog::warn("gait is off (no gait section, or gait.enabled false): pressure hotspots of device(s) {} "
+                     "are not watched",
+                     fmt::join(asking, ", "));
     }
     gait_ = gait ? &*gait : nullptr;
     // Pressure hotspots under the feet (devices[].hotspots), beside the gait monitor.

@@ -279,6 +279,26 @@ def main():
               "a sensor_offline alert is on the board")
         shot(driver, "board-offline")
 
+        # 7. A pressure hotspot under the left heel (a bundled walk with a load
+        # planted under L1, gaitpdb's heel sensor) shows its foot and region.
+        planted = os.path.join(work, "planted", "GaCo01_01.txt")
+        os.makedirs(os.path.dirname(planted))
+        with open(os.path.join(args.source_dir, "data", "gaitpdb", "GaCo01_01.txt")) as src, \
+                open(planted, "w") as dst:
+            for line in src:
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) == 19:
+                    fields[1] = "%.2f" % (float(fields[1]) + 700)
+                    fields[17] = "%.2f" % (float(fields[17]) + 700)
+                dst.write("\t".join(fields) + "\n")
+        hotspot_replay = subprocess.run([tool, "replay", "--config", config_path, "--device", "gaitpdb_insoles",
+                                         "--file", planted, "--wearer", "9", "--speed", "20",
+                                         "--to", "udp://127.0.0.1:%d" % udp_port],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120)
+        check(hotspot_replay.returncode == 0, "the planted walk is replayed (%s)" % hotspot_replay.stderr[-300:])
+        check(wait_for(lambda: "pressure_hotspot (pressure_hotspot, left heel)" in text("#board-alerts"), 20),
+              "the board shows the hotspot's foot and region (%s)" % text("#board-alerts")[-200:])
+
         # 4. A viewer: no buttons, and the API refuses a change.
         click("#logout")
         wait_for(lambda: driver.current_url.endswith("/login.html"), 10)

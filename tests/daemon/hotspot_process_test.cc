@@ -155,3 +155,19 @@ TEST_CASE(
   REQUIRE(hits.code == 0);
   CHECK_THAT(hits.out, Catch::Contains("right foot, forefoot_lateral"));
 }
+
+TEST_CASE("with gait off the daemon says which devices' hotspots it does not watch", "[integration][gait]") {
+  DaemonFixture fx;
+  fx.config["gait"]["enabled"] = false;
+  fx.write_config(fx.config);
+  gw::Process daemon = gw::test::start_daemon(fx);
+  gw::test::Subscriber sub(fx.endpoint());
+  REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
+  gw::test::stop_and_collect(daemon, sub);
+  const std::string log = daemon.err();
+  INFO(log);
+  CHECK_THAT(log, Catch::Contains("gait is off"));
+  CHECK_THAT(log, Catch::Contains("pressure hotspots of device(s)"));
+  CHECK_THAT(log, Catch::Contains("gaitpdb_insoles"));
+  CHECK(sub.stats.back().count("gait") == 0);
+}

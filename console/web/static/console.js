@@ -72,6 +72,13 @@ function wearerName(id, fallbackName) {
   return w && w.display_name ? w.display_name : "wearer " + id;
 }
 
+// What the alert is, for a row: kind and pattern, and where under the foot
+// for a pressure hotspot (region and foot are set only on those).
+function alertWhat(a) {
+  const where = a.region ? ", " + (a.foot ? a.foot + " " : "") + a.region.replace(/_/g, " ") : "";
+  return a.kind + " (" + a.pattern + where + ")";
+}
+
 function timeText(alert) {
   const iso = alert.detected_at_iso || "";
   return iso ? iso.replace("T", " ").replace(/\.\d+/, "").replace(/([+-]\d\d:\d\d|Z)$/, "") : "";
@@ -174,7 +181,7 @@ function renderBoard() {
     body.append(el("tr", { class: "alert-row severity-" + a.severity, "data-seq": a.seq },
                    el("td", {}, timeText(a)),
                    el("td", {}, wearerName(a.wearer, a.wearer_name)),
-                   el("td", {}, el("a", { href: "#/alert/" + a.seq }, a.kind + " (" + a.pattern + ")")),
+                   el("td", {}, el("a", { href: "#/alert/" + a.seq }, alertWhat(a))),
                    el("td", {}, el("span", { class: "badge severity " + a.severity }, a.severity)),
                    el("td", {}, stateBadge(row.state)),
                    el("td", {}, actionButtons(row))));
@@ -190,7 +197,7 @@ function renderAlertList() {
                    el("td", {}, el("a", { href: "#/alert/" + a.seq }, String(a.seq))),
                    el("td", {}, timeText(a)),
                    el("td", {}, wearerName(a.wearer, a.wearer_name)),
-                   el("td", {}, a.kind + " (" + a.pattern + ")"),
+                   el("td", {}, alertWhat(a)),
                    el("td", {}, el("span", { class: "badge severity " + a.severity }, a.severity)),
                    el("td", {}, stateBadge(row.state)),
                    el("td", {}, actionButtons(row))));
@@ -298,6 +305,7 @@ async function showAlert(seq) {
   fact("Detected", timeText(a) + " " + (a.zone || ""));
   fact("Wearer", wearerName(a.wearer, a.wearer_name) + " (id " + a.wearer + ", device " + a.device + ")");
   fact("Pattern", a.pattern + " (" + a.kind + ", " + a.severity + ")");
+  if (a.region) fact("Where", (a.foot ? a.foot + " foot, " : "") + a.region.replace(/_/g, " "));
   fact("Distance", Number(a.distance).toFixed(3) + ", " + a.matched_dims + " of " + a.pattern_dims + " dims");
   fact("Latency", Math.round(a.latency_ms) + " ms from the sample to the alert");
   const s = answer.state;
