@@ -20,6 +20,7 @@
 #include <boost/asio.hpp>
 
 #include "common/child_process.h"
+#include "tests/common/loopback_server.h"
 
 namespace gw::test {
 
@@ -29,52 +30,23 @@ class MqttBroker {
  public:
   static bool available() { return std::filesystem::exists(kMosquittoBinary); }
 
-  explicit MqttBroker(std::filesystem::path dir) : dir_(std::move(dir)), port_(free_port(false)) {
+  explicit MqttBroker(std::filesystem::path dir) : dir_(std::move(dir)), server_("mosquitto") {
     std::ofstream conf(dir_ / "mosquitto.conf");
-    conf << "listener " << port_ << " 127.0.0.1\n"
+    conf << "listener " << server_.port() << " 127.0.0.1\n"
          << "allow_anonymous true\n"
          << "persistence false\n"
          << "log_dest stderr\n";
   }
 
-  int port() const { return port_; }
+  int port() const { return server_.port(); }
 
   // Starts the broker and returns once it accepts connections.
-  void start() {
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{kMosquittoBinary, "-c", (dir_ / "mosquitto.conf").string()},
-        dir_ / "mosquitto.out", dir_ / "mosquitto.err");
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < until) {
-      if (accepts()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    throw std::runtime_error("mosquitto did not start: " + process_->err());
-  }
-
-  void stop() {
-    if (!process_) return;
-    process_->signal(SIGTERM);
-    process_->wait(std::chrono::seconds(5));
-    process_.reset();
-  }
-
-  ~MqttBroker() { stop(); }
+  void start() { server_.start({kMosquittoBinary, "-c", (dir_ / "mosquitto.conf").string()}, dir_); }
+  void stop() { server_.stop(); }
 
  private:
-  bool accepts() const {
-    namespace asio = boost::asio;
-    asio::io_context io;
-    asio::ip::tcp::socket socket(io);
-    boost::system::error_code error;
-    socket.connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)},
-                   error);
-    return !error;
-  }
-
   std::filesystem::path dir_;
-  int port_;
-  std::unique_ptr<Process> process_;
+  LoopbackServer server_;
 };
 
 struct MqttMessage {
