@@ -1162,6 +1162,39 @@ void read_gait(const MapReader& root, const std::string& base_dir, const std::st
   }
 }
 
+// A NATS subject of plain tokens: no wildcards, no spaces, no empty token.
+bool plain_subject(const std::string& subject) {
+  if (subject.empty() || subject.front() == '.' || subject.back() == '.') return false;
+  for (std::size_t i = 0; i < subject.size(); ++i) {
+    const char c = subject[i];
+    if (c == '*' || c == '>' || c == ' ' || c == '\t' || c == '\n' || c == '\r') return false;
+    if (c == '.' && i + 1 < subject.size() && subject[i + 1] == '.') return false;
+  }
+  return true;
+}
+
+void read_nats(const MapReader& root, NatsConfig& nats) {
+  if (!root.has("nats")) return;
+  const MapReader map(root.value("nats"), "nats",
+                      {"url", "frames_stream", "frames_subject", "partitions", "max_pending", "frames_max_age_s",
+                       "replicas"},
+                      root.issues());
+  if (!map.valid()) return;
+  nats.enabled = true;
+  if (read_string(map, "url", nats.url) && nats.url.rfind("nats://", 0) != 0 && nats.url.rfind("tls://", 0) != 0)
+    map.add_issue("url", "expected nats://HOST:PORT or tls://HOST:PORT, got '" + nats.url + "'");
+  if (read_string(map, "frames_stream", nats.frames_stream) &&
+      (nats.frames_stream.empty() ||
+       nats.frames_stream.find_first_of(".*> \t/\\") != std::string::npos))
+    map.add_issue("frames_stream", "a stream name without '.', '*', '>', '/', '\\' or spaces");
+  if (read_string(map, "frames_subject", nats.frames_subject) && !plain_subject(nats.frames_subject))
+    map.add_issue("frames_subject", "a subject of plain tokens (no wildcards, spaces or empty tokens)");
+  read_int(map, "partitions", 1, 65536, nats.partitions);
+  read_int(map, "max_pending", 1, 10000000, nats.max_pending);
+  read_number(map, "frames_max_age_s", Range{1, 86400}, nats.frames_max_age_s);
+  read_int(map, "replicas", 1, 5, nats.replicas);
+}
+
 // The zone is looked up now, so that a name the database lacks is refused
 // with its key, not found missing when the first alert is written.
 void read_site(const MapReader& root, SiteConfig& site) {
@@ -1260,7 +1293,7 @@ void check_ring_capacity(const MapReader& root, const Config& config) {
 const std::vector<std::string> kSections = {
     "daemon", "ingest", "devices",  "search",    "patterns", "storage", "history",
     "publish", "metrics", "control", "hashtable", "dedup",   "slots",   "zones", "marks",
-    "bridges", "wearers", "alerts", "site", "console", "gait"};
+    "bridges", "wearers", "alerts", "site", "console", "gait", "nats"};
 
 
 // A daemon's file must say what it detects: an empty file, or one cut off
@@ -1355,6 +1388,7 @@ Config parse_config_text(const std::string& yaml_text, const std::string& source
     read_site(root, config.site);
     read_console(root, base_dir, config.control.enabled, config.console);
     read_gait(root, base_dir, source_name, config.patterns, config.gait);
+    read_nats(root, config.nats);
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
   throw_if_any(issues, source_name);

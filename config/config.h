@@ -723,6 +723,27 @@ struct GaitConfig {
   bool operator!=(const GaitConfig& o) const { return !(*this == o); }
 };
 
+// The NATS JetStream frame path (docs/scale.md): `gaitwatchd --gateway`
+// publishes every frame it accepts to the stream `frames_stream`, subject
+// `<frames_subject>.<partition>.<wearer>` (cluster/partition.h). Absent: no
+// gateway can run.
+struct NatsConfig {
+  bool enabled = false;                        // the section is present
+  std::string url = "nats://127.0.0.1:4222";
+  std::string frames_stream = "GW_FRAMES";
+  std::string frames_subject = "gw.frames";
+  int partitions = 64;
+  std::size_t max_pending = 65536;             // publishes awaiting their ack; beyond it frames are dropped
+  double frames_max_age_s = 30;                // the stream keeps no frame longer
+  int replicas = 1;                            // JetStream replicas of the stream (a cluster: 3)
+  bool operator==(const NatsConfig& o) const {
+    return enabled == o.enabled && url == o.url && frames_stream == o.frames_stream &&
+           frames_subject == o.frames_subject && partitions == o.partitions && max_pending == o.max_pending &&
+           frames_max_age_s == o.frames_max_age_s && replicas == o.replicas;
+  }
+  bool operator!=(const NatsConfig& o) const { return !(*this == o); }
+};
+
 struct DaemonConfig {
   std::string log_level = "info";  // trace | debug | info | warn | error
   double watchdog_s = 0;           // 0 = follow $WATCHDOG_USEC when systemd sets it
@@ -754,6 +775,7 @@ struct Config {
   SiteConfig site;
   ConsoleConfig console;
   GaitConfig gait;
+  NatsConfig nats;
 
   const DeviceProfile* device_by_id(std::uint16_t id) const;
   const DeviceProfile* device_by_name(const std::string& name) const;

@@ -117,6 +117,7 @@ const std::vector<Key>& keys_after_devices() {
       GW_RESTART_KEY(bridges.webhook),
       GW_RESTART_KEY(console),
       GW_RESTART_KEY(gait),
+      GW_RESTART_KEY(nats),
       GW_RESTART_KEY(history.enabled),
       GW_RESTART_KEY(history.path),
       GW_RESTART_KEY(history.retention_hours),

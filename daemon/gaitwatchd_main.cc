@@ -1,5 +1,7 @@
 // gaitwatchd: the detector daemon.
 //   gaitwatchd --config FILE         run until SIGTERM (SIGHUP reloads FILE)
+//   gaitwatchd --gateway --config FILE   take frames and publish them to the
+//                                    config's NATS JetStream stream (daemon/gateway.h)
 //   gaitwatchd --check-config FILE   validate FILE; exit 0 when valid, 1 otherwise
 //     [--against RUNNING]            also warn about the keys that differ from the
 //                                    config RUNNING and that a reload would not apply
@@ -13,6 +15,7 @@
 #include "config/reload_rules.h"
 #include "daemon/cli/usage.h"
 #include "daemon/daemon.h"
+#include "daemon/gateway.h"
 #include "daemon/log.h"
 #include "daemon/preflight.h"
 
@@ -26,6 +29,11 @@ int main(int argc, char** argv) {
                  "with --check-config: the config the daemon runs; warn about the changes from "
                  "it that a reload (SIGHUP) keeps at their running values")
       ->needs(check_opt);
+  bool gateway = false;
+  app.add_flag("--gateway", gateway,
+               "with --config: only take frames and publish them to the config's nats: stream "
+               "(docs/scale.md); detect nothing")
+      ->needs(run_opt);
   app.set_version_flag("--version", "gaitwatchd 0.1.0");
   if (const auto code = gw::cli::parse_command_line(app, argc, argv)) return *code;
   if (config_path.empty() && check_path.empty()) {
@@ -60,7 +68,7 @@ int main(int argc, char** argv) {
   // format; run_daemon sets the config's level once the config is read.
   gw::daemon::setup_logging("info");
   try {
-    return gw::daemon::run_daemon(config_path);
+    return gateway ? gw::daemon::run_gateway(config_path) : gw::daemon::run_daemon(config_path);
   } catch (const std::exception& e) {
     spdlog::critical("gaitwatchd: {}", e.what());
     return 1;

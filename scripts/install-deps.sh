@@ -15,6 +15,7 @@ packages=(
   # the YAML module it writes the daemon's config with.
   chromium chromium-driver python3-selenium python3-yaml
   mosquitto  # the broker the bridge's tests start on loopback
+  libnats-dev nats-server  # the JetStream gateway (NATS C client) and the server its tests start
   tzdata  # the time zone database libdate-tz reads (site.time_zone, messages' times)
   gnuplot-nox  # gaitwatch plot draws with it (an external process, no library link)
   # promtool (test_metrics_process checks /metrics with `promtool check

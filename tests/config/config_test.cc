@@ -2090,6 +2090,33 @@ TEST_CASE("console: off without the section, pages, TLS pair and control checked
   require_single_issue(issues_of(yaml({"console:", "  port: 70000"})), "console.port", 2, "70000");
 }
 
+TEST_CASE("nats: off without the section, keys read, bad values by key path", "[config]") {
+  const auto defaults = parse_config(yaml({"search:", "  threads: 1"}), "ok.yaml", "/base");
+  CHECK_FALSE(defaults.nats.enabled);
+  const auto ok = parse_config(yaml({"nats:", "  url: nats://10.0.0.5:4222", "  frames_stream: WARD_A",
+                                     "  frames_subject: ward-a.frames", "  partitions: 256", "  max_pending: 1000",
+                                     "  frames_max_age_s: 60", "  replicas: 3"}),
+                               "ok.yaml", "/base");
+  CHECK(ok.nats.enabled);
+  CHECK(ok.nats.url == "nats://10.0.0.5:4222");
+  CHECK(ok.nats.frames_stream == "WARD_A");
+  CHECK(ok.nats.frames_subject == "ward-a.frames");
+  CHECK(ok.nats.partitions == 256);
+  CHECK(ok.nats.max_pending == 1000);
+  CHECK(ok.nats.frames_max_age_s == 60);
+  CHECK(ok.nats.replicas == 3);
+  CHECK(ok.nats != defaults.nats);
+  require_single_issue(issues_of(yaml({"nats:", "  url: http://x:4222"})), "nats.url", 2, "nats://");
+  require_single_issue(issues_of(yaml({"nats:", "  frames_stream: a.b"})), "nats.frames_stream", 2, "stream name");
+  require_single_issue(issues_of(yaml({"nats:", "  frames_subject: gw.*"})), "nats.frames_subject", 2,
+                       "plain tokens");
+  require_single_issue(issues_of(yaml({"nats:", "  frames_subject: gw..frames"})), "nats.frames_subject", 2,
+                       "plain tokens");
+  require_single_issue(issues_of(yaml({"nats:", "  partitions: 0"})), "nats.partitions", 2, "must be in 1..");
+  require_single_issue(issues_of(yaml({"nats:", "  replicas: 7"})), "nats.replicas", 2, "must be in 1..5");
+  require_single_issue(issues_of(yaml({"nats:", "  subjects: x"})), "nats.subjects", 2, "unknown key");
+}
+
 // A gait pack's example file (gait/examples.h): one normal and one
 // abnormal stride.
 std::string two_class_stride_examples() {

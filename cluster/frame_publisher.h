@@ -1,0 +1,80 @@
+// The gateway's side of the JetStream frame path (docs/scale.md): encoded
+// frames published to a JetStream stream, one subject per wearer under its
+// partition (cluster/partition.h), acknowledged by the server
+// asynchronously.
+//
+// The stream is created when it does not exist: subjects "<subject>.>",
+// file storage, work-queue retention (a frame stays until a worker
+// acknowledges it, or `max_age_s`), `replicas` replicas. An existing stream
+// of that name is used as it is.
+//
+// Bounded: at most `max_pending` publishes wait for their acknowledgement;
+// a frame that would exceed it (the server slow or away) is dropped and
+// counted, never queued without bound, and publish() does not block for
+// longer than about a millisecond. While the connection is down the client
+// reconnects for ever; frames published meanwhile count as dropped once the
+// client's reconnect buffer is full.
+//
+// Thread safety: publish() and flush() from one thread; counters() from
+// any (the acknowledgements are counted on the client's own thread).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+struct __natsConnection;
+struct __jsCtx;
+
+namespace gw::cluster {
+
+struct FramePublisherOptions {
+  std::string url = "nats://127.0.0.1:4222";
+  std::string stream = "GW_FRAMES";
+  std::string subject = "gw.frames";
+  std::uint32_t partitions = 64;
+  std::size_t max_pending = 65536;
+  double max_age_s = 30;
+  int replicas = 1;
+  double connect_timeout_s = 5;
+};
+
+struct FramePublisherCounters {
+  std::atomic<std::uint64_t> published{0};  // handed to the client, awaiting or past their ack
+  std::atomic<std::uint64_t> acked{0};      // acknowledged by JetStream (stored)
+  std::atomic<std::uint64_t> failed{0};     // refused by JetStream (a negative acknowledgement)
+  std::atomic<std::uint64_t> dropped{0};    // not published: pending at max_pending, or the client refused
+};
+
+class FramePublisher {
+ public:
+  // Connects and makes sure the stream exists. Throws gw::Error naming the
+  // URL or the stream and the server's reason.
+  explicit FramePublisher(const FramePublisherOptions& options);
+  // Waits up to 2 s for what is pending, then closes.
+  ~FramePublisher();
+  FramePublisher(const FramePublisher&) = delete;
+  FramePublisher& operator=(const FramePublisher&) = delete;
+
+  // Publishes one encoded frame of `wearer`; false when it was dropped.
+  bool publish(std::uint32_t wearer, const std::uint8_t* data, std::size_t size);
+  // Waits up to `timeout_s` for every pending acknowledgement; true when
+  // none is left.
+  bool flush(double timeout_s);
+
+  const FramePublisherCounters& counters() const { return counters_; }
+  // {published, acked, failed, dropped, pending}.
+  nlohmann::json counters_json() const;
+  const FramePublisherOptions& options() const { return options_; }
+
+ private:
+  FramePublisherOptions options_;
+  __natsConnection* connection_ = nullptr;
+  __jsCtx* js_ = nullptr;
+  FramePublisherCounters counters_;
+};
+
+}  // namespace gw::cluster

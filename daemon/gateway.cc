@@ -1,0 +1,83 @@
+#include "daemon/gateway.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include <boost/asio.hpp>
+
+#include "cluster/frame_publisher.h"
+#include "common/error.h"
+#include "config/config.h"
+#include "daemon/ingest.h"
+#include "daemon/log.h"
+#include "sensors/frame.h"
+
+namespace gw::daemon {
+
+int run_gateway(const std::string& config_path) {
+  const config::Config config = config::load_config(config_path);
+  set_log_level(config.daemon.log_level);
+  if (!config.nats.enabled)
+    throw Error(config_path + ": nats: missing; the gateway publishes to the stream it names (docs/scale.md)");
+
+  cluster::FramePublisherOptions options;
+  options.url = config.nats.url;
+  options.stream = config.nats.frames_stream;
+  options.subject = config.nats.frames_subject;
+  options.partitions = static_cast<std::uint32_t>(config.nats.partitions);
+  options.max_pending = config.nats.max_pending;
+  options.max_age_s = config.nats.frames_max_age_s;
+  options.replicas = config.nats.replicas;
+  cluster::FramePublisher publisher(options);
+
+  boost::asio::io_context io;
+  FrameQueue queue(config.ingest.queue_capacity, config.ingest.queue_overflow);
+  Ingest ingest(io, config, queue);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  std::atomic<bool> stopping{false};
+  signals.async_wait([&](const boost::system::error_code& error, int signal) {
+    if (error) return;
+    spdlog::info("gateway: signal {}: stopping", signal);
+    stopping = true;
+    ingest.stop();
+    queue.close();
+  });
+  std::thread io_thread([&io] { io.run(); });
+  spdlog::info("gaitwatchd gateway ready: udp port {}, tcp port {} -> {} stream {} ({}.<partition>.<wearer>, {} "
+               "partitions)",
+               ingest.udp_port(), ingest.tcp_port(), options.url, options.stream, options.subject,
+               options.partitions);
+
+  // Publishing on this thread: the queue keeps the order frames came in,
+  // so one wearer's frames reach the stream in order.
+  auto last_report = std::chrono::steady_clock::now();
+  for (;;) {
+    std::optional<ReceivedFrame> received = queue.pop_for(std::chrono::milliseconds(200));
+    if (received) {
+      const std::vector<std::uint8_t> bytes = sensors::encode_frame(received->frame);
+      publisher.publish(received->frame.wearer_id, bytes.data(), bytes.size());
+    } else if (stopping) {
+      break;  // closed and drained
+    }
+    if (std::chrono::steady_clock::now() - last_report > std::chrono::seconds(10)) {
+      last_report = std::chrono::steady_clock::now();
+      spdlog::info("gateway: {}", publisher.counters_json().dump());
+    }
+  }
+  const bool flushed = publisher.flush(5.0);
+  if (!flushed) spdlog::warn("gateway: acknowledgements still pending after 5 s");
+  io.stop();
+  io_thread.join();
+  const nlohmann::json final_counters = {
+      {"gateway", {{"ingest", ingest.counters().to_json(queue)}, {"publisher", publisher.counters_json()}}}};
+  std::cout << final_counters.dump() << std::endl;
+  spdlog::info("gateway: stopped: {}", final_counters.dump());
+  return 0;
+}
+
+}  // namespace gw::daemon

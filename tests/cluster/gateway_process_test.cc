@@ -1,0 +1,159 @@
+// gaitwatchd --gateway against a real nats-server with JetStream on loopback:
+// frames replayed for three wearers are all published, acknowledged and
+// stored in the stream, each wearer's on its own subject under its
+// partition; an unreachable server or a config without `nats:` stops it at
+// start with the reason.
+#include <catch2/catch.hpp>
+
+#include <nats/nats.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include "cluster/partition.h"
+#include "sensors/frame.h"
+#include "tests/common/nats_server.h"
+#include "tests/common/temp_dir.h"
+#include "tests/daemon/daemon_fixture.h"
+
+namespace {
+
+using gw::test::DaemonFixture;
+using gw::test::json;
+using gw::test::kDaemon;
+using gw::test::NatsServer;
+
+constexpr std::uint32_t kPartitions = 4;
+
+gw::Process start_gateway(const DaemonFixture& fx) {
+  return gw::Process({kDaemon, "--gateway", "--config", fx.config_path.string()}, fx.dir / "gateway.out",
+                     fx.dir / "gateway.err");
+}
+
+// The frame count `gaitwatch replay` reports ("replayed N frames ...").
+std::uint64_t replayed_frames(const std::string& err) {
+  std::smatch m;
+  REQUIRE(std::regex_search(err, m, std::regex("replayed ([0-9]+) frames")));
+  return std::stoull(m[1].str());
+}
+
+// A JetStream client of the test's own, to read the stream back.
+struct JetStreamReader {
+  natsConnection* connection = nullptr;
+  jsCtx* js = nullptr;
+  explicit JetStreamReader(const std::string& url) {
+    REQUIRE(natsConnection_ConnectTo(&connection, url.c_str()) == NATS_OK);
+    REQUIRE(natsConnection_JetStream(&js, connection, nullptr) == NATS_OK);
+  }
+  ~JetStreamReader() {
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(connection);
+  }
+  std::uint64_t messages(const std::string& stream) {
+    jsStreamInfo* info = nullptr;
+    jsErrCode code;
+    REQUIRE(js_GetStreamInfo(&info, js, stream.c_str(), nullptr, &code) == NATS_OK);
+    const std::uint64_t n = info->State.Msgs;
+    CHECK(info->Config->Retention == js_WorkQueuePolicy);
+    jsStreamInfo_Destroy(info);
+    return n;
+  }
+  // The last frame stored on `subject`; false when there is none.
+  bool last_frame(const std::string& stream, const std::string& subject, gw::sensors::Frame& frame) {
+    natsMsg* msg = nullptr;
+    jsErrCode code;
+    const natsStatus s = js_GetLastMsg(&msg, js, stream.c_str(), subject.c_str(), nullptr, &code);
+    if (s != NATS_OK) return false;
+    const auto* data = reinterpret_cast<const std::uint8_t*>(natsMsg_GetData(msg));
+    const auto status = gw::sensors::decode_frame(data, static_cast<std::size_t>(natsMsg_GetDataLength(msg)), frame);
+    natsMsg_Destroy(msg);
+    return status == gw::sensors::DecodeStatus::kOk;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("gaitwatchd --gateway publishes every accepted frame to JetStream, each wearer on its subject under "
+          "its partition",
+          "[integration][cluster]") {
+  if (!NatsServer::available()) {
+    WARN("nats-server not installed (Debian package nats-server)");
+    return;
+  }
+  gw::test::TempDir nats_dir("gw_nats");
+  NatsServer nats(nats_dir.path());
+  nats.start();
+  DaemonFixture fx;
+  fx.config["nats"]["url"] = nats.url();
+  fx.config["nats"]["partitions"] = kPartitions;
+  fx.write_config(fx.config);
+
+  gw::Process gateway = start_gateway(fx);
+  INFO(gateway.err());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (gateway.err().find("gaitwatchd gateway ready") == std::string::npos && gateway.running() &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(gateway.err().find("gaitwatchd gateway ready") != std::string::npos);
+
+  const std::vector<std::uint32_t> wearers = {3, 4, 5};
+  std::uint64_t sent = 0;
+  for (const std::uint32_t w : wearers)
+    sent += replayed_frames(gw::test::replay(fx, fx.udp(), {"--wearer", std::to_string(w)}).err);
+  REQUIRE(sent > 100);
+
+  gateway.signal(SIGTERM);
+  const auto code = gateway.wait(std::chrono::seconds(20));
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  json final_counters;
+  for (const json& line : gw::test::json_lines(gateway.out()))
+    if (line.contains("gateway")) final_counters = line["gateway"];
+  INFO(final_counters.dump());
+  REQUIRE(final_counters.is_object());
+  const json& publisher = final_counters["publisher"];
+  CHECK(final_counters["ingest"]["queued"] == sent);
+  CHECK(publisher["published"] == sent);
+  CHECK(publisher["acked"] == sent);
+  CHECK(publisher["failed"] == 0);
+  CHECK(publisher["dropped"] == 0);
+  CHECK(publisher["pending"] == 0);
+
+  // The stream holds them all (no worker has taken any), each wearer's
+  // last frame on its own subject.
+  JetStreamReader reader(nats.url());
+  CHECK(reader.messages("GW_FRAMES") == sent);
+  for (const std::uint32_t w : wearers) {
+    gw::sensors::Frame frame;
+    const std::string subject = gw::cluster::frame_subject("gw.frames", gw::cluster::partition_of(w, kPartitions), w);
+    INFO(subject);
+    REQUIRE(reader.last_frame("GW_FRAMES", subject, frame));
+    CHECK(frame.wearer_id == w);
+    CHECK(frame.samples > 0);
+  }
+  gw::sensors::Frame none;
+  CHECK_FALSE(reader.last_frame("GW_FRAMES",
+                                gw::cluster::frame_subject("gw.frames", gw::cluster::partition_of(6, kPartitions), 6),
+                                none));
+}
+
+TEST_CASE("gaitwatchd --gateway stops at start with the reason: no nats section, no server", "[integration][cluster]") {
+  DaemonFixture fx;
+  {
+    gw::Process gateway = start_gateway(fx);
+    const auto code = gateway.wait(std::chrono::seconds(20));
+    REQUIRE(code.has_value());
+    CHECK(*code == 1);
+    CHECK_THAT(gateway.err(), Catch::Contains("nats: missing"));
+  }
+  const int closed_port = gw::free_port(false);
+  fx.config["nats"]["url"] = "nats://127.0.0.1:" + std::to_string(closed_port);
+  fx.write_config(fx.config);
+  gw::Process gateway = start_gateway(fx);
+  const auto code = gateway.wait(std::chrono::seconds(30));
+  REQUIRE(code.has_value());
+  CHECK(*code == 1);
+  CHECK_THAT(gateway.err(), Catch::Contains("nats://127.0.0.1:" + std::to_string(closed_port)));
+  CHECK_THAT(gateway.err(), Catch::Contains("cannot connect"));
+}
