@@ -22,12 +22,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
-struct __natsConnection;
-struct __jsCtx;
+#include "cluster/nats_client.h"
 
 namespace gw::cluster {
 
@@ -72,9 +73,9 @@ class FramePublisher {
 
  private:
   FramePublisherOptions options_;
-  __natsConnection* connection_ = nullptr;
-  __jsCtx* js_ = nullptr;
   FramePublisherCounters counters_;
+  std::unique_ptr<NatsClient> client_;
+  std::unordered_map<std::uint32_t, std::string> subjects_;  // by wearer: publish() builds each once
 };
 
 }  // namespace gw::cluster

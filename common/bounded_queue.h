@@ -45,6 +45,20 @@ class BoundedQueue {
     return true;
   }
 
+  // Queues `item`, waiting for room whatever the overflow policy: for a
+  // producer that can hold its input back (a stream it pulls from), where
+  // waiting loses nothing. False (nothing queued) once the queue is closed.
+  bool push_waiting(T item) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (items_.size() >= capacity_) not_empty_.notify_all();
+    not_full_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
+    if (closed_) return false;
+    items_.push_back(std::move(item));
+    high_water_ = std::max(high_water_, items_.size());
+    not_empty_.notify_one();
+    return true;
+  }
+
   // push() of every item of `items` in order, under one lock while they fit
   // (a producer with many items at once takes the lock once, not per item).
   // Returns how many were queued; `items` is left empty.

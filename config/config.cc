@@ -399,9 +399,10 @@ void read_ingest(const MapReader& root, const std::string& base_dir, IngestConfi
   const MapReader map(root.value("ingest"), "ingest",
                       {"udp", "tcp", "threads", "max_frame_bytes", "queue_capacity",
                        "queue_overflow", "ring_capacity_samples", "max_streams", "stream_idle_s",
-                       "stream_stale_s", "stream_offline_s", "allowed_devices"},
+                       "stream_stale_s", "stream_offline_s", "allowed_devices", "nats"},
                       root.issues());
   read_allowed_devices(map, base_dir, ingest);
+  read_bool(map, "nats", ingest.nats);
   read_listen(map, "udp", ingest.udp);
   read_tcp_listen(map, "tcp", ingest.tcp);
   read_int(map, "threads", 1, 64, ingest.threads);
@@ -1177,7 +1178,8 @@ void read_nats(const MapReader& root, NatsConfig& nats) {
   if (!root.has("nats")) return;
   const MapReader map(root.value("nats"), "nats",
                       {"url", "frames_stream", "frames_subject", "partitions", "max_pending", "frames_max_age_s",
-                       "replicas"},
+                       "replicas", "worker_id", "leases_bucket", "lease_ttl_s", "retain_s", "alerts_stream",
+                       "alerts_subject", "alert_dedup_window_s"},
                       root.issues());
   if (!map.valid()) return;
   nats.enabled = true;
@@ -1193,6 +1195,35 @@ void read_nats(const MapReader& root, NatsConfig& nats) {
   read_int(map, "max_pending", 1, 10000000, nats.max_pending);
   read_number(map, "frames_max_age_s", Range{1, 86400}, nats.frames_max_age_s);
   read_int(map, "replicas", 1, 5, nats.replicas);
+  if (read_string(map, "worker_id", nats.worker_id) &&
+      nats.worker_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+          std::string::npos)
+    map.add_issue("worker_id", "letters, digits, '-' and '_' only (it is a key of the lease bucket)");
+  if (read_string(map, "leases_bucket", nats.leases_bucket) &&
+      (nats.leases_bucket.empty() ||
+       nats.leases_bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+           std::string::npos))
+    map.add_issue("leases_bucket", "a bucket name of letters, digits, '-' and '_'");
+  read_number(map, "lease_ttl_s", Range{0.5, 600}, nats.lease_ttl_s);
+  const bool retain_read = read_number(map, "retain_s", Range{1, 3600}, nats.retain_s);
+  // Empty is a value here: no alert stream.
+  if (map.has("alerts_stream")) {
+    std::string error;
+    if (const auto stream = parse_string(map.value("alerts_stream"), error); !stream)
+      map.add_issue("alerts_stream", error);
+    else if ((nats.alerts_stream = *stream).find_first_of(".*> \t/\\") != std::string::npos)
+      map.add_issue("alerts_stream", "a stream name without '.', '*', '>', '/', '\\' or spaces (empty: alerts not sent)");
+  }
+  if (read_string(map, "alerts_subject", nats.alerts_subject) && !plain_subject(nats.alerts_subject))
+    map.add_issue("alerts_subject", "a subject of plain tokens (no wildcards, spaces or empty tokens)");
+  read_number(map, "alert_dedup_window_s", Range{1, 86400}, nats.alert_dedup_window_s);
+  // A takeover replays what the stream still holds: the last retain_s, and
+  // the frames of the time the lease took to expire.
+  if (nats.retain_s + 2 * nats.lease_ttl_s >= nats.frames_max_age_s)
+    map.add_issue(retain_read ? "retain_s" : "frames_max_age_s",
+                  "retain_s + 2 * lease_ttl_s (" + format_number(nats.retain_s + 2 * nats.lease_ttl_s) +
+                      ") must stay below frames_max_age_s (" + format_number(nats.frames_max_age_s) +
+                      "), or a takeover finds the frames it needs expired");
 }
 
 // The zone is looked up now, so that a name the database lacks is refused
@@ -1389,6 +1420,9 @@ Config parse_config_text(const std::string& yaml_text, const std::string& source
     read_console(root, base_dir, config.control.enabled, config.console);
     read_gait(root, base_dir, source_name, config.patterns, config.gait);
     read_nats(root, config.nats);
+    if (config.ingest.nats && !config.nats.enabled)
+      root.issues().add("ingest.nats", root.line("ingest"),
+                        "true needs the nats: section (the stream and leases it names)");
     if (issues.size() == 0) check_ring_capacity(root, config);
   }
   throw_if_any(issues, source_name);

@@ -196,6 +196,10 @@ struct IngestConfig {
   // id has a profile (without MAC checks).
   bool restrict_devices = false;
   std::vector<AllowedDevice> allowed_devices;
+  // Frames also from the JetStream frame stream of the `nats:` section: the
+  // daemon is one of the workers that share its partitions
+  // (cluster/partition_leases.h, docs/scale.md).
+  bool nats = false;
 };
 
 struct ChannelGroup {
@@ -723,10 +727,12 @@ struct GaitConfig {
   bool operator!=(const GaitConfig& o) const { return !(*this == o); }
 };
 
-// The NATS JetStream frame path (docs/scale.md): `gaitwatchd --gateway`
+// The NATS JetStream paths (docs/scale.md): `gaitwatchd --gateway`
 // publishes every frame it accepts to the stream `frames_stream`, subject
-// `<frames_subject>.<partition>.<wearer>` (cluster/partition.h). Absent: no
-// gateway can run.
+// `<frames_subject>.<partition>.<wearer>` (cluster/partition.h); a daemon
+// with ingest.nats consumes its share of the partitions, leased in the
+// bucket `leases_bucket`; every daemon with this section sends its alerts to
+// `alerts_stream` (empty: not sent). Absent: none of these.
 struct NatsConfig {
   bool enabled = false;                        // the section is present
   std::string url = "nats://127.0.0.1:4222";
@@ -735,11 +741,25 @@ struct NatsConfig {
   int partitions = 64;
   std::size_t max_pending = 65536;             // publishes awaiting their ack; beyond it frames are dropped
   double frames_max_age_s = 30;                // the stream keeps no frame longer
-  int replicas = 1;                            // JetStream replicas of the stream (a cluster: 3)
+  int replicas = 1;                            // JetStream replicas of the streams and bucket (a cluster: 3)
+  // Workers (ingest.nats):
+  std::string worker_id;                       // empty: "<host>-<pid>"
+  std::string leases_bucket = "GW_LEASES";
+  double lease_ttl_s = 5;                      // a dead worker's partitions move after this (+ ttl/3)
+  // A frame is acknowledged (leaves the stream) this long after receipt:
+  // at least the longest detection window, so a takeover replays it.
+  double retain_s = 15;
+  // Alerts:
+  std::string alerts_stream = "GW_ALERTS";
+  std::string alerts_subject = "gw.alerts";
+  double alert_dedup_window_s = 120;           // JetStream's duplicate window of the alert stream
   bool operator==(const NatsConfig& o) const {
     return enabled == o.enabled && url == o.url && frames_stream == o.frames_stream &&
            frames_subject == o.frames_subject && partitions == o.partitions && max_pending == o.max_pending &&
-           frames_max_age_s == o.frames_max_age_s && replicas == o.replicas;
+           frames_max_age_s == o.frames_max_age_s && replicas == o.replicas && worker_id == o.worker_id &&
+           leases_bucket == o.leases_bucket && lease_ttl_s == o.lease_ttl_s && retain_s == o.retain_s &&
+           alerts_stream == o.alerts_stream && alerts_subject == o.alerts_subject &&
+           alert_dedup_window_s == o.alert_dedup_window_s;
   }
   bool operator!=(const NatsConfig& o) const { return !(*this == o); }
 };

@@ -57,6 +57,7 @@ const std::vector<Key>& keys_before_devices() {
       GW_RESTART_KEY(ingest.max_frame_bytes),
       GW_RESTART_KEY(ingest.queue_capacity),
       GW_RESTART_KEY(ingest.queue_overflow),
+      GW_RESTART_KEY(ingest.nats),
       GW_RESTART_KEY(ingest.ring_capacity_samples),
       GW_RESTART_KEY(ingest.max_streams),
       GW_RESTART_KEY(ingest.stream_idle_s),

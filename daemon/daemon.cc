@@ -32,6 +32,7 @@
 #include "daemon/gait_job.h"
 #include "daemon/ipc_socket.h"
 #include "daemon/ingest.h"
+#include "daemon/nats_paths.h"
 #include "daemon/lifecycle.h"
 #include "daemon/log.h"
 #include "daemon/marks.h"
@@ -294,16 +295,18 @@ class Daemon {
     // Before the sink, so that it outlives the sink's last commit.
     std::unique_ptr<bridges::MqttBridge> mqtt = make_mqtt_bridge(config_.bridges.mqtt);
     std::unique_ptr<bridges::WebhookBridge> webhook = make_webhook(config_.bridges.webhook);
+    std::unique_ptr<StreamAlertOutput> alert_stream = make_stream_alert_output(config_.nats, config_.dedup.bucket_s);
     // The console starts after the control interface it answers through; it
     // is stopped after the sink's last commit (below) and destroyed after
     // the sink, so the writer thread's hook may offer to it until then.
     std::unique_ptr<console::ConsoleServer> console;
     std::atomic<console::ConsoleServer*> console_feed{nullptr};
-    if (mqtt || webhook || config_.console.port != 0)
-      sink_options.on_committed = [mqtt = mqtt.get(), webhook = webhook.get(), &console_feed](
-                                      const std::string& topic, const std::string& body) {
+    if (mqtt || webhook || alert_stream || config_.console.port != 0)
+      sink_options.on_committed = [mqtt = mqtt.get(), webhook = webhook.get(), alert_stream = alert_stream.get(),
+                                   &console_feed](const std::string& topic, const std::string& body) {
         if (mqtt) mqtt->offer(topic, body);
         if (webhook) webhook->offer(topic, body);
+        if (alert_stream) alert_stream->offer(topic, body);
         if (console::ConsoleServer* feed = console_feed.load()) feed->offer(topic, body);
       };
     sink_options.time_zone = config_.site.time_zone;
@@ -376,6 +379,9 @@ class Daemon {
     Ingest ingest(io, config_, queue);
     spdlog::info("ingest: udp {}:{} tcp {}:{}", config_.ingest.udp.bind, ingest.udp_port(),
                  config_.ingest.tcp.bind, ingest.tcp_port());
+    // After the ingest and queue it feeds, so that it goes first.
+    std::unique_ptr<StreamFrameSource> stream_source;
+    if (config_.ingest.nats) stream_source = make_stream_frame_source(config_.nats, ingest);
 
     // Every counter of the daemon: the "stats." message and `status`. Runs
     // on the pipeline thread (it reads the engine and the tables).
@@ -412,6 +418,8 @@ class Daemon {
                                        {"retries", w.retries}, {"failed", w.failed},
                                        {"dropped", w.dropped}, {"queued", w.queued}};
       }
+      if (stream_source) stats["nats"]["ingest"] = stream_source->counters_json();
+      if (alert_stream) stats["nats"]["alerts"] = alert_stream->counters_json();
       stats["wearers"] = wearers.stats_json(unix_now());
       if (gait) {
         stats["gait"] = gait->counters_json();
@@ -516,6 +524,9 @@ class Daemon {
         stop_requested_at_ = Clock::now().time_since_epoch().count();
         notify_stopping();
         ingest.stop();
+        // Its partitions go to the other workers now, not at the lease's
+        // expiry; they read the unacknowledged frames again.
+        if (stream_source) stream_source->stop();
         if (metrics) metrics->stop();
         signals.cancel();
         stopping_ = true;
@@ -546,6 +557,11 @@ class Daemon {
     const auto c = sink.counters();
     spdlog::info("stopped: {} alerts committed, {} published, last seq {}", c.committed,
                  c.published, c.last_seq);
+    if (alert_stream) {
+      if (!alert_stream->flush(std::chrono::duration<double>(kBridgeFlushLimit).count()))
+        spdlog::warn("alert stream: acknowledgements still pending at stop");
+      spdlog::info("alert stream: {}", alert_stream->counters_json().dump());
+    }
     if (mqtt) {
       mqtt->stop(kBridgeFlushLimit);
       const bridges::MqttBridgeCounters m = mqtt->counters();

@@ -38,6 +38,7 @@ nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
     decode_errors[sensors::to_string(static_cast<sensors::DecodeStatus>(s))] = decode[s].load();
   return {{"datagrams", datagrams.load()},
           {"tcp_frames", tcp_frames.load()},
+          {"stream_frames", stream_frames.load()},
           {"tcp_connections", tcp_connections.load()},
           {"tcp_bad_length", tcp_bad_length.load()},
           {"oversized", oversized.load()},
@@ -449,8 +450,27 @@ bool Ingest::accept_frame(const std::uint8_t* data, std::size_t size, const Addr
     ++counters_.decode[static_cast<int>(status)];
     return false;
   }
+  if (!admit(data, size, received.frame, sender)) return false;
+  return check_and_reduce(received);
+}
+
+bool Ingest::queue_stream_frame(const std::uint8_t* data, std::size_t size) {
+  ++counters_.stream_frames;
+  ReceivedFrame received;
+  received.arrival_s = unix_now();
+  received.zone = 0;
+  const sensors::DecodeStatus status = sensors::decode_frame(data, size, received.frame);
+  if (status != sensors::DecodeStatus::kOk) {
+    ++counters_.decode[static_cast<int>(status)];
+    return false;
+  }
+  if (!check_and_reduce(received) || !queue_.push_waiting(std::move(received))) return false;
+  ++counters_.queued;
+  return true;
+}
+
+bool Ingest::check_and_reduce(ReceivedFrame& received) {
   const sensors::Frame& f = received.frame;
-  if (!admit(data, size, f, sender)) return false;
   const config::DeviceProfile* profile = config_.device_by_id(f.device_id);
   if (!profile) {
     ++counters_.unknown_device;

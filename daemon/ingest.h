@@ -63,6 +63,7 @@ using FrameQueue = BoundedQueue<ReceivedFrame>;
 struct IngestCounters {
   std::atomic<std::uint64_t> datagrams{0};
   std::atomic<std::uint64_t> tcp_frames{0};
+  std::atomic<std::uint64_t> stream_frames{0};  // from the JetStream frame stream (ingest.nats)
   std::atomic<std::uint64_t> tcp_connections{0};
   std::atomic<std::uint64_t> tcp_bad_length{0};  // length prefix 0 or > max_frame_bytes: connection closed
   std::atomic<std::uint64_t> oversized{0};       // datagram larger than max_frame_bytes
@@ -93,6 +94,13 @@ class Ingest {
   Ingest(boost::asio::io_context& io, const config::Config& config, FrameQueue& queue);
   ~Ingest();
   void stop();  // closes the sockets; pending handlers finish with errors
+  // A frame from the JetStream frame stream (ingest.nats): decoded and
+  // checked against the profiles like a received one, without admission
+  // (the gateway that published it admitted it), zone 0, and queued,
+  // waiting for room in the frame queue whatever its overflow policy (the
+  // stream holds what waits). True when it was queued; refusals are
+  // counted as for any frame. Any thread.
+  bool queue_stream_frame(const std::uint8_t* data, std::size_t size);
   const IngestCounters& counters() const { return counters_; }
   std::uint16_t udp_port() const;
   std::uint16_t tcp_port() const;
@@ -114,6 +122,9 @@ class Ingest {
   // Admission by ingest.allowed_devices; false = refused (counted).
   bool admit(const std::uint8_t* data, std::size_t size, const sensors::Frame& frame,
              const Address& sender);
+  // The profile check and the reductions of a decoded, admitted frame;
+  // false when it is refused (counted).
+  bool check_and_reduce(ReceivedFrame& received);
   static Address address_bytes(const boost::asio::ip::address& sender);
   int zone_of(const Address& sender) const;
 

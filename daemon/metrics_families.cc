@@ -67,8 +67,11 @@ std::vector<MetricFamily> make_families() {
   return {
       // ---- ingest (daemon/ingest.h)
       counter("gaitwatch_ingest_frames_received_total",
-              "Frames received, before decoding: UDP datagrams and TCP length-prefixed records.",
-              by("transport", {{"udp", "/ingest/datagrams"}, {"tcp", "/ingest/tcp_frames"}})),
+              "Frames received, before decoding: UDP datagrams, TCP length-prefixed records and frames "
+              "from the JetStream frame stream.",
+              by("transport", {{"udp", "/ingest/datagrams"},
+                               {"tcp", "/ingest/tcp_frames"},
+                               {"stream", "/ingest/stream_frames"}})),
       counter("gaitwatch_ingest_tcp_connections_total", "TCP ingest connections accepted.",
               leaf("/ingest/tcp_connections")),
       gauge("gaitwatch_ingest_tcp_connections_open", "TCP ingest connections open now.",
@@ -344,6 +347,38 @@ std::vector<MetricFamily> make_families() {
       optional(counter("gaitwatch_bridge_mqtt_connects_total",
                        "Successful connections to the MQTT broker, the first included.",
                        leaf("/bridges/mqtt/connects"))),
+      // ---- the JetStream paths (daemon/nats_paths.h): a worker's leases and
+      // consumer (ingest.nats), the alert stream (nats.alerts_stream)
+      optional(gauge("gaitwatch_nats_partitions_held", "Frame stream partitions this worker holds now.",
+                     leaf("/nats/ingest/leases/held"))),
+      optional(gauge("gaitwatch_nats_live_workers", "Workers with a live heartbeat in the lease bucket.",
+                     leaf("/nats/ingest/leases/live_workers"))),
+      optional(counter("gaitwatch_nats_lease_changes_total",
+                       "Partition leases by change: claimed, released (above the fair share or at stop), "
+                       "lost (a renewal refused: expired and taken by another worker).",
+                       by("change", {{"claimed", "/nats/ingest/leases/claimed"},
+                                     {"released", "/nats/ingest/leases/released"},
+                                     {"lost", "/nats/ingest/leases/lost"}}))),
+      optional(counter("gaitwatch_nats_lease_errors_total", "Lease bucket operations that failed.",
+                       leaf("/nats/ingest/leases/errors"))),
+      optional(counter("gaitwatch_nats_frames_consumed_total", "Frames fetched from the frame stream.",
+                       leaf("/nats/ingest/consumer/frames"))),
+      optional(counter("gaitwatch_nats_frames_acked_total",
+                       "Frames acknowledged to the frame stream, retain_s after their receipt.",
+                       leaf("/nats/ingest/consumer/acks"))),
+      optional(counter("gaitwatch_nats_consumer_errors_total",
+                       "Failed fetches, consumer creations and deletions on the frame stream.",
+                       leaf("/nats/ingest/consumer/errors"))),
+      optional(counter("gaitwatch_nats_alerts_total",
+                       "Alerts for the JetStream alert stream by outcome: published, stored, duplicate "
+                       "(an id already stored), failed, dropped.",
+                       by("outcome", {{"published", "/nats/alerts/published"},
+                                      {"stored", "/nats/alerts/stored"},
+                                      {"duplicate", "/nats/alerts/duplicates"},
+                                      {"failed", "/nats/alerts/failed"},
+                                      {"dropped", "/nats/alerts/dropped"}}))),
+      optional(gauge("gaitwatch_nats_alerts_pending", "Alerts awaiting JetStream's acknowledgement.",
+                     leaf("/nats/alerts/pending"))),
       // ---- webhook bridge (bridges/webhook.h), when bridges.webhook.enabled
       optional(counter("gaitwatch_bridge_webhook_messages_total",
                        "Alerts and events for the webhook by outcome: offered, delivered (2xx), "
@@ -522,6 +557,11 @@ std::vector<IgnoredCounterLeaf> make_ignored() {
       {"/latency/*",
        "quantiles of the alert latency, which gaitwatch_alert_latency_seconds exports as a "
        "histogram (histogram_quantile() gives them)"},
+      {"/nats/ingest/leases/rounds", "the lease rounds run (ttl / 3 apart): a liveness detail"},
+      {"/nats/ingest/leases/partitions/*", "which partitions are held: gaitwatch_nats_partitions_held counts them"},
+      {"/nats/ingest/consumer/partitions", "the same as gaitwatch_nats_partitions_held once started"},
+      {"/nats/ingest/consumer/started", "consumers created: gaitwatch_nats_lease_changes_total's claims"},
+      {"/nats/ingest/consumer/stopped", "consumers deleted: its releases and losses"},
   };
 }
 

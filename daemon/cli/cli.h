@@ -213,6 +213,21 @@ void print_hits_table(const std::vector<pipeline::Alert>& hits,
 
 void add_replay(CLI::App& app, int& exit_code);
 void add_subscribe(CLI::App& app, int& exit_code);
+// subscribe --nats: the alerts of a JetStream alert stream (cluster/alert_publisher.h),
+// read with an ordered consumer; each stored alert once, in stream order.
+struct AlertStreamSubscription {
+  std::string url;
+  std::string stream = "GW_ALERTS";
+  std::string subject = "gw.alerts";
+  bool from_start = false;  // every stored alert, not only new ones
+  long count = 0;           // 0 = no limit
+  double timeout_s = 0;     // 0 = none
+  bool text = false;
+  bool with_topic = false;  // the subject before each line
+};
+// Throws gw::Error when NATS or the stream cannot be reached, and in a build
+// without libnats (daemon/cli/subscribe_nats_unavailable.cc).
+int subscribe_alert_stream(const AlertStreamSubscription& subscription);
 void add_keygen(CLI::App& app, int& exit_code);
 void add_search(CLI::App& app, int& exit_code);
 void add_hits(CLI::App& app, int& exit_code);

@@ -39,6 +39,9 @@ struct SubscribeOptions {
   bool catch_up = false;
   std::optional<std::uint64_t> since_seq;  // the last seq already seen (catch up from it)
   ControlTarget control;
+  // --nats: the JetStream alert stream instead of the ZeroMQ publisher.
+  AlertStreamSubscription stream;
+  bool from_start = false;
 };
 
 volatile std::sig_atomic_t g_stop = 0;
@@ -82,6 +85,15 @@ SubscribeOptions resolved(SubscribeOptions o) {
 }
 
 int run(const SubscribeOptions& unresolved) {
+  if (!unresolved.stream.url.empty()) {
+    AlertStreamSubscription stream = unresolved.stream;
+    stream.from_start = unresolved.from_start;
+    stream.count = unresolved.count;
+    stream.timeout_s = unresolved.timeout_s;
+    stream.text = unresolved.text;
+    stream.with_topic = unresolved.with_topic;
+    return subscribe_alert_stream(stream);
+  }
   const SubscribeOptions o = resolved(unresolved);
   zmq::context_t context;
   zmq::socket_t socket(context, zmq::socket_type::sub);
@@ -228,6 +240,16 @@ void add_subscribe(CLI::App& app, int& exit_code) {
   cmd->add_option("--since-seq", options->since_seq,
                   "the last seq already seen: with --catch-up, alerts after it are fetched at "
                   "the first published one");
+  auto* nats = cmd->add_option("--nats", options->stream.url,
+                               "read the JetStream alert stream of this NATS server (nats://HOST:PORT) "
+                               "instead: each stored alert once, whichever worker raised it");
+  cmd->add_option("--nats-stream", options->stream.stream, "the alert stream (nats.alerts_stream; default GW_ALERTS)")
+      ->needs(nats);
+  cmd->add_option("--nats-subject", options->stream.subject,
+                  "its subject prefix (nats.alerts_subject; default gw.alerts)")
+      ->needs(nats);
+  cmd->add_flag("--from-start", options->from_start, "with --nats: every stored alert first, then new ones")
+      ->needs(nats);
   options->control.add_flags(*cmd, "control-", false);
   on_run(*cmd, exit_code, [options] { return run(*options); });
 }

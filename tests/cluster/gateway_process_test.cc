@@ -22,7 +22,6 @@ namespace {
 using gw::test::DaemonFixture;
 using gw::test::json;
 using gw::test::kDaemon;
-using gw::test::NatsServer;
 
 constexpr std::uint32_t kPartitions = 4;
 
@@ -77,13 +76,8 @@ struct JetStreamReader {
 TEST_CASE("gaitwatchd --gateway publishes every accepted frame to JetStream, each wearer on its subject under "
           "its partition",
           "[integration][cluster]") {
-  if (!NatsServer::available()) {
-    WARN("nats-server not installed (Debian package nats-server)");
-    return;
-  }
-  gw::test::TempDir nats_dir("gw_nats");
-  NatsServer nats(nats_dir.path());
-  nats.start();
+  if (gw::test::nats_server_missing()) return;
+  const gw::test::TempNatsServer nats("gw_nats");
   DaemonFixture fx;
   fx.config["nats"]["url"] = nats.url();
   fx.config["nats"]["partitions"] = kPartitions;

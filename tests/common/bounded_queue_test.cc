@@ -57,6 +57,32 @@ TEST_CASE("block waits for room and loses nothing", "[queue]") {
   for (int i = 0; i < 100; ++i) CHECK(got[i] == i);
 }
 
+TEST_CASE("push_waiting waits for room under any policy, loses nothing, and stops at close", "[queue]") {
+  for (const OverflowPolicy policy : {OverflowPolicy::kDropNewest, OverflowPolicy::kDropOldest}) {
+    BoundedQueue<int> q(2, policy);
+    std::thread producer([&] {
+      for (int i = 0; i < 200; ++i) CHECK(q.push_waiting(i));
+    });
+    std::vector<int> got;
+    while (got.size() < 200) {
+      auto v = q.pop_for(std::chrono::seconds(5));
+      REQUIRE(v.has_value());
+      got.push_back(*v);
+    }
+    producer.join();
+    CHECK(q.dropped() == 0);
+    for (int i = 0; i < 200; ++i) CHECK(got[static_cast<std::size_t>(i)] == i);
+  }
+  BoundedQueue<int> full(1, OverflowPolicy::kDropNewest);
+  CHECK(full.push_waiting(1));
+  std::thread waiting([&] { CHECK_FALSE(full.push_waiting(2)); });  // full: waits until the close
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  full.close();
+  waiting.join();
+  CHECK(full.size() == 1);
+  CHECK(full.dropped() == 0);
+}
+
 TEST_CASE("close wakes a blocked consumer and refuses pushes", "[queue]") {
   BoundedQueue<int> q(4, OverflowPolicy::kBlock);
   q.push(7);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/common/loopback_server.h"
+#include "tests/common/temp_dir.h"
 
 namespace gw::test {
 
@@ -34,6 +35,25 @@ class NatsServer {
  private:
   std::filesystem::path dir_;
   LoopbackServer server_;
+};
+
+// True, after a WARN that the tests' SKIP_REGEX reports as skipped, where
+// nats-server is not installed: the test returns.
+inline bool nats_server_missing() {
+  if (NatsServer::available()) return false;
+  WARN("nats-server not installed (Debian package nats-server)");
+  return true;
+}
+
+// A started nats-server whose store lives in a temp dir of its own.
+class TempNatsServer {
+ public:
+  explicit TempNatsServer(const std::string& prefix) : dir_(prefix), server_(dir_.path()) { server_.start(); }
+  std::string url() const { return server_.url(); }
+
+ private:
+  TempDir dir_;
+  NatsServer server_;
 };
 
 }  // namespace gw::test

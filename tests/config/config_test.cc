@@ -2117,6 +2117,36 @@ TEST_CASE("nats: off without the section, keys read, bad values by key path", "[
   require_single_issue(issues_of(yaml({"nats:", "  subjects: x"})), "nats.subjects", 2, "unknown key");
 }
 
+TEST_CASE("nats workers: ingest.nats needs the section, worker keys read, retain_s and the lease fit in the "
+          "frames' max age",
+          "[config]") {
+  const auto defaults = parse_config(yaml({"search:", "  threads: 1"}), "ok.yaml", "/base");
+  CHECK_FALSE(defaults.ingest.nats);
+  CHECK(defaults.nats.alerts_stream == "GW_ALERTS");
+  const auto worker = parse_config(yaml({"ingest:", "  nats: true", "nats:", "  worker_id: ward-a_1",
+                                         "  leases_bucket: WARD_LEASES", "  lease_ttl_s: 3", "  retain_s: 20",
+                                         "  alerts_stream: ''", "  alerts_subject: ward.alerts",
+                                         "  alert_dedup_window_s: 600"}),
+                                   "ok.yaml", "/base");
+  CHECK(worker.ingest.nats);
+  CHECK(worker.nats.worker_id == "ward-a_1");
+  CHECK(worker.nats.leases_bucket == "WARD_LEASES");
+  CHECK(worker.nats.lease_ttl_s == 3);
+  CHECK(worker.nats.retain_s == 20);
+  CHECK(worker.nats.alerts_stream.empty());
+  CHECK(worker.nats.alerts_subject == "ward.alerts");
+  CHECK(worker.nats.alert_dedup_window_s == 600);
+  require_single_issue(issues_of(yaml({"ingest:", "  nats: true"})), "ingest.nats", 2, "needs the nats: section");
+  require_single_issue(issues_of(yaml({"nats:", "  worker_id: a.b"})), "nats.worker_id", 2, "letters, digits");
+  require_single_issue(issues_of(yaml({"nats:", "  leases_bucket: ''"})), "nats.leases_bucket", 2, "must not be empty");
+  require_single_issue(issues_of(yaml({"nats:", "  lease_ttl_s: 0.1"})), "nats.lease_ttl_s", 2, "must be");
+  // 25 + 2 * 5 >= 30: a takeover would find its frames expired.
+  require_single_issue(issues_of(yaml({"nats:", "  retain_s: 25"})), "nats.retain_s", 2, "frames_max_age_s (30)");
+  require_single_issue(issues_of(yaml({"nats:", "  frames_max_age_s: 20"})), "nats.frames_max_age_s", 2,
+                       "must stay below frames_max_age_s (20)");
+  require_single_issue(issues_of(yaml({"nats:", "  alerts_stream: a b"})), "nats.alerts_stream", 2, "stream name");
+}
+
 // A gait pack's example file (gait/examples.h): one normal and one
 // abnormal stride.
 std::string two_class_stride_examples() {
