@@ -31,6 +31,12 @@
 // the counters the daemon publishes at shutdown (docs/reliability.md,
 // "Overload").
 //
+// --via-jetstream NATS_SERVER sends the frames through `gaitwatchd --gateway`
+// and a JetStream server the run starts, the daemon a worker of every
+// partition (bench/e2e/jetstream_path.h): the run's line says "path":
+// "jetstream" and carries what the path cost (the gateway's counters, the
+// stream's largest size, the server's memory, per 1,000 wearers too).
+//
 // --micro prints micro benchmarks instead: frames/s one thread decodes (the
 // real decoder on W1 frames, no socket), frames/s the daemon's ingest thread
 // takes in (daemon/ingest.h over loopback TCP: framing, decode, profile
@@ -164,6 +170,7 @@ json run_once(const Options& options, int wearers, double duration_s,
   double max_batch_predicted = 0;
   auto next_report = Clock::now() + std::chrono::seconds(30);
   run.watch(end, [&](const Scrape& s) {
+    if (run.jetstream) run.jetstream->sample();
     if (Clock::now() >= measure_from) {
       if (!first) first = s;
       max_queue_depth = std::max(max_queue_depth, s.counter("/ingest/queue_depth"));
@@ -192,6 +199,8 @@ json run_once(const Options& options, int wearers, double duration_s,
   const Scrape last = run.drain(sent.frames);
   if (!first) first = last;
   const std::uint64_t stored = run.stop(line);
+  line["path"] = run.jetstream ? "jetstream" : "direct";
+  if (run.jetstream) line["jetstream"] = run.jetstream->stop(wearers);
   const auto& exit_code = run.exit_code;
   Subscriber& subscriber = *run.subscriber;
   const Scrape& a = *first;
@@ -996,6 +1005,9 @@ int main(int argc, char** argv) {
   app.add_option("--workdir", options.workdir,
                  "directory for configs and databases (default: a new temp dir)");
   app.add_flag("--keep", options.keep, "keep the work directory (configs, logs, databases)");
+  app.add_option("--via-jetstream", options.nats_server,
+                 "NATS_SERVER binary: frames through `gaitwatchd --gateway` and a JetStream server "
+                 "it starts, the daemon a worker of every partition (docs/scale.md)");
   app.add_option("--seed", options.seed, "generator seed");
   app.add_option("--micro-seconds", options.micro_seconds,
                  "--micro: seconds per decode measurement");

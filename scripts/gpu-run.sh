@@ -6,12 +6,14 @@
 # pipeline thread's host work per W1 wearer with the gait work beside it,
 # engine_host_bench --gait; HOST_ARGS), `bench-e2e` (W1 wearers
 # through the whole daemon on the CUDA backend; E2E_ARGS, default --quick, since one
-# device command may run 10 minutes). Results go to $OUT (or ./gpu-out when unset).
+# device command may run 10 minutes), `bench-jetstream` (the same wearers straight to the
+# daemon and through gateway -> JetStream -> worker; JS_WEARERS, JS_DURATION).
+# Results go to $OUT (or ./gpu-out when unset).
 # Every step name is checked before anything is built: an unknown one (or none)
 # fails the whole command with exit 2, so a typo never runs nothing silently.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-known_steps="tests-search tests-hash tests-all bench-search stages bench-e2e bench-hash bench-host"
+known_steps="tests-search tests-hash tests-all bench-search stages bench-e2e bench-hash bench-host bench-jetstream"
 if [ $# -eq 0 ]; then
   echo "usage: $0 STEP... (steps: $known_steps)" >&2
   exit 2
@@ -70,6 +72,21 @@ for step in "$@"; do
       $BUILD/bench/engine_host_bench ${HOST_ARGS:---wearers 10000 --ticks 150 --warmup-ticks 20 --threads 12 --gait} \
         > "$OUT/engine_host.jsonl" 2> "$OUT/engine_host.err"
       echo "host bench rc=$?"; cut -c1-1500 "$OUT/engine_host.jsonl"; tail -3 "$OUT/engine_host.err"
+      ;;
+    bench-jetstream)
+      # The same wearers straight to the daemon and through gateway ->
+      # JetStream -> the daemon as a worker, one after the other on this
+      # machine (JS_WEARERS, JS_DURATION; the carried nats-server package).
+      gpu_build e2e_bench gaitwatchd || continue
+      [ -x $P/usr/sbin/nats-server ] || { echo "bench-jetstream: no nats-server in .offline-deps (docs/gpu.md)"; continue; }
+      for path in direct jetstream; do
+        via=""; [ $path = jetstream ] && via="--via-jetstream $P/usr/sbin/nats-server"
+        $BUILD/bench/e2e_bench --daemon $BUILD/daemon/gaitwatchd --backend cuda --threads 12 --tick-ms 70 \
+          --wearers ${JS_WEARERS:-1000,4000} --duration ${JS_DURATION:-60} --warmup 10 $via \
+          >> "$OUT/jetstream_bench.jsonl" 2>> "$OUT/jetstream_bench.err"
+        echo "jetstream bench ($path) rc=$?"
+      done
+      grep e2e_run "$OUT/jetstream_bench.jsonl" | cut -c1-900
       ;;
     bench-hash)
       gpu_build hashtable_bench || continue

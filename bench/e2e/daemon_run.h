@@ -48,6 +48,7 @@
 #include "bench/e2e/scrape.h"
 #include "bench/e2e/subscriber.h"
 #include "bench/e2e/senders.h"
+#include "bench/e2e/jetstream_path.h"
 
 namespace gw::bench::e2e {
 
@@ -62,6 +63,8 @@ struct DaemonRun {
   std::unique_ptr<Subscriber> subscriber;
   std::string error;  // set when the daemon did not start
   std::optional<int> exit_code;
+  // --via-jetstream: the gateway and server in front of the daemon.
+  std::unique_ptr<JetStreamPath> jetstream;
 
   DaemonRun(const Options& options, int max_wearers, const gw::bench::W1PatternSet& patterns,
             const fs::path& workdir, const fs::path& run_dir)
@@ -73,9 +76,21 @@ struct DaemonRun {
     ports.control = gw::free_port(false);
     ports.metrics = gw::free_port(false);
     const fs::path config = dir / "w1.yaml";
+    std::string yaml = w1_config(options, max_wearers, patterns, workdir / "patterns", dir, ports);
+    if (!options.nats_server.empty()) {
+      jetstream = std::make_unique<JetStreamPath>(options, max_wearers, patterns, workdir, dir);
+      if (!jetstream->error.empty()) {
+        error = jetstream->error;
+        return;
+      }
+      // The daemon as the worker of every partition.
+      const std::string ring = "  ring_capacity_samples: 256\n";
+      yaml.replace(yaml.find(ring), ring.size(), ring + "  nats: true\n");
+      yaml += nats_section(jetstream->nats_port);
+    }
     {
       std::ofstream out(config);
-      out << w1_config(options, max_wearers, patterns, workdir / "patterns", dir, ports);
+      out << yaml;
     }
     daemon = std::make_unique<gw::Process>(
         std::vector<std::string>{options.daemon, "--config", config.string()}, dir / "daemon.out",
@@ -102,6 +117,7 @@ struct DaemonRun {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the SUB connects
   }
   int port(const Options& options) const {
+    if (jetstream) return jetstream->port(options);
     return options.transport == "tcp" ? ports.tcp : ports.udp;
   }
 

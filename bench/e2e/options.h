@@ -116,6 +116,9 @@ struct Options {
   double recover_s = 60;
   double recovered_s = 20;
   gw::config::OverloadPolicy policy = gw::config::OverloadPolicy::kDefer;
+  // --via-jetstream NATS_SERVER: frames through a gateway and JetStream, the
+  // daemon a worker (bench/e2e/jetstream_path.h); empty: straight to it.
+  std::string nats_server;
 };
 
 inline void progress(const std::string& text) { std::cerr << "e2e_bench: " << text << std::endl; }
