@@ -32,6 +32,10 @@ struct FrameConsumer::Partition {
 
 FrameConsumer::FrameConsumer(const NatsClient& client, const FrameConsumerOptions& options, FrameHandler on_frame)
     : client_(client), options_(options), on_frame_(std::move(on_frame)) {
+  if (options_.worker_id.empty() ||
+      options_.worker_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
+          std::string::npos)
+    throw Error("frame consumer: worker id '" + options_.worker_id + "' must be letters, digits, '-' and '_'");
   thread_ = std::thread([this] { run(); });
 }
 
@@ -42,20 +46,44 @@ FrameConsumer::~FrameConsumer() {
 }
 
 std::string FrameConsumer::consumer_name(std::uint32_t partition) const {
-  return options_.stream + "_p" + std::to_string(partition);
+  return partition_prefix(partition) + options_.worker_id;
+}
+
+std::string FrameConsumer::partition_prefix(std::uint32_t partition) const {
+  return options_.stream + "_p" + std::to_string(partition) + "_";
+}
+
+void FrameConsumer::delete_partition_consumers(std::uint32_t partition) {
+  jsConsumerNamesList* names = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  natsStatus s = js_ConsumerNames(&names, client_.jetstream(), options_.stream.c_str(), nullptr, &code);
+  if (s == NATS_NOT_FOUND) return;  // none at all
+  if (s != NATS_OK) {
+    ++counters_.errors;
+    spdlog::warn("frame consumer: partition {}: {}", partition,
+                 jetstream_error("listing the consumers of " + options_.stream, s, static_cast<int>(code)));
+    return;
+  }
+  const std::string prefix = partition_prefix(partition);
+  for (int i = 0; i < names->Count; ++i) {
+    const std::string name = names->List[i];
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    code = static_cast<jsErrCode>(0);
+    s = js_DeleteConsumer(client_.jetstream(), options_.stream.c_str(), name.c_str(), nullptr, &code);
+    if (s != NATS_OK && s != NATS_NOT_FOUND) {
+      ++counters_.errors;
+      spdlog::warn("frame consumer: partition {}: {}", partition,
+                   jetstream_error("deleting consumer " + name, s, static_cast<int>(code)));
+    }
+  }
+  jsConsumerNamesList_Destroy(names);
 }
 
 void FrameConsumer::start(std::uint32_t partition) {
   const std::string name = consumer_name(partition);
-  jsErrCode code = static_cast<jsErrCode>(0);
-  // A dead holder's consumer: its deliveries were never acknowledged, and a
-  // fresh consumer reads them again, in order.
-  natsStatus s = js_DeleteConsumer(client_.jetstream(), options_.stream.c_str(), name.c_str(), nullptr, &code);
-  if (s != NATS_OK && s != NATS_NOT_FOUND) {
-    ++counters_.errors;
-    spdlog::warn("frame consumer: partition {}: {}", partition,
-                 jetstream_error("deleting consumer " + name, s, static_cast<int>(code)));
-  }
+  // A previous holder's consumer: its deliveries were never acknowledged,
+  // and a fresh consumer reads them again, in order.
+  delete_partition_consumers(partition);
   const std::string filter = options_.subject + "." + std::to_string(partition) + ".>";
   jsSubOptions sub_options;
   jsSubOptions_Init(&sub_options);
@@ -69,8 +97,8 @@ void FrameConsumer::start(std::uint32_t partition) {
   sub_options.Config.MaxAckPending = options_.max_ack_pending;
   auto state = std::make_shared<Partition>();
   state->id = partition;
-  code = static_cast<jsErrCode>(0);
-  s = js_PullSubscribe(&state->sub, client_.jetstream(), filter.c_str(), name.c_str(), nullptr, &sub_options, &code);
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_PullSubscribe(&state->sub, client_.jetstream(), filter.c_str(), name.c_str(), nullptr, &sub_options, &code);
   if (s != NATS_OK) {
     ++counters_.errors;
     spdlog::error("frame consumer: partition {}: {}", partition,

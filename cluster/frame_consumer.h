@@ -12,11 +12,16 @@
 // start(p) on another worker, after the holder died, reads the partition
 // from its first unacknowledged frame: the new holder rebuilds each
 // wearer's rings from there, and an event that spans the takeover is seen
-// whole. start(p) deletes what is left of the partition's durable consumer
-// first (a dead holder's, with its unacknowledged deliveries) and creates
-// it anew, so frames come in stream order from the first one the stream
-// holds. Memory: the acknowledgement subject of every frame received in
-// the last retain_s.
+// whole. Each worker's consumer of a partition has a name of its own
+// ("<stream>_p<partition>_<worker>"): start(p) deletes every other consumer
+// of the partition first (a dead holder's, with its unacknowledged
+// deliveries; the work-queue stream allows one consumer per subject) and
+// creates its own, so frames come in stream order from the first one the
+// stream holds. Because the names differ, a holder that stalled and lost
+// its lease can neither pull from nor acknowledge into the new holder's
+// consumer: its fetches fail until its leases notice, and stop(p) deletes
+// only its own. Memory: the acknowledgement subject of every frame
+// received in the last retain_s.
 //
 // Flow: each fetch takes at most `batch` frames and returns at once when
 // there are none; on_frame may block (the daemon's frame queue applying
@@ -45,6 +50,8 @@
 namespace gw::cluster {
 
 struct FrameConsumerOptions {
+  // Letters, digits, '-' and '_' (part of consumer names); the leases' id.
+  std::string worker_id;
   std::string stream = "GW_FRAMES";
   std::string subject = "gw.frames";
   double retain_s = 15;
@@ -74,19 +81,26 @@ class FrameConsumer {
   // (the leases keep it; a later start() retries).
   void start(std::uint32_t partition);
   // Stops consuming `partition` without acknowledging what is unacknowledged
-  // (its next holder reads it again) and deletes its consumer. Waits for a
-  // fetch of that partition in progress to be handed over.
+  // (its next holder reads it again) and deletes this worker's consumer of
+  // it (when another worker took the partition over, that one is gone
+  // already). Waits for a fetch of that partition in progress to be handed
+  // over.
   void stop(std::uint32_t partition);
   void stop_all();
 
   const FrameConsumerCounters& counters() const { return counters_; }
   // {partitions, frames, acks, started, stopped, errors}.
   nlohmann::json counters_json() const;
-  // The durable consumer's name of a partition: "<stream>_p<partition>".
+  // This worker's durable consumer of a partition:
+  // "<stream>_p<partition>_<worker_id>".
   std::string consumer_name(std::uint32_t partition) const;
 
  private:
   struct Partition;
+  // "<stream>_p<partition>_": every worker's consumer of the partition.
+  std::string partition_prefix(std::uint32_t partition) const;
+  // Deletes every worker's consumer of `partition` (failures counted).
+  void delete_partition_consumers(std::uint32_t partition);
   void run();
   // Fetches and hands over one batch of `partition`; the frames fetched.
   std::size_t fetch(Partition& partition);

@@ -17,7 +17,10 @@ class NatsFrameSource final : public StreamFrameSource {
     cluster::NatsClientOptions client_options;
     client_options.url = nats.url;
     client_ = std::make_unique<cluster::NatsClient>(client_options);
+    // One id for the leases and the consumers' names.
+    const std::string worker_id = nats.worker_id.empty() ? cluster::default_worker_id() : nats.worker_id;
     cluster::FrameConsumerOptions consumer_options;
+    consumer_options.worker_id = worker_id;
     consumer_options.stream = nats.frames_stream;
     consumer_options.subject = nats.frames_subject;
     consumer_options.retain_s = nats.retain_s;
@@ -26,7 +29,7 @@ class NatsFrameSource final : public StreamFrameSource {
         [&ingest](std::uint32_t, const std::uint8_t* data, std::size_t size) { ingest.queue_stream_frame(data, size); });
     cluster::PartitionLeasesOptions lease_options;
     lease_options.bucket = nats.leases_bucket;
-    lease_options.worker_id = nats.worker_id;
+    lease_options.worker_id = worker_id;
     lease_options.partitions = static_cast<std::uint32_t>(nats.partitions);
     lease_options.ttl_s = nats.lease_ttl_s;
     lease_options.replicas = nats.replicas;

@@ -8,6 +8,7 @@
 #include <nats/nats.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -191,8 +192,9 @@ TEST_CASE("frame consumer: a partition's frames in stream order, acknowledged re
       return values.size();
     }
   };
-  const auto consumer_of = [&](Received& into, double retain_s) {
+  const auto consumer_of = [&](Received& into, const char* worker, double retain_s) {
     FrameConsumerOptions options;
+    options.worker_id = worker;
     options.stream = "TEST_FRAMES";
     options.subject = "test.frames";
     options.retain_s = retain_s;
@@ -214,7 +216,7 @@ TEST_CASE("frame consumer: a partition's frames in stream order, acknowledged re
   // its long retain_s; stopping it leaves them in the stream.
   Received first;
   {
-    auto consumer = consumer_of(first, 60);
+    auto consumer = consumer_of(first, "first", 60);
     consumer->start(partition);
     REQUIRE(eventually([&] { return first.size() == kFrames; }, 10s));
     std::this_thread::sleep_for(200ms);  // nothing more comes
@@ -229,7 +231,7 @@ TEST_CASE("frame consumer: a partition's frames in stream order, acknowledged re
   // acknowledges them 0.5 s after receipt: the work-queue stream deletes
   // them; the other partition's frames stay.
   Received second;
-  auto consumer = consumer_of(second, 0.5);
+  auto consumer = consumer_of(second, "second", 0.5);
   consumer->start(partition);
   REQUIRE(eventually([&] { return second.size() == kFrames; }, 10s));
   CHECK(second.values == in_order);
@@ -237,4 +239,46 @@ TEST_CASE("frame consumer: a partition's frames in stream order, acknowledged re
   CHECK(eventually([&] { return stream_messages(*client, "TEST_FRAMES") == kFrames; }, 5s));
   CHECK(consumer->counters().errors == 0);
   CHECK(consumer->counters_json()["partitions"] == 1);
+}
+
+TEST_CASE("frame consumer: a holder that lost its partition can neither read nor disturb the new holder's consumer",
+          "[integration][cluster]") {
+  if (gw::test::nats_server_missing()) return;
+  const gw::test::TempNatsServer server("gw_consumer_lost");
+  gw::cluster::FramePublisherOptions publisher_options;
+  publisher_options.url = server.url();
+  publisher_options.stream = "TEST_FRAMES";
+  publisher_options.subject = "test.frames";
+  publisher_options.partitions = 1;
+  gw::cluster::FramePublisher publisher(publisher_options);
+  const auto client_a = client_of(server), client_b = client_of(server);
+  std::atomic<std::uint64_t> a_frames{0}, b_frames{0};
+  FrameConsumerOptions options;
+  options.stream = "TEST_FRAMES";
+  options.subject = "test.frames";
+  options.retain_s = 60;
+  options.worker_id = "a";
+  FrameConsumer a(*client_a, options, [&](std::uint32_t, const std::uint8_t*, std::size_t) { ++a_frames; });
+  options.worker_id = "b";
+  FrameConsumer b(*client_b, options, [&](std::uint32_t, const std::uint8_t*, std::size_t) { ++b_frames; });
+  CHECK(a.consumer_name(0) == "TEST_FRAMES_p0_a");
+  const std::uint8_t byte = 1;
+  a.start(0);
+  REQUIRE(publisher.publish(7, &byte, 1));
+  REQUIRE(eventually([&] { return a_frames == 1; }, 5s));
+  // A's lease expires while A still runs and fetches (it has not noticed
+  // yet); B takes the partition over and reads what A never acknowledged.
+  b.start(0);
+  REQUIRE(eventually([&] { return b_frames == 1; }, 5s));
+  // New frames go to B alone, although A keeps fetching meanwhile.
+  REQUIRE(publisher.publish(7, &byte, 1));
+  REQUIRE(eventually([&] { return b_frames == 2; }, 5s));
+  std::this_thread::sleep_for(300ms);
+  CHECK(a_frames == 1);
+  // A's leases notice; stopping A leaves B's consumer be.
+  a.stop(0);
+  REQUIRE(publisher.publish(7, &byte, 1));
+  CHECK(eventually([&] { return b_frames == 3; }, 5s));
+  CHECK(a_frames == 1);
+  CHECK(b.counters().errors == 0);
 }
