@@ -8,10 +8,13 @@
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 P=/tmp/p
-if [ ! -d $P/usr ]; then
-  mkdir -p $P
-  for f in .offline-deps/*.deb; do dpkg -x "$f" $P; done
-fi
+# Each package once per machine; one added since the last unpack is unpacked
+# on the next use of a warm machine.
+mkdir -p $P/.unpacked
+for f in .offline-deps/*.deb; do
+  [ -f "$P/.unpacked/${f##*/}" ] && continue
+  dpkg -x "$f" $P && touch "$P/.unpacked/${f##*/}"
+done
 export CMAKE_PREFIX_PATH=$P/usr
 export LD_LIBRARY_PATH=$P/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=/usr/local/cuda/bin:$PATH
