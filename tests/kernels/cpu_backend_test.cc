@@ -13,6 +13,7 @@
 #include "kernels/dtw.h"
 #include "kernels/search.h"
 #include "kernels_test_support.h"
+#include "tests/common/sanitized.h"
 
 namespace gw::kernels {
 namespace {
@@ -136,7 +137,7 @@ std::vector<Series> mixed_query(int m) {
 
 TEST_CASE("CPU backend equals brute force across m, band, znorm, p and threshold",
           "[cpu_backend]") {
-  const int length = 900;
+  const int length = gw::test::unless_sanitized(900, 400);
   const std::vector<Series> stream = mixed_stream(length);
   SearchBatch batch;
   add_slice(&batch, 1, stream, 0, 0);

@@ -22,6 +22,7 @@
 #include "pipeline/cost_model.h"
 #include "sensors/framing.h"
 #include "sensors/recording.h"
+#include "tests/common/sanitized.h"
 
 namespace fs = std::filesystem;
 using gw::pipeline::Alert;
@@ -575,15 +576,21 @@ gw::config::Config shipped_config(int host_threads) {
 
 // Frames of 8 samples of the Daphnet recording for wearers 1..`wearers`
 // (device 1), from staggered starts: [wearer - 1][frame].
+// 25 s of each wearer from starts 40 samples apart, over two freezes; under
+// a sanitizer 12.5 s from starts 20 samples apart, over the first of them.
+constexpr std::size_t kFirstStart = gw::test::unless_sanitized<std::size_t>(53600, 54000);
+constexpr std::size_t kStartStep = gw::test::unless_sanitized<std::size_t>(40, 20);
+constexpr std::size_t kSamplesPerWearer = gw::test::unless_sanitized<std::size_t>(1600, 800);
+
 std::vector<std::vector<gw::sensors::Frame>> daphnet_wearer_frames(int wearers) {
   static const gw::sensors::Recording recording =
       gw::sensors::read_daphnet(std::string(GW_DATA_DIR) + "/daphnet/S02R01.txt");
   std::vector<std::vector<gw::sensors::Frame>> frames;
   for (int w = 0; w < wearers; ++w) {
-    const std::size_t begin = 53600 + 40 * static_cast<std::size_t>(w);
+    const std::size_t begin = kFirstStart + kStartStep * static_cast<std::size_t>(w);
     frames.push_back(gw::sensors::frames_from_recording(
         recording, static_cast<std::uint32_t>(w + 1), 1, gw::sensors::DeviceKind::kGeneric, 8,
-        begin, begin + 1600, /*int16=*/false));
+        begin, begin + kSamplesPerWearer, /*int16=*/false));
   }
   return frames;
 }
