@@ -397,6 +397,7 @@ class Daemon {
                        {"stop_abandoned", c.stop_abandoned}, {"published", c.published},
                        {"transactions", c.transactions}, {"last_seq", c.last_seq},
                        {"store_errors", c.store_errors}, {"checkpoints", c.checkpoints},
+                       {"windows_shed", c.windows_shed},
                        {"commit_s", c.commit_s},
                        {"publish_s", c.publish_s},
                        {"events_committed", c.events_committed},

@@ -243,6 +243,10 @@ std::vector<MetricFamily> make_families() {
               by_severity_and_kind("/sink/committed_by_severity")),
       gauge("gaitwatch_sink_pending_alerts", "Alerts waiting for a commit now.",
             leaf("/sink/pending")),
+      counter("gaitwatch_sink_shed_windows_total",
+              "Alerts stored without their windows because the writer was behind (they cannot "
+              "be marked).",
+              leaf("/sink/windows_shed")),
       counter("gaitwatch_sink_published_alerts_total",
               "Alerts handed to the publisher socket (after their commit).",
               leaf("/sink/published")),

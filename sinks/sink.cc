@@ -48,6 +48,14 @@ const std::string kStatsTopic = "stats.";
 // fewer are not worth starting one.
 constexpr std::size_t kAlertsForSerializer = 64;
 
+// Alerts' windows are the bulk of what the writer stores (kilobytes each
+// against a few hundred bytes of row). When at least this many alerts, and
+// at least as many as the batch holds, wait behind a batch, the store is
+// not keeping up with detection: the batch's alerts are stored without
+// their windows, so that the alerts themselves keep up. Below it every
+// window is kept.
+constexpr std::uint64_t kWindowsShedBacklog = 1024;
+
 struct StatsMessage {
   json body;
 };
@@ -366,6 +374,7 @@ struct AlertSink::Impl {
       if (auto* alert = std::get_if<Alert>(&item)) alerts.push_back(std::move(*alert));
       if (auto* event = std::get_if<Event>(&item)) events.push_back(std::move(*event));
     }
+    shed_windows_when_behind(alerts);
     // From kAlertsForSerializer alerts, their text is made on a thread of
     // its own while the transaction runs: first each row's dims text, which
     // the commit binds as it comes, then the published bodies, with the seqs
@@ -521,6 +530,31 @@ struct AlertSink::Impl {
     drained_cv.notify_all();
   }
 
+  // Leaves out the windows of `alerts` (the batch about to commit) when the
+  // writer is behind (kWindowsShedBacklog), counted in windows_shed with a
+  // log line at most every kSinkReportPeriod. Such alerts cannot be marked
+  // (no_window), like those whose window the engine could not cut.
+  void shed_windows_when_behind(std::vector<Alert>& alerts) {
+    const std::uint64_t held = pending.load();
+    const std::uint64_t waiting = held > alerts.size() ? held - alerts.size() : 0;
+    if (waiting < std::max<std::uint64_t>(kWindowsShedBacklog, alerts.size())) return;
+    std::uint64_t shed = 0;
+    for (Alert& alert : alerts) {
+      if (!alert.window) continue;
+      alert.window.reset();
+      ++shed;
+    }
+    if (shed == 0) return;
+    windows_shed += shed;
+    if (shed_report.due(Clock::now())) {
+      const std::uint64_t total = windows_shed.load();
+      log_error(std::to_string(total - shed_at_report.exchange(total)) +
+                " alerts stored without their windows since the last report (" + std::to_string(total) +
+                " in all): " + std::to_string(waiting) +
+                " alerts waited behind a transaction; their rows come first (they cannot be marked)");
+    }
+  }
+
   void give_up(std::size_t alert_count, std::size_t event_count) {
     stop_abandoned += alert_count;
     events_dropped += event_count;
@@ -594,6 +628,9 @@ struct AlertSink::Impl {
   ReportLimiter failure_report;
   ReportLimiter drop_report;
   std::atomic<std::uint64_t> dropped_at_report{0};
+  ReportLimiter shed_report;
+  std::atomic<std::uint64_t> shed_at_report{0};
+  std::atomic<std::uint64_t> windows_shed{0};
 
   std::atomic<std::uint64_t> submitted{0};
   std::atomic<std::uint64_t> store_dropped{0};
@@ -739,6 +776,7 @@ SinkCounters AlertSink::counters() const {
   c.last_seq = impl_->last_seq.load();
   c.store_errors = impl_->store_errors.load();
   c.checkpoints = impl_->checkpoints.load();
+  c.windows_shed = impl_->windows_shed.load();
   c.commit_s = static_cast<double>(impl_->commit_ns.load()) * 1e-9;
   c.publish_s = static_cast<double>(impl_->publish_ns.load()) * 1e-9;
   return c;

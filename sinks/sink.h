@@ -14,6 +14,9 @@
 // submitted = committed + store_dropped + stop_abandoned + pending.
 // drain() commits what is held within a deadline; stop() drains, publishes,
 // closes the socket and joins.
+// Under a backlog (more than a thousand alerts, and more than the batch,
+// waiting behind a transaction) a batch's alerts are stored without their
+// windows (windows_shed): detection never waits on the windows' bytes.
 #pragma once
 
 #include <atomic>
@@ -84,6 +87,10 @@ struct SinkCounters {
   std::uint64_t last_seq = 0;
   std::uint64_t store_errors = 0;
   std::uint64_t checkpoints = 0;  // WAL checkpoints run (off the writer thread)
+  // Alerts committed without their windows because the writer was behind
+  // (alerts waiting behind a transaction): the rows keep up, the windows
+  // give way; such an alert cannot be marked.
+  std::uint64_t windows_shed = 0;
   // Cumulative wall seconds of the writer thread in transactions (rows and
   // fsync) and in publishing committed alerts (JSON and sockets).
   double commit_s = 0;

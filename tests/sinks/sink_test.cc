@@ -329,6 +329,48 @@ TEST_CASE("AlertSink: stop() commits and publishes everything submitted", "[sink
   CHECK(sink.counters().committed == kAlerts);
 }
 
+TEST_CASE("AlertSink: a writer that is behind stores alerts without their windows until it catches up",
+          "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  options.publish_endpoint.clear();
+  options.max_batch = 32;
+  AlertSink sink(options);
+  auto window = std::make_shared<gw::pipeline::AlertWindow>();
+  window->pattern = "fall-forward";
+  window->wearer = 7;
+  window->length = 64;
+  window->channels = {"x", "y", "z"};
+  window->values.assign(3 * 64, 0.5f);
+  const auto with_window = [&](std::int64_t id) {
+    Alert a = make_alert(id);
+    a.window = window;
+    return a;
+  };
+  // A burst far beyond what one transaction of 32 takes: thousands wait
+  // behind the first transactions.
+  constexpr int kBurst = 5000;
+  std::vector<Alert> burst;
+  for (int i = 0; i < kBurst; ++i) burst.push_back(with_window(i));
+  sink.submit_all(burst);
+  REQUIRE(eventually([&] { return sink.counters().committed == kBurst; }, 60000ms));
+  // Caught up: a single alert keeps its window.
+  sink.submit(with_window(kBurst));
+  REQUIRE(eventually([&] { return sink.counters().committed == kBurst + 1; }, 10000ms));
+  sink.stop();
+
+  const auto c = sink.counters();
+  HitStore store(options.db_path, /*read_only=*/true);
+  INFO("windows shed " << c.windows_shed << ", stored " << store.window_count());
+  CHECK(c.windows_shed > 0);
+  CHECK(c.store_dropped == 0);
+  CHECK(store.window_count() + c.windows_shed == kBurst + 1);
+  // The alerts that waited behind fewer than 1,024 others kept theirs.
+  CHECK(store.window_count() >= 1024 + 1);
+  CHECK_FALSE(store.window(1).has_value());  // the first transaction's were shed
+  CHECK(store.window(kBurst + 1).has_value());
+}
+
 TEST_CASE("AlertSink: thousands of alerts from 2 producer threads commit with gapless seqs", "[sink]") {
   // One producer submits alert by alert, the other in bunches of 37
   // (submit_all), racing for the writer's queue.
