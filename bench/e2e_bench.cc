@@ -1002,6 +1002,9 @@ int main(int argc, char** argv) {
   app.add_option("--min-dims", options.min_dims,
                  "matched dims an alert needs (default: the pattern source's)");
   app.add_option("--data", options.data, "gaitpdb recording the synthetic wearers are made from");
+  app.add_option("--config-section", options.config_sections,
+                 "a top-level YAML section added to the daemon's config, e.g. "
+                 "'marks: {alert_windows: false}' (repeatable; not one the bench writes)");
   app.add_option("--workdir", options.workdir,
                  "directory for configs and databases (default: a new temp dir)");
   app.add_flag("--keep", options.keep, "keep the work directory (configs, logs, databases)");

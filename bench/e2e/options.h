@@ -96,6 +96,9 @@ struct Options {
   double threshold = 0;  // 0: the default of the pattern source
   int min_dims = 0;      // 0: the default of the pattern source
   std::string data;
+  // Top-level YAML sections appended to the daemon's config as they are
+  // (sections the bench does not write itself, e.g. "marks: {alert_windows: false}").
+  std::vector<std::string> config_sections;
   std::string workdir;
   bool keep = false;
   std::uint64_t seed = 1;

@@ -189,6 +189,7 @@ zones:
                       fmt::arg("metrics", ports.metrics), fmt::arg("publish", ports.publish),
                       fmt::arg("control", ports.control),
                       fmt::arg("hashtable", gw::config::name(hashtable)));
+  for (const std::string& section : options.config_sections) yaml += section + "\n";
   return yaml;
 }
 
