@@ -655,11 +655,25 @@ class Daemon {
     const auto ms_between = [](Clock::time_point a, Clock::time_point b) {
       return 1e3 * seconds_between(a, b);
     };
+    bool windows_paused = false;
+    Clock::time_point windows_pause_logged{};
     auto begin_tick = [&] {
       // A reload (or changed marks) changes the patterns the waiting phase 2
       // reads: it waits for a tick without one.
       if (TickScheduler::may_reconfigure(batch_state())) apply_pending_reload(p.engine);
       if (history_) history_->flush_idle(unix_now());
+      // Windows give way to detection while the writer is behind.
+      const std::uint64_t waiting = p.sink.pending();
+      const bool pause_windows = waiting >= pipeline::kWindowsShedBacklog;
+      if (pause_windows && !windows_paused &&
+          Clock::now() - windows_pause_logged >= pipeline::kSinkReportPeriod) {
+        windows_pause_logged = Clock::now();
+        spdlog::warn("alert windows paused: {} alerts wait for the store; alerts go out without "
+                     "their windows (they cannot be marked) until it catches up",
+                     waiting);
+      }
+      windows_paused = pause_windows;
+      p.engine.set_alert_windows_paused(pause_windows);
       const auto started = Clock::now();
       p.engine.start_batch(unix_now, std::launch::async);
       const double took = seconds_between(started, Clock::now());

@@ -189,6 +189,10 @@ std::vector<MetricFamily> make_families() {
               "Alerts stored without their window (the stream's ring no longer held it with "
               "its transforms' lead-in): such alerts cannot be marked into examples.",
               leaf("/engine/alert_windows_unavailable")),
+      counter("gaitwatch_engine_alert_windows_paused_total",
+              "Alerts raised without their windows because the writer was behind (they cannot be "
+              "marked).",
+              leaf("/engine/alert_windows_paused")),
       counter("gaitwatch_engine_backend_failovers_total",
               "Search backend failures that switched the engine to the CPU backend.",
               leaf("/engine/backend_failovers")),

@@ -605,6 +605,8 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
   out.completing_arrival.clear();
   out.pattern.clear();
   out.windows_unavailable = 0;
+  out.windows_paused = 0;
+  const bool windows_paused = alert_windows_paused_.load(std::memory_order_relaxed);
   out.episode_ends.clear();
   stream.open_episodes.resize(library_.patterns.size());
   std::vector<std::vector<DimCandidate>>& fresh = scratch.fresh;
@@ -652,8 +654,12 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
         a.dims.push_back({e.pattern_dim, e.stream_dim, e.distance, e.end});
       // A view's detection never becomes an alert: no window to mark.
       if (config_.marks.alert_windows && pattern.config.publish) {
-        a.window = cut_alert_window(stream, p, end, scratch.window_rows);
-        if (!a.window) ++out.windows_unavailable;
+        if (windows_paused) {
+          ++out.windows_paused;
+        } else {
+          a.window = cut_alert_window(stream, p, end, scratch.window_rows);
+          if (!a.window) ++out.windows_unavailable;
+        }
       }
       // Its end time and alert count are known when it ends.
       if (detection.opens_episode && reports_episodes)
@@ -1026,6 +1032,7 @@ void Engine::collect_alerts(std::size_t slices, std::vector<Alert>& alerts,
   for (std::size_t s = 0; s < slices; ++s) {
     SliceAlerts& found = slice_alerts_[s];
     counters_.alert_windows_unavailable += found.windows_unavailable;
+    counters_.alert_windows_paused += found.windows_paused;
     for (EpisodeEnd& end : found.episode_ends) episode_ends_.push_back(std::move(end));
     Stream& stream = *searched_.owners[s].stream;
     for (std::size_t i = 0; i < found.alerts.size(); ++i) {
@@ -1164,6 +1171,7 @@ nlohmann::json Engine::stats_json() const {
           {"single_dim_matches", c.single_dim_matches},
           {"alerts", c.alerts},
           {"alert_windows_unavailable", c.alert_windows_unavailable},
+          {"alert_windows_paused", c.alert_windows_paused},
           {"deferred_streams", c.deferred_streams},
           {"shed_streams", c.shed_streams},
           {"shed_windows", c.shed_windows},

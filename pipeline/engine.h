@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -83,6 +84,10 @@ struct EngineCounters {
   // started, a gap or a restart inside it, or samples overwritten). Such an
   // alert cannot be marked into an example.
   std::uint64_t alert_windows_unavailable = 0;
+  // Alerts whose window was not cut because the store was behind
+  // (set_alert_windows_paused): cutting and storing windows gives way to
+  // detection. Such an alert cannot be marked either.
+  std::uint64_t alert_windows_paused = 0;
   // Soft-deadline scheduling (search.overload_policy, docs/design.md): what
   // was not searched in the batch it was due in, by reason.
   std::uint64_t deferred_streams = 0;   // defer: stream left for a later batch
@@ -222,6 +227,11 @@ class Engine {
   const std::vector<StreamClock>& batch_stream_clocks() const { return searched_.clocks; }
 
   const EngineCounters& counters() const { return counters_; }
+  // While paused, alerts are raised without their windows (counted in
+  // alert_windows_paused), whatever marks.alert_windows says: the daemon
+  // pauses them while its writer is behind. Any thread; applies to the
+  // phase 2 runs that start after it.
+  void set_alert_windows_paused(bool paused) { alert_windows_paused_.store(paused, std::memory_order_relaxed); }
   // The config in effect (the last reconfigure()'s).
   const config::Config& config() const { return config_; }
   nlohmann::json stats_json() const;
@@ -374,6 +384,7 @@ class Engine {
     std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
     std::vector<std::size_t> pattern;        // per alert: its library pattern
     std::uint64_t windows_unavailable = 0;   // alerts whose window the ring no longer held
+    std::uint64_t windows_paused = 0;        // alerts whose window was not cut (paused)
     std::vector<EpisodeEnd> episode_ends;
   };
   // The raw window of an alert of library pattern `p` ending at `end`, cut
@@ -530,6 +541,7 @@ class Engine {
   int tick_ms_ = 100;
   int deadline_ms_ = 250;
   EngineCounters counters_;
+  std::atomic<bool> alert_windows_paused_{false};
   FrameObserver frame_observer_;
   // on_frames' scratch: each frame's stream (null: refused), the admitted
   // frames grouped by stream and their verdicts.

@@ -48,13 +48,6 @@ const std::string kStatsTopic = "stats.";
 // fewer are not worth starting one.
 constexpr std::size_t kAlertsForSerializer = 64;
 
-// Alerts' windows are the bulk of what the writer stores (kilobytes each
-// against a few hundred bytes of row). When at least this many alerts, and
-// at least as many as the batch holds, wait behind a batch, the store is
-// not keeping up with detection: the batch's alerts are stored without
-// their windows, so that the alerts themselves keep up. Below it every
-// window is kept.
-constexpr std::uint64_t kWindowsShedBacklog = 1024;
 
 struct StatsMessage {
   json body;
@@ -781,6 +774,8 @@ SinkCounters AlertSink::counters() const {
   c.publish_s = static_cast<double>(impl_->publish_ns.load()) * 1e-9;
   return c;
 }
+
+std::uint64_t AlertSink::pending() const { return impl_->pending.load(); }
 
 std::string AlertSink::bound_endpoint() const { return impl_->bound_endpoint; }
 

@@ -65,6 +65,14 @@ struct SinkOptions {
   std::string time_zone;
 };
 
+// Alerts' windows are the bulk of what the writer stores (kilobytes each
+// against a few hundred bytes of row). With at least this many alerts
+// waiting behind a transaction (and at least as many as it holds) the store
+// is not keeping up with detection: that transaction's alerts are stored
+// without their windows (windows_shed), and the daemon stops cutting
+// windows (Engine::set_alert_windows_paused) while pending() is above it.
+inline constexpr std::uint64_t kWindowsShedBacklog = 1024;
+
 // How often at most the sink logs that it drops alerts, and that commits
 // keep failing (with the counts since the last line).
 inline constexpr std::chrono::seconds kSinkReportPeriod{10};
@@ -138,6 +146,8 @@ class AlertSink {
   void stop();
   static constexpr std::chrono::seconds kStopDrainLimit{1};
   SinkCounters counters() const;
+  // Alerts held now (counters().pending without the rest).
+  std::uint64_t pending() const;
   // Endpoint actually bound (resolves tcp://...:0 / wildcards).
   std::string bound_endpoint() const;
 

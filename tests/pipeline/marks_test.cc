@@ -75,11 +75,15 @@ gw::sensors::Recording stream(std::uint32_t seed) {
   return rec;
 }
 
-// The alerts of each wearer's stream of the same samples.
+// The alerts of each wearer's stream of the same samples; with
+// `windows_paused` the engine cuts no windows (the daemon's writer behind).
 std::map<std::uint32_t, std::vector<Alert>> run(const gw::config::Config& config,
                                                 const gw::sensors::Recording& rec,
-                                                const std::vector<std::uint32_t>& wearers) {
+                                                const std::vector<std::uint32_t>& wearers,
+                                                bool windows_paused = false,
+                                                gw::pipeline::EngineCounters* counters = nullptr) {
   Engine engine(config, gw::kernels::make_cpu_backend(1));
+  engine.set_alert_windows_paused(windows_paused);
   std::map<std::uint32_t, std::vector<Alert>> alerts;
   const auto now = [] { return 1.0; };
   std::uint32_t seq = 0;
@@ -101,10 +105,35 @@ std::map<std::uint32_t, std::vector<Alert>> run(const gw::config::Config& config
     for (Alert& a : engine.run_batch(now)) alerts[a.wearer].push_back(std::move(a));
   }
   CHECK(engine.counters().alert_windows_unavailable == 0);
+  if (counters) *counters = engine.counters();
   return alerts;
 }
 
 }  // namespace
+
+TEST_CASE("paused windows: the same alerts without their windows, counted", "[marks]") {
+  Fixture fx;
+  const gw::sensors::Recording rec = stream(11);
+  gw::pipeline::EngineCounters cut, paused;
+  const auto with_windows = run(fx.config, rec, {1, 2}, /*windows_paused=*/false, &cut);
+  const auto without = run(fx.config, rec, {1, 2}, /*windows_paused=*/true, &paused);
+  REQUIRE(with_windows.size() == 2);
+  REQUIRE(without.size() == 2);
+  for (const std::uint32_t wearer : {1u, 2u}) {
+    const auto& a = with_windows.at(wearer);
+    const auto& b = without.at(wearer);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].window);
+      CHECK_FALSE(b[i].window);
+      CHECK(b[i].end_index == a[i].end_index);
+      CHECK(b[i].distance == a[i].distance);
+    }
+  }
+  CHECK(cut.alert_windows_paused == 0);
+  CHECK(paused.alert_windows_paused == cut.alerts);
+  CHECK(paused.alerts == cut.alerts);
+}
 
 TEST_CASE("a wearer's false mark stops that wearer's alert on the same samples, not others'",
           "[marks]") {
