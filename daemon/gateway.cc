@@ -37,7 +37,13 @@ int run_gateway(const std::string& config_path) {
 
   boost::asio::io_context io;
   FrameQueue queue(config.ingest.queue_capacity, config.ingest.queue_overflow);
-  Ingest ingest(io, config, queue);
+  // The gateway forwards frames as they came: what the ingest derives from
+  // them for the daemon's own jobs (slot inputs, feet's loads, hotspot
+  // regions) would be computed and thrown away, so those jobs are off here.
+  config::Config ingest_config = config;
+  ingest_config.slots.enabled = false;
+  ingest_config.gait.enabled = false;
+  Ingest ingest(io, ingest_config, queue);
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   std::atomic<bool> stopping{false};
   signals.async_wait([&](const boost::system::error_code& error, int signal) {
