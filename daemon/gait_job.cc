@@ -69,10 +69,8 @@ pipeline::Event gait_minute_event(const gait::GaitMinute& minute, double now_s) 
   event.at = now_s;
   event.details = {{"t_start", minute.t_start}, {"t_end", minute.t_end}};
   event.details.update(gait::metrics_json(minute.metrics));
-  event.details["abnormal_score"] =
-      std::isnan(minute.abnormal_score) ? nlohmann::json(nullptr) : nlohmann::json(minute.abnormal_score);
-  event.details["baseline_change"] =
-      std::isnan(minute.baseline_change) ? nlohmann::json(nullptr) : nlohmann::json(minute.baseline_change);
+  event.details["abnormal_score"] = gait::metric_json(minute.abnormal_score);
+  event.details["baseline_change"] = gait::metric_json(minute.baseline_change);
   return event;
 }
 

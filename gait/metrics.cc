@@ -46,20 +46,21 @@ double median_of(std::vector<double>& values) {
   return (lower + upper) / 2;
 }
 
+nlohmann::json metric_json(double value) { return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value); }
+
 nlohmann::json metrics_json(const GaitMetrics& m) {
-  const auto number = [](double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); };
   return {{"strides", m.strides},
           {"left_strides", m.left_strides},
           {"right_strides", m.right_strides},
           {"walking_s", m.walking_s},
-          {"stride_time_median_s", number(m.stride_time_median_s)},
-          {"stride_time_cv", number(m.stride_time_cv)},
-          {"cadence_steps_per_min", number(m.cadence_steps_per_min)},
-          {"stance_fraction", number(m.stance_fraction)},
-          {"swing_fraction", number(m.swing_fraction)},
-          {"double_support_fraction", number(m.double_support_fraction)},
-          {"swing_asymmetry", number(m.swing_asymmetry)},
-          {"cop_path_per_step", number(m.cop_path_per_step)}};
+          {"stride_time_median_s", metric_json(m.stride_time_median_s)},
+          {"stride_time_cv", metric_json(m.stride_time_cv)},
+          {"cadence_steps_per_min", metric_json(m.cadence_steps_per_min)},
+          {"stance_fraction", metric_json(m.stance_fraction)},
+          {"swing_fraction", metric_json(m.swing_fraction)},
+          {"double_support_fraction", metric_json(m.double_support_fraction)},
+          {"swing_asymmetry", metric_json(m.swing_asymmetry)},
+          {"cop_path_per_step", metric_json(m.cop_path_per_step)}};
 }
 
 GaitMetrics summarise(const std::vector<Stride>& strides, int min_strides_per_foot) {

@@ -51,6 +51,8 @@ GaitMetrics summarise(const std::vector<Stride>& strides, int min_strides_per_fo
 // The metrics as JSON under their names above (and left_strides,
 // right_strides, walking_s, swing_fraction); NaN as null.
 nlohmann::json metrics_json(const GaitMetrics& metrics);
+// A metric as JSON: a number, or null for NaN (not measured).
+nlohmann::json metric_json(double value);
 
 // The median of `values` (NaN when empty); reorders them.
 double median_of(std::vector<double>& values);

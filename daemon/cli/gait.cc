@@ -107,13 +107,11 @@ Walk read_walk(const std::string& file, const GaitOptions& o) {
   return walk;
 }
 
-// NaN as JSON null.
-nlohmann::json number(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
 
 nlohmann::json walk_json(const Walk& w, double threshold) {
   nlohmann::json j{{"file", w.file}, {"walk", w.name.recording}, {"subject", w.name.subject}};
   j.update(gait::metrics_json(w.metrics));
-  j["abnormal_score"] = number(w.score);
+  j["abnormal_score"] = gait::metric_json(w.score);
   j["abnormal"] = std::isnan(w.score) ? nlohmann::json(nullptr) : nlohmann::json(w.score >= threshold);
   if (w.abnormal) j["label"] = *w.abnormal ? "abnormal" : "normal";
   return j;
