@@ -8,6 +8,7 @@
 #include <deque>
 #include <vector>
 
+#include "cluster/partition.h"
 #include "common/error.h"
 
 namespace gw::cluster {
@@ -32,9 +33,7 @@ struct FrameConsumer::Partition {
 
 FrameConsumer::FrameConsumer(const NatsClient& client, const FrameConsumerOptions& options, FrameHandler on_frame)
     : client_(client), options_(options), on_frame_(std::move(on_frame)) {
-  if (options_.worker_id.empty() ||
-      options_.worker_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
-          std::string::npos)
+  if (!is_plain_name(options_.worker_id))
     throw Error("frame consumer: worker id '" + options_.worker_id + "' must be letters, digits, '-' and '_'");
   thread_ = std::thread([this] { run(); });
 }

@@ -19,4 +19,11 @@ std::uint32_t partition_of(std::uint32_t wearer, std::uint32_t partitions);
 // its partition with the filter "<prefix>.<partition>.>".
 std::string frame_subject(const std::string& prefix, std::uint32_t partition, std::uint32_t wearer);
 
+// Worker ids name lease keys and JetStream consumers, and the lease bucket
+// is a JetStream name too: such names hold only characters valid in all of
+// them, letters, digits, '-' and '_'.
+bool is_plain_name_char(char c);
+// Non-empty and every character a plain-name character.
+bool is_plain_name(const std::string& name);
+
 }  // namespace gw::cluster

@@ -28,7 +28,7 @@ std::string default_worker_id() {
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   std::string id;
   for (const char* c = host; *c; ++c)
-    id += (std::isalnum(static_cast<unsigned char>(*c)) || *c == '-' || *c == '_') ? *c : '_';
+    id += is_plain_name_char(*c) ? *c : '_';
   if (id.empty()) id = "host";
   return id + "-" + std::to_string(getpid());
 }

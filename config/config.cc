@@ -29,6 +29,7 @@
 #include <tuple>
 #include <utility>
 
+#include "cluster/partition.h"
 #include "common/http_url.h"
 #include "common/spelling.h"
 #include "common/time_text.h"
@@ -1195,14 +1196,11 @@ void read_nats(const MapReader& root, NatsConfig& nats) {
   read_int(map, "max_pending", 1, 10000000, nats.max_pending);
   read_number(map, "frames_max_age_s", Range{1, 86400}, nats.frames_max_age_s);
   read_int(map, "replicas", 1, 5, nats.replicas);
-  if (read_string(map, "worker_id", nats.worker_id) &&
-      nats.worker_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
-          std::string::npos)
+  if (read_string(map, "worker_id", nats.worker_id) && !nats.worker_id.empty() &&
+      !cluster::is_plain_name(nats.worker_id))
     map.add_issue("worker_id", "letters, digits, '-' and '_' only (it is a key of the lease bucket)");
   if (read_string(map, "leases_bucket", nats.leases_bucket) &&
-      (nats.leases_bucket.empty() ||
-       nats.leases_bucket.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") !=
-           std::string::npos))
+      !cluster::is_plain_name(nats.leases_bucket))
     map.add_issue("leases_bucket", "a bucket name of letters, digits, '-' and '_'");
   read_number(map, "lease_ttl_s", Range{0.5, 600}, nats.lease_ttl_s);
   const bool retain_read = read_number(map, "retain_s", Range{1, 3600}, nats.retain_s);

@@ -36,5 +36,15 @@ TEST_CASE("a frame's subject names the prefix, the partition and the wearer", "[
   CHECK(frame_subject("site-a.frames", 0, 0) == "site-a.frames.0.0");
 }
 
+TEST_CASE("worker ids and the lease bucket are plain names: letters, digits, '-' and '_'", "[cluster]") {
+  CHECK(is_plain_name("w1"));
+  CHECK(is_plain_name("ward-b_host-4021"));
+  CHECK_FALSE(is_plain_name(""));
+  for (const char* bad : {"w.1", "w 1", "w*", "w>", "w/1", "wörker"}) {
+    INFO(bad);
+    CHECK_FALSE(is_plain_name(bad));
+  }
+}
+
 }  // namespace
 }  // namespace gw::cluster
