@@ -48,7 +48,6 @@ const std::string kStatsTopic = "stats.";
 // fewer are not worth starting one.
 constexpr std::size_t kAlertsForSerializer = 64;
 
-
 struct StatsMessage {
   json body;
 };
@@ -171,6 +170,20 @@ class ReportLimiter {
 
  private:
   std::atomic<Clock::rep> next_{std::numeric_limits<Clock::rep>::min()};
+};
+
+// A counter's report, at most once per kSinkReportPeriod: when one is due,
+// how much the counter grew since the previous one.
+class CountReport {
+ public:
+  std::optional<std::uint64_t> due(Clock::time_point now, std::uint64_t total) {
+    if (!limiter_.due(now)) return std::nullopt;
+    return total - at_report_.exchange(total);
+  }
+
+ private:
+  ReportLimiter limiter_;
+  std::atomic<std::uint64_t> at_report_{0};
 };
 
 void validate(const SinkOptions& options) {
@@ -538,10 +551,9 @@ struct AlertSink::Impl {
       ++shed;
     }
     if (shed == 0) return;
-    windows_shed += shed;
-    if (shed_report.due(Clock::now())) {
-      const std::uint64_t total = windows_shed.load();
-      log_error(std::to_string(total - shed_at_report.exchange(total)) +
+    const std::uint64_t total = windows_shed += shed;
+    if (const auto since = shed_report.due(Clock::now(), total)) {
+      log_error(std::to_string(*since) +
                 " alerts stored without their windows since the last report (" + std::to_string(total) +
                 " in all): " + std::to_string(waiting) +
                 " alerts waited behind a transaction; their rows come first (they cannot be marked)");
@@ -558,10 +570,9 @@ struct AlertSink::Impl {
   void count_submitted(std::size_t count, std::size_t refused) {
     submitted += count;
     if (refused == 0) return;
-    store_dropped += refused;
-    if (drop_report.due(Clock::now())) {
-      const std::uint64_t dropped = store_dropped.load();
-      log_error(std::to_string(dropped - dropped_at_report.exchange(dropped)) +
+    const std::uint64_t dropped = store_dropped += refused;
+    if (const auto since = drop_report.due(Clock::now(), dropped)) {
+      log_error(std::to_string(*since) +
                 " alerts dropped since the last report (" + std::to_string(dropped) +
                 " in all): " + std::to_string(options.max_pending_alerts) +
                 " alerts (storage.max_pending_alerts) are held, waiting for the store (" +
@@ -619,10 +630,8 @@ struct AlertSink::Impl {
   std::condition_variable drained_cv;
 
   ReportLimiter failure_report;
-  ReportLimiter drop_report;
-  std::atomic<std::uint64_t> dropped_at_report{0};
-  ReportLimiter shed_report;
-  std::atomic<std::uint64_t> shed_at_report{0};
+  CountReport drop_report;
+  CountReport shed_report;
   std::atomic<std::uint64_t> windows_shed{0};
 
   std::atomic<std::uint64_t> submitted{0};

@@ -97,6 +97,14 @@ SinkOptions options_for(const TempDir& dir) {
   return options;
 }
 
+// A sink that only stores: no publisher.
+SinkOptions store_only_options_for(const TempDir& dir, int max_batch) {
+  SinkOptions options = options_for(dir);
+  options.publish_endpoint.clear();
+  options.max_batch = max_batch;
+  return options;
+}
+
 struct Message {
   std::string topic;
   std::string body;
@@ -332,9 +340,7 @@ TEST_CASE("AlertSink: stop() commits and publishes everything submitted", "[sink
 TEST_CASE("AlertSink: a writer that is behind stores alerts without their windows until it catches up",
           "[sink]") {
   TempDir dir;
-  SinkOptions options = options_for(dir);
-  options.publish_endpoint.clear();
-  options.max_batch = 32;
+  SinkOptions options = store_only_options_for(dir, 32);
   AlertSink sink(options);
   auto window = std::make_shared<gw::pipeline::AlertWindow>();
   window->pattern = "fall-forward";
@@ -543,9 +549,7 @@ TEST_CASE("AlertSink: a published body holds its row's dims text, byte for byte"
 
 TEST_CASE("AlertSink: without an endpoint, large groups store their dims texts", "[sink]") {
   TempDir dir;
-  SinkOptions options = options_for(dir);
-  options.publish_endpoint.clear();
-  options.max_batch = 1000;
+  SinkOptions options = store_only_options_for(dir, 1000);
   std::vector<Alert> group;
   for (std::int64_t i = 0; i < 200; ++i) group.push_back(make_alert(i));
   const std::vector<Alert> submitted = group;
@@ -649,10 +653,8 @@ TEST_CASE("AlertSink: stop() terminates when a batch can never commit", "[sink]"
 TEST_CASE("AlertSink: a tick's alerts commit at once, a lone alert waits for the interval",
           "[sink]") {
   TempDir dir;
-  SinkOptions options = options_for(dir);
-  options.publish_endpoint.clear();
+  SinkOptions options = store_only_options_for(dir, 100);
   options.commit_interval_ms = 60000;  // only group commit or stop() can commit here
-  options.max_batch = 100;
   AlertSink sink(options);
 
   // 250 alerts in one group: two full transactions of 100, then the group's
@@ -733,9 +735,7 @@ TEST_CASE("AlertSink: the WAL is checkpointed into the database file while the s
   // the WAL); the checkpoint thread does, so the rows reach the database
   // file without a restart and the WAL does not grow without bound.
   TempDir dir;
-  SinkOptions options = options_for(dir);
-  options.publish_endpoint.clear();
-  options.max_batch = 1000;
+  SinkOptions options = store_only_options_for(dir, 1000);
   AlertSink sink(options);
   const auto main_file_bytes = [&] { return fs::file_size(options.db_path); };
   const auto empty_size = main_file_bytes();
