@@ -123,6 +123,7 @@ struct DaemonFixture {
     return "tcp://127.0.0.1:" + std::to_string(control_port);
   }
   std::string udp() const { return "udp://127.0.0.1:" + std::to_string(udp_port); }
+  std::string tcp() const { return "tcp://127.0.0.1:" + std::to_string(tcp_port); }
   std::string db() const { return (dir / "hits.db").string(); }
   std::string history_db() const { return (dir / "history.db").string(); }
 };
