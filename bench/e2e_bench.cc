@@ -200,7 +200,10 @@ json run_once(const Options& options, int wearers, double duration_s,
   if (!first) first = last;
   const std::uint64_t stored = run.stop(line);
   line["path"] = run.jetstream ? "jetstream" : "direct";
-  if (run.jetstream) line["jetstream"] = run.jetstream->stop(wearers);
+  if (run.jetstream) {
+    line["jetstream"] = run.jetstream->stop(wearers);
+    line["jetstream"]["frames_per_message"] = options.frames_per_message;
+  }
   const auto& exit_code = run.exit_code;
   Subscriber& subscriber = *run.subscriber;
   const Scrape& a = *first;
@@ -1011,6 +1014,9 @@ int main(int argc, char** argv) {
   app.add_option("--via-jetstream", options.nats_server,
                  "NATS_SERVER binary: frames through `gaitwatchd --gateway` and a JetStream server "
                  "it starts, the daemon a worker of every partition (docs/scale.md)");
+  app.add_option("--frames-per-message", options.frames_per_message,
+                 "--via-jetstream: the gateway's nats.frames_per_message (default 64; 1 = a message per frame)")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--seed", options.seed, "generator seed");
   app.add_option("--micro-seconds", options.micro_seconds,
                  "--micro: seconds per decode measurement");

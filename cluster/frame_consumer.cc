@@ -8,6 +8,7 @@
 #include <deque>
 #include <vector>
 
+#include "cluster/frame_batch.h"
 #include "cluster/partition.h"
 #include "common/error.h"
 
@@ -163,16 +164,29 @@ std::size_t FrameConsumer::fetch(Partition& partition) {
   }
   const double received = now_s();
   const int count = list.Count;
+  std::size_t frames = 0;
   for (int i = 0; i < count; ++i) {
     natsMsg* msg = list.Msgs[i];
-    on_frame_(partition.id, reinterpret_cast<const std::uint8_t*>(natsMsg_GetData(msg)),
-              static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+    const auto* data = reinterpret_cast<const std::uint8_t*>(natsMsg_GetData(msg));
+    const auto size = static_cast<std::size_t>(natsMsg_GetDataLength(msg));
+    if (is_batch_subject(natsMsg_GetSubject(msg))) {
+      bool malformed = false;
+      frames += for_each_frame_record(
+          data, size, [&](const std::uint8_t* frame, std::size_t bytes) { on_frame_(partition.id, frame, bytes); },
+          malformed);
+      if (malformed) counters_.malformed_batches.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      on_frame_(partition.id, data, size);
+      ++frames;
+    }
+    // A malformed batch is acknowledged too: reading it again would not mend it.
     if (const char* reply = natsMsg_GetReply(msg)) partition.unacked.emplace_back(received, reply);
   }
-  counters_.frames.fetch_add(static_cast<std::uint64_t>(count), std::memory_order_relaxed);
+  counters_.frames.fetch_add(frames, std::memory_order_relaxed);
+  counters_.messages.fetch_add(static_cast<std::uint64_t>(count), std::memory_order_relaxed);
   natsMsgList_Destroy(&list);
   ack_due(partition, received);
-  return static_cast<std::size_t>(count);
+  return frames;
 }
 
 void FrameConsumer::ack_due(Partition& partition, double now) {
@@ -217,9 +231,14 @@ void FrameConsumer::run() {
 }
 
 nlohmann::json FrameConsumer::counters_json() const {
-  return {{"partitions", counters_.partitions.load()}, {"frames", counters_.frames.load()},
-          {"acks", counters_.acks.load()},             {"started", counters_.started.load()},
-          {"stopped", counters_.stopped.load()},       {"errors", counters_.errors.load()}};
+  return {{"partitions", counters_.partitions.load()},
+          {"frames", counters_.frames.load()},
+          {"messages", counters_.messages.load()},
+          {"malformed_batches", counters_.malformed_batches.load()},
+          {"acks", counters_.acks.load()},
+          {"started", counters_.started.load()},
+          {"stopped", counters_.stopped.load()},
+          {"errors", counters_.errors.load()}};
 }
 
 }  // namespace gw::cluster

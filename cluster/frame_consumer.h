@@ -61,7 +61,9 @@ struct FrameConsumerOptions {
 
 struct FrameConsumerCounters {
   std::atomic<std::uint64_t> frames{0};       // handed to on_frame
-  std::atomic<std::uint64_t> acks{0};         // frames acknowledged
+  std::atomic<std::uint64_t> messages{0};     // fetched: one frame each, or a batch (cluster/frame_batch.h)
+  std::atomic<std::uint64_t> malformed_batches{0};  // batches cut short: the frames before the fault handed over
+  std::atomic<std::uint64_t> acks{0};         // messages acknowledged
   std::atomic<std::uint64_t> started{0};      // partitions started (consumer created)
   std::atomic<std::uint64_t> stopped{0};
   std::atomic<std::uint64_t> errors{0};       // failed fetches, creations or deletions

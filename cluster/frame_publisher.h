@@ -1,7 +1,11 @@
 // The gateway's side of the JetStream frame path (docs/scale.md): encoded
 // frames published to a JetStream stream, one subject per wearer under its
 // partition (cluster/partition.h), acknowledged by the server
-// asynchronously.
+// asynchronously. With `frames_per_message` above 1 a partition's frames are
+// gathered and published together (cluster/frame_batch.h) when that many
+// have gathered, when the next would take the message past 512 KB, or at
+// flush_batches(); a batch of one goes out as a single frame on its wearer's
+// subject.
 //
 // The stream is created when it does not exist: subjects "<subject>.>",
 // file storage, work-queue retention (a frame stays until a worker
@@ -25,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,10 +46,13 @@ struct FramePublisherOptions {
   double max_age_s = 30;
   int replicas = 1;
   double connect_timeout_s = 5;
+  std::size_t frames_per_message = 1;  // >= 1
 };
 
+// In frames, except `messages`.
 struct FramePublisherCounters {
   std::atomic<std::uint64_t> published{0};  // handed to the client, awaiting or past their ack
+  std::atomic<std::uint64_t> messages{0};   // the messages they went in
   std::atomic<std::uint64_t> acked{0};      // acknowledged by JetStream (stored)
   std::atomic<std::uint64_t> failed{0};     // refused by JetStream (a negative acknowledgement)
   std::atomic<std::uint64_t> dropped{0};    // not published: pending at max_pending, or the client refused
@@ -60,10 +68,16 @@ class FramePublisher {
   FramePublisher(const FramePublisher&) = delete;
   FramePublisher& operator=(const FramePublisher&) = delete;
 
-  // Publishes one encoded frame of `wearer`; false when it was dropped.
+  // Publishes one encoded frame of `wearer`, or adds it to its partition's
+  // batch (publishing the batch once it is full); false when a publish
+  // dropped frames.
   bool publish(std::uint32_t wearer, const std::uint8_t* data, std::size_t size);
-  // Waits up to `timeout_s` for every pending acknowledgement; true when
-  // none is left.
+  // Publishes every partition's gathered frames; false when any was dropped.
+  bool flush_batches();
+  // Frames gathered and not yet published.
+  std::size_t batched_frames() const { return batched_frames_; }
+  // Publishes the gathered frames, then waits up to `timeout_s` for every
+  // pending acknowledgement; true when none is left.
   bool flush(double timeout_s);
 
   const FramePublisherCounters& counters() const { return counters_; }
@@ -72,10 +86,22 @@ class FramePublisher {
   const FramePublisherOptions& options() const { return options_; }
 
  private:
+  struct Batch {
+    std::vector<std::uint8_t> records;  // cluster/frame_batch.h
+    std::size_t frames = 0;
+    std::uint32_t first_wearer = 0;
+  };
+  const std::string& wearer_subject(std::uint32_t wearer);
+  bool publish_message(const char* subject, const std::uint8_t* data, std::size_t size, std::size_t frames);
+  bool publish_batch(std::uint32_t partition);
+
   FramePublisherOptions options_;
   FramePublisherCounters counters_;
   std::unique_ptr<NatsClient> client_;
   std::unordered_map<std::uint32_t, std::string> subjects_;  // by wearer: publish() builds each once
+  std::vector<Batch> batches_;                                // by partition, with frames_per_message > 1
+  std::vector<std::string> batch_subjects_;
+  std::size_t batched_frames_ = 0;
 };
 
 }  // namespace gw::cluster

@@ -1178,7 +1178,7 @@ bool plain_subject(const std::string& subject) {
 void read_nats(const MapReader& root, NatsConfig& nats) {
   if (!root.has("nats")) return;
   const MapReader map(root.value("nats"), "nats",
-                      {"url", "frames_stream", "frames_subject", "partitions", "max_pending", "frames_max_age_s",
+                      {"url", "frames_stream", "frames_subject", "partitions", "max_pending", "frames_per_message", "frames_max_age_s",
                        "replicas", "worker_id", "leases_bucket", "lease_ttl_s", "retain_s", "alerts_stream",
                        "alerts_subject", "alert_dedup_window_s"},
                       root.issues());
@@ -1194,6 +1194,7 @@ void read_nats(const MapReader& root, NatsConfig& nats) {
     map.add_issue("frames_subject", "a subject of plain tokens (no wildcards, spaces or empty tokens)");
   read_int(map, "partitions", 1, 65536, nats.partitions);
   read_int(map, "max_pending", 1, 10000000, nats.max_pending);
+  read_int(map, "frames_per_message", 1, 4096, nats.frames_per_message);
   read_number(map, "frames_max_age_s", Range{1, 86400}, nats.frames_max_age_s);
   read_int(map, "replicas", 1, 5, nats.replicas);
   if (read_string(map, "worker_id", nats.worker_id) && !nats.worker_id.empty() &&

@@ -740,6 +740,9 @@ struct NatsConfig {
   std::string frames_subject = "gw.frames";
   int partitions = 64;
   std::size_t max_pending = 65536;             // publishes awaiting their ack; beyond it frames are dropped
+  // Gateway: a partition's frames gathered for 10 ms go out as one message
+  // of up to this many (cluster/frame_batch.h); 1 = a message each.
+  int frames_per_message = 64;
   double frames_max_age_s = 30;                // the stream keeps no frame longer
   int replicas = 1;                            // JetStream replicas of the streams and bucket (a cluster: 3)
   // Workers (ingest.nats):
@@ -756,7 +759,7 @@ struct NatsConfig {
   bool operator==(const NatsConfig& o) const {
     return enabled == o.enabled && url == o.url && frames_stream == o.frames_stream &&
            frames_subject == o.frames_subject && partitions == o.partitions && max_pending == o.max_pending &&
-           frames_max_age_s == o.frames_max_age_s && replicas == o.replicas && worker_id == o.worker_id &&
+           frames_per_message == o.frames_per_message && frames_max_age_s == o.frames_max_age_s && replicas == o.replicas && worker_id == o.worker_id &&
            leases_bucket == o.leases_bucket && lease_ttl_s == o.lease_ttl_s && retain_s == o.retain_s &&
            alerts_stream == o.alerts_stream && alerts_subject == o.alerts_subject &&
            alert_dedup_window_s == o.alert_dedup_window_s;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <iostream>
@@ -33,6 +34,7 @@ int run_gateway(const std::string& config_path) {
   options.max_pending = config.nats.max_pending;
   options.max_age_s = config.nats.frames_max_age_s;
   options.replicas = config.nats.replicas;
+  options.frames_per_message = static_cast<std::size_t>(config.nats.frames_per_message);
   cluster::FramePublisher publisher(options);
 
   boost::asio::io_context io;
@@ -55,23 +57,35 @@ int run_gateway(const std::string& config_path) {
   });
   std::thread io_thread([&io] { io.run(); });
   spdlog::info("gaitwatchd gateway ready: udp port {}, tcp port {} -> {} stream {} ({}.<partition>.<wearer>, {} "
-               "partitions)",
+               "partitions, up to {} frames per message)",
                ingest.udp_port(), ingest.tcp_port(), options.url, options.stream, options.subject,
-               options.partitions);
+               options.partitions, options.frames_per_message);
 
   // Publishing on this thread: the queue keeps the order frames came in,
-  // so one wearer's frames reach the stream in order.
+  // so one wearer's frames reach the stream in order. A partition's frames
+  // gather for kBatchLinger after the first of them (or until its batch is
+  // full): at the rates where one message per frame is the limit, that is
+  // tens of frames per partition, for a few milliseconds more latency.
+  constexpr auto kBatchLinger = std::chrono::milliseconds(10);
   auto last_report = std::chrono::steady_clock::now();
+  auto first_batched = last_report;
   for (;;) {
-    std::optional<ReceivedFrame> received = queue.pop_for(std::chrono::milliseconds(200));
+    auto wait = std::chrono::steady_clock::duration(std::chrono::milliseconds(200));
+    if (publisher.batched_frames() > 0)
+      wait = std::max(std::chrono::steady_clock::duration::zero(),
+                      first_batched + kBatchLinger - std::chrono::steady_clock::now());
+    std::optional<ReceivedFrame> received = queue.pop_for(wait);
+    const auto now = std::chrono::steady_clock::now();
     if (received) {
+      if (publisher.batched_frames() == 0) first_batched = now;
       const std::vector<std::uint8_t> bytes = sensors::encode_frame(received->frame);
       publisher.publish(received->frame.wearer_id, bytes.data(), bytes.size());
     } else if (stopping) {
-      break;  // closed and drained
+      break;  // closed and drained; flush() below publishes what gathered
     }
-    if (std::chrono::steady_clock::now() - last_report > std::chrono::seconds(10)) {
-      last_report = std::chrono::steady_clock::now();
+    if (publisher.batched_frames() > 0 && now - first_batched >= kBatchLinger) publisher.flush_batches();
+    if (now - last_report > std::chrono::seconds(10)) {
+      last_report = now;
       spdlog::info("gateway: {}", publisher.counters_json().dump());
     }
   }

@@ -86,7 +86,7 @@ struct DaemonRun {
       // The daemon as the worker of every partition.
       const std::string ring = "  ring_capacity_samples: 256\n";
       yaml.replace(yaml.find(ring), ring.size(), ring + "  nats: true\n");
-      yaml += nats_section(jetstream->nats_port);
+      yaml += nats_section(jetstream->nats_port, options.frames_per_message);
     }
     {
       std::ofstream out(config);

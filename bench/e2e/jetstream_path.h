@@ -28,11 +28,11 @@
 namespace gw::bench::e2e {
 
 // The `nats:` section both sides share, and the worker's line in `ingest:`.
-inline std::string nats_section(int nats_port) {
+inline std::string nats_section(int nats_port, int frames_per_message) {
   return fmt::format(
       "nats:\n  url: nats://127.0.0.1:{}\n  partitions: 64\n  worker_id: bench-worker\n  lease_ttl_s: 5\n"
-      "  retain_s: 15\n  frames_max_age_s: 120\n  max_pending: 1000000\n",
-      nats_port);
+      "  retain_s: 15\n  frames_max_age_s: 120\n  max_pending: 1000000\n  frames_per_message: {}\n",
+      nats_port, frames_per_message);
 }
 
 struct JetStreamPath {
@@ -71,7 +71,7 @@ struct JetStreamPath {
       const std::string quiet = "log_level: warn";
       yaml.replace(yaml.find(quiet), quiet.size(), "log_level: info");
       std::ofstream out(config);
-      out << yaml << nats_section(nats_port);
+      out << yaml << nats_section(nats_port, options.frames_per_message);
     }
     gateway = std::make_unique<gw::Process>(
         std::vector<std::string>{options.daemon, "--gateway", "--config", config.string()}, dir / "gateway.out",

@@ -122,6 +122,7 @@ struct Options {
   // --via-jetstream NATS_SERVER: frames through a gateway and JetStream, the
   // daemon a worker (bench/e2e/jetstream_path.h); empty: straight to it.
   std::string nats_server;
+  int frames_per_message = 64;  // the gateway's nats.frames_per_message
 };
 
 inline void progress(const std::string& text) { std::cerr << "e2e_bench: " << text << std::endl; }

@@ -1,16 +1,20 @@
 // gaitwatchd --gateway against a real nats-server with JetStream on loopback:
 // frames replayed for three wearers are all published, acknowledged and
 // stored in the stream, each wearer's on its own subject under its
-// partition; an unreachable server or a config without `nats:` stops it at
-// start with the reason.
+// partition, or gathered per partition into batches (cluster/frame_batch.h)
+// that hold every frame once, each wearer's in order; an unreachable server
+// or a config without `nats:` stops it at start with the reason.
 #include <catch2/catch.hpp>
 
 #include <nats/nats.h>
 
 #include <chrono>
+#include <map>
+#include <memory>
 #include <regex>
 #include <thread>
 
+#include "cluster/frame_batch.h"
 #include "cluster/partition.h"
 #include "sensors/frame.h"
 #include "tests/common/nats_server.h"
@@ -35,6 +39,25 @@ std::uint64_t replayed_frames(const std::string& err) {
   std::smatch m;
   REQUIRE(std::regex_search(err, m, std::regex("replayed ([0-9]+) frames")));
   return std::stoull(m[1].str());
+}
+
+// Stops the gateway (SIGTERM) and returns its final counters, having checked
+// that it exited cleanly and that all `sent` frames were queued, published
+// and acknowledged.
+json stop_with_every_frame_acked(gw::Process& gateway, std::uint64_t sent) {
+  gateway.signal(SIGTERM);
+  const auto code = gateway.wait(std::chrono::seconds(20));
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  json final_counters;
+  for (const json& line : gw::test::json_lines(gateway.out()))
+    if (line.contains("gateway")) final_counters = line["gateway"];
+  INFO(final_counters.dump());
+  REQUIRE(final_counters.is_object());
+  CHECK(final_counters["ingest"]["queued"] == sent);
+  CHECK(final_counters["publisher"]["published"] == sent);
+  CHECK(final_counters["publisher"]["acked"] == sent);
+  return final_counters;
 }
 
 // A JetStream client of the test's own, to read the stream back.
@@ -69,6 +92,38 @@ struct JetStreamReader {
     natsMsg_Destroy(msg);
     return status == gw::sensors::DecodeStatus::kOk;
   }
+  // Every frame the stream holds, in stream order, taken out of batches;
+  // `batches` counts the batch messages.
+  std::vector<gw::sensors::Frame> all_frames(const std::string& stream, std::uint64_t& batches) {
+    jsStreamInfo* info = nullptr;
+    jsErrCode code;
+    REQUIRE(js_GetStreamInfo(&info, js, stream.c_str(), nullptr, &code) == NATS_OK);
+    const std::uint64_t first = info->State.FirstSeq, last = info->State.LastSeq;
+    jsStreamInfo_Destroy(info);
+    std::vector<gw::sensors::Frame> frames;
+    batches = 0;
+    for (std::uint64_t seq = first; seq <= last && seq > 0; ++seq) {
+      natsMsg* msg = nullptr;
+      REQUIRE(js_GetMsg(&msg, js, stream.c_str(), seq, nullptr, &code) == NATS_OK);
+      const auto* data = reinterpret_cast<const std::uint8_t*>(natsMsg_GetData(msg));
+      const auto size = static_cast<std::size_t>(natsMsg_GetDataLength(msg));
+      const auto take = [&](const std::uint8_t* bytes, std::size_t n) {
+        gw::sensors::Frame frame;
+        CHECK(gw::sensors::decode_frame(bytes, n, frame) == gw::sensors::DecodeStatus::kOk);
+        frames.push_back(frame);
+      };
+      if (gw::cluster::is_batch_subject(natsMsg_GetSubject(msg))) {
+        ++batches;
+        bool malformed = true;
+        CHECK(gw::cluster::for_each_frame_record(data, size, take, malformed) >= 2);
+        CHECK_FALSE(malformed);
+      } else {
+        take(data, size);
+      }
+      natsMsg_Destroy(msg);
+    }
+    return frames;
+  }
 };
 
 }  // namespace
@@ -81,6 +136,7 @@ TEST_CASE("gaitwatchd --gateway publishes every accepted frame to JetStream, eac
   DaemonFixture fx;
   fx.config["nats"]["url"] = nats.url();
   fx.config["nats"]["partitions"] = kPartitions;
+  fx.config["nats"]["frames_per_message"] = 1;
   fx.write_config(fx.config);
 
   gw::Process gateway = start_gateway(fx);
@@ -97,19 +153,9 @@ TEST_CASE("gaitwatchd --gateway publishes every accepted frame to JetStream, eac
     sent += replayed_frames(gw::test::replay(fx, fx.udp(), {"--wearer", std::to_string(w)}).err);
   REQUIRE(sent > 100);
 
-  gateway.signal(SIGTERM);
-  const auto code = gateway.wait(std::chrono::seconds(20));
-  REQUIRE(code.has_value());
-  CHECK(*code == 0);
-  json final_counters;
-  for (const json& line : gw::test::json_lines(gateway.out()))
-    if (line.contains("gateway")) final_counters = line["gateway"];
+  const json final_counters = stop_with_every_frame_acked(gateway, sent);
   INFO(final_counters.dump());
-  REQUIRE(final_counters.is_object());
   const json& publisher = final_counters["publisher"];
-  CHECK(final_counters["ingest"]["queued"] == sent);
-  CHECK(publisher["published"] == sent);
-  CHECK(publisher["acked"] == sent);
   CHECK(publisher["failed"] == 0);
   CHECK(publisher["dropped"] == 0);
   CHECK(publisher["pending"] == 0);
@@ -130,6 +176,64 @@ TEST_CASE("gaitwatchd --gateway publishes every accepted frame to JetStream, eac
   CHECK_FALSE(reader.last_frame("GW_FRAMES",
                                 gw::cluster::frame_subject("gw.frames", gw::cluster::partition_of(6, kPartitions), 6),
                                 none));
+}
+
+TEST_CASE("gaitwatchd --gateway gathers a partition's frames into batches: every frame once, each wearer's in "
+          "order",
+          "[integration][cluster]") {
+  if (gw::test::nats_server_missing()) return;
+  const gw::test::TempNatsServer nats("gw_nats_batches");
+  DaemonFixture fx;
+  fx.config["nats"]["url"] = nats.url();
+  fx.config["nats"]["partitions"] = kPartitions;  // frames_per_message: the default
+  fx.config["ingest"]["queue_overflow"] = "block";
+  fx.write_config(fx.config);
+
+  gw::Process gateway = start_gateway(fx);
+  INFO(gateway.err());
+  REQUIRE(gw::test::eventually([&] { return gateway.err().find("gaitwatchd gateway ready") != std::string::npos; },
+                               std::chrono::seconds(20)));
+  // Three wearers at once, as fast as TCP takes them: the gateway's queue
+  // holds several frames at a time, so batches form.
+  const std::vector<std::uint32_t> wearers = {3, 4, 5};
+  std::vector<std::unique_ptr<gw::Process>> replays;
+  for (const std::uint32_t w : wearers)
+    replays.push_back(std::make_unique<gw::Process>(
+        std::vector<std::string>{gw::test::kTool, "replay", "--file", gw::test::kRecording, "--format", "daphnet",
+                                 "--start", std::to_string(gw::test::kStart), "--end", std::to_string(gw::test::kEnd),
+                                 "--speed", "0", "--wearer", std::to_string(w), "--to", fx.tcp()},
+        fx.dir / ("replay" + std::to_string(w) + ".out"), fx.dir / ("replay" + std::to_string(w) + ".err")));
+  std::uint64_t sent = 0;
+  for (const auto& r : replays) {
+    const auto code = r->wait(std::chrono::seconds(60));
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+    sent += replayed_frames(r->err());
+  }
+  REQUIRE(sent > 100);
+
+  const json final_counters = stop_with_every_frame_acked(gateway, sent);
+  INFO(final_counters.dump());
+  const json& publisher = final_counters["publisher"];
+  CHECK(publisher["dropped"] == 0);
+  CHECK(publisher["pending"] == 0);
+  CHECK(publisher["messages"].get<std::uint64_t>() < sent);
+
+  JetStreamReader reader(nats.url());
+  std::uint64_t batches = 0;
+  const std::vector<gw::sensors::Frame> frames = reader.all_frames("GW_FRAMES", batches);
+  CHECK(batches > 0);
+  CHECK(reader.messages("GW_FRAMES") == publisher["messages"].get<std::uint64_t>());
+  CHECK(frames.size() == sent);
+  // Each wearer's frames whole and in the order they were sent.
+  std::map<std::uint32_t, std::vector<std::uint64_t>> sequences;
+  for (const auto& frame : frames) sequences[frame.wearer_id].push_back(frame.sequence);
+  REQUIRE(sequences.size() == wearers.size());
+  for (const auto& [wearer, seqs] : sequences) {
+    INFO("wearer " << wearer);
+    CHECK(seqs.size() == sent / wearers.size());
+    for (std::size_t i = 1; i < seqs.size(); ++i) CHECK(seqs[i] == seqs[i - 1] + 1);
+  }
 }
 
 TEST_CASE("gaitwatchd --gateway stops at start with the reason: no nats section, no server", "[integration][cluster]") {
