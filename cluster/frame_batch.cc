@@ -17,23 +17,27 @@ bool is_batch_subject(const char* subject) {
 
 void append_frame_record(std::vector<std::uint8_t>& batch, const std::uint8_t* frame, std::size_t size) {
   const auto length = static_cast<std::uint32_t>(size);
-  for (int shift = 0; shift < 32; shift += 8) batch.push_back(static_cast<std::uint8_t>(length >> shift));
+  for (std::size_t shift = 0; shift < 8 * kRecordLengthBytes; shift += 8) batch.push_back(static_cast<std::uint8_t>(length >> shift));
   batch.insert(batch.end(), frame, frame + size);
 }
 
-std::size_t for_each_frame_record(const std::uint8_t* batch, std::size_t size,
-                                  const std::function<void(const std::uint8_t*, std::size_t)>& on_frame,
-                                  bool& malformed) {
+namespace {
+
+// Walks the records, calling `on_frame` (when given) for each; see
+// for_each_frame_record.
+template <typename OnFrame>
+std::size_t walk_records(const std::uint8_t* batch, std::size_t size, OnFrame&& on_frame, bool& malformed) {
   malformed = false;
   std::size_t at = 0, frames = 0;
   while (at < size) {
-    if (size - at < 4) {
+    if (size - at < kRecordLengthBytes) {
       malformed = true;
       break;
     }
     std::uint32_t length = 0;
-    for (int i = 0; i < 4; ++i) length |= static_cast<std::uint32_t>(batch[at + static_cast<std::size_t>(i)]) << (8 * i);
-    at += 4;
+    for (std::size_t i = 0; i < kRecordLengthBytes; ++i)
+      length |= static_cast<std::uint32_t>(batch[at + i]) << (8 * i);
+    at += kRecordLengthBytes;
     if (length == 0 || length > size - at) {
       malformed = true;
       break;
@@ -43,6 +47,19 @@ std::size_t for_each_frame_record(const std::uint8_t* batch, std::size_t size,
     ++frames;
   }
   return frames;
+}
+
+}  // namespace
+
+std::size_t count_frame_records(const std::uint8_t* batch, std::size_t size) {
+  bool malformed = false;
+  return walk_records(batch, size, [](const std::uint8_t*, std::size_t) {}, malformed);
+}
+
+std::size_t for_each_frame_record(const std::uint8_t* batch, std::size_t size,
+                                  const std::function<void(const std::uint8_t*, std::size_t)>& on_frame,
+                                  bool& malformed) {
+  return walk_records(batch, size, on_frame, malformed);
 }
 
 }  // namespace gw::cluster

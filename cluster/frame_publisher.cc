@@ -15,16 +15,15 @@ namespace {
 
 constexpr std::size_t kMaxBatchBytes = 512 * 1024;
 
-// Each asynchronous publish's outcome, on the client's thread.
-// Frames in a published message: one, or a batch's records.
+// Frames in a published message: one, or a batch's records (only lengths
+// are read; the publisher built the batch, so every record is whole).
 std::uint64_t frames_in(natsMsg* msg) {
   if (!is_batch_subject(natsMsg_GetSubject(msg))) return 1;
-  bool malformed = false;
-  return for_each_frame_record(reinterpret_cast<const std::uint8_t*>(natsMsg_GetData(msg)),
-                               static_cast<std::size_t>(natsMsg_GetDataLength(msg)),
-                               [](const std::uint8_t*, std::size_t) {}, malformed);
+  return count_frame_records(reinterpret_cast<const std::uint8_t*>(natsMsg_GetData(msg)),
+                             static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
 }
 
+// Each asynchronous publish's outcome, on the client's thread.
 void count_ack(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* closure) {
   auto* counters = static_cast<FramePublisherCounters*>(closure);
   if (ack) counters->acked.fetch_add(frames_in(msg), std::memory_order_relaxed);
@@ -86,7 +85,7 @@ bool FramePublisher::publish(std::uint32_t wearer, const std::uint8_t* data, std
   Batch& batch = batches_[partition];
   // A message stays below the server's default largest payload (1 MB).
   bool ok = true;
-  if (batch.frames > 0 && batch.records.size() + 4 + size > kMaxBatchBytes) ok = publish_batch(partition);
+  if (batch.frames > 0 && batch.records.size() + kRecordLengthBytes + size > kMaxBatchBytes) ok = publish_batch(partition);
   if (batch.frames == 0) batch.first_wearer = wearer;
   append_frame_record(batch.records, data, size);
   ++batch.frames;
@@ -98,11 +97,10 @@ bool FramePublisher::publish(std::uint32_t wearer, const std::uint8_t* data, std
 bool FramePublisher::publish_batch(std::uint32_t partition) {
   Batch& batch = batches_[partition];
   if (batch.frames == 0) return true;
-  constexpr std::size_t kLengthBytes = 4;
   // A batch of one is the frame alone, on its wearer's subject.
   const bool ok = batch.frames == 1
-                      ? publish_message(wearer_subject(batch.first_wearer).c_str(), batch.records.data() + kLengthBytes,
-                                        batch.records.size() - kLengthBytes, 1)
+                      ? publish_message(wearer_subject(batch.first_wearer).c_str(), batch.records.data() + kRecordLengthBytes,
+                                        batch.records.size() - kRecordLengthBytes, 1)
                       : publish_message(batch_subjects_[partition].c_str(), batch.records.data(),
                                         batch.records.size(), batch.frames);
   batched_frames_ -= batch.frames;

@@ -19,6 +19,8 @@ std::vector<Bytes> records_of(const Bytes& batch, bool& malformed) {
       batch.data(), batch.size(), [&](const std::uint8_t* data, std::size_t size) { out.emplace_back(data, data + size); },
       malformed);
   CHECK(n == out.size());
+  // Counting (the publisher's acknowledgements) agrees with the walk.
+  CHECK(count_frame_records(batch.data(), batch.size()) == n);
   return out;
 }
 
@@ -26,7 +28,7 @@ TEST_CASE("a batch's records come back whole and in order", "[cluster]") {
   const std::vector<Bytes> frames = {{1, 2, 3}, {4}, Bytes(300, 7), {9, 9}};
   Bytes batch;
   for (const Bytes& f : frames) append_frame_record(batch, f.data(), f.size());
-  CHECK(batch.size() == 3 + 1 + 300 + 2 + 4 * frames.size());
+  CHECK(batch.size() == 3 + 1 + 300 + 2 + kRecordLengthBytes * frames.size());
   bool malformed = true;
   CHECK(records_of(batch, malformed) == frames);
   CHECK_FALSE(malformed);

@@ -2095,7 +2095,7 @@ TEST_CASE("nats: off without the section, keys read, bad values by key path", "[
   CHECK_FALSE(defaults.nats.enabled);
   const auto ok = parse_config(yaml({"nats:", "  url: nats://10.0.0.5:4222", "  frames_stream: WARD_A",
                                      "  frames_subject: ward-a.frames", "  partitions: 256", "  max_pending: 1000",
-                                     "  frames_max_age_s: 60", "  replicas: 3"}),
+                                     "  frames_max_age_s: 60", "  replicas: 3", "  frames_per_message: 16"}),
                                "ok.yaml", "/base");
   CHECK(ok.nats.enabled);
   CHECK(ok.nats.url == "nats://10.0.0.5:4222");
@@ -2105,6 +2105,7 @@ TEST_CASE("nats: off without the section, keys read, bad values by key path", "[
   CHECK(ok.nats.max_pending == 1000);
   CHECK(ok.nats.frames_max_age_s == 60);
   CHECK(ok.nats.replicas == 3);
+  CHECK(ok.nats.frames_per_message == 16);
   CHECK(ok.nats != defaults.nats);
   require_single_issue(issues_of(yaml({"nats:", "  url: http://x:4222"})), "nats.url", 2, "nats://");
   require_single_issue(issues_of(yaml({"nats:", "  frames_stream: a.b"})), "nats.frames_stream", 2, "stream name");
@@ -2114,6 +2115,10 @@ TEST_CASE("nats: off without the section, keys read, bad values by key path", "[
                        "plain tokens");
   require_single_issue(issues_of(yaml({"nats:", "  partitions: 0"})), "nats.partitions", 2, "must be in 1..");
   require_single_issue(issues_of(yaml({"nats:", "  replicas: 7"})), "nats.replicas", 2, "must be in 1..5");
+  require_single_issue(issues_of(yaml({"nats:", "  frames_per_message: 0"})), "nats.frames_per_message", 2,
+                       "must be in 1..4096");
+  require_single_issue(issues_of(yaml({"nats:", "  frames_per_message: 4097"})), "nats.frames_per_message", 2,
+                       "must be in 1..4096");
   require_single_issue(issues_of(yaml({"nats:", "  subjects: x"})), "nats.subjects", 2, "unknown key");
 }
 
