@@ -138,6 +138,11 @@ const char* const kMigrations[] = {
     // region, Alert::foot); NULL for every other alert.
     "ALTER TABLE hits ADD COLUMN region TEXT;"
     "ALTER TABLE hits ADD COLUMN foot TEXT;",
+    // 7 -> 8: an episode_ended event names its first alert by (wearer,
+    // device, pattern, end_index, t_end) (resolve_episode_alerts); without
+    // this index that lookup read every row of the wearer, a cost that grows
+    // with the store and is paid once per ended episode on the writer.
+    "CREATE INDEX hits_wearer_end_index ON hits(wearer, end_index);",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");

@@ -54,11 +54,11 @@ class RawDb {
     sqlite3_free(error);
     REQUIRE(rc == SQLITE_OK);
   }
-  std::string text(const std::string& sql) {
+  std::string text(const std::string& sql, int column = 0) {
     sqlite3_stmt* stmt = nullptr;
     REQUIRE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
     REQUIRE(sqlite3_step(stmt) == SQLITE_ROW);
-    std::string value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    std::string value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, column));
     sqlite3_finalize(stmt);
     return value;
   }
@@ -141,6 +141,13 @@ TEST_CASE("HitStore: a new store has the current schema version and WAL journal 
   CHECK(raw.text("PRAGMA user_version") == std::to_string(kStoreSchemaVersion));
   CHECK(raw.text("PRAGMA journal_mode") == "wal");
   CHECK(raw.text("SELECT value FROM meta WHERE key = 'last_seq'") == "0");
+  // An ended episode names its first alert by wearer, device, pattern,
+  // end_index and t_end; the writer looks that up once per episode, so it
+  // must be an index search on (wearer, end_index), not a read of every row
+  // of the wearer (which grows with the store).
+  CHECK(raw.text("EXPLAIN QUERY PLAN SELECT coalesce(max(seq), 0) FROM hits WHERE wearer = 1 AND "
+                 "device = 2 AND pattern = 'p' AND end_index = 4 AND t_end = 5",
+                 3) == "SEARCH hits USING INDEX hits_wearer_end_index (wearer=? AND end_index=?)");
 }
 
 TEST_CASE("HitStore: the database and its WAL are created with mode 0600", "[store]") {
