@@ -29,6 +29,11 @@ ap.add_argument('--orientation-channels', default='[y]')
 ap.add_argument('--orientation-min-dims', type=int, default=1)
 ap.add_argument('--stillness-view', metavar='AFTER,LENGTH,THRESHOLD',
                 help='little movement: the acceleration magnitude')
+ap.add_argument('--tilt-rate-view', metavar='AFTER,LENGTH,THRESHOLD',
+                help='a fast change of orientation: the derivative of the low-passed axes '
+                     '(AFTER may be negative: before the largest acceleration)')
+ap.add_argument('--tilt-rate-cutoff', type=float, default=2)
+ap.add_argument('--tilt-rate-min-dims', type=int, default=2)
 ap.add_argument('--magnitude-view', type=float, metavar='THRESHOLD',
                help='the impact on the acceleration magnitude, the window of the impact pattern')
 ap.add_argument('--within', type=float, default=3)
@@ -57,7 +62,10 @@ views = {}  # name -> (transforms, channels, min_dims, length, threshold, lead_i
 for view, spec, transforms, channels, min_dims, lead_in in [
         ('fall_view_lying', a.orientation_view, '[{kind: lowpass, cutoff_hz: 1}]', a.orientation_channels,
          a.orientation_min_dims, LOWPASS_HISTORY),
-        ('fall_view_still', a.stillness_view, '[magnitude]', '[x, y, z]', 1, 0)]:
+        ('fall_view_still', a.stillness_view, '[magnitude]', '[x, y, z]', 1, 0),
+        ('fall_view_tilt_rate', a.tilt_rate_view,
+         f'[{{kind: lowpass, cutoff_hz: {a.tilt_rate_cutoff:g}}}, derivative]', '[x, y, z]',
+         a.tilt_rate_min_dims, 2 * int(round(rate / a.tilt_rate_cutoff)) + 1)]:
     if spec:
         after, length, threshold = (float(v) for v in spec.split(','))
         views[view] = (transforms, channels, min_dims, int(round(length * rate)), threshold, lead_in, after, [])
