@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -282,6 +283,65 @@ struct MarksOutcome {
   int detected_after_without = 0;
   int detected_after_with = 0;
 };
+
+// Several published patterns of one kind on trial-labelled files (e.g. two
+// fall patterns that catch different falls): what a carer gets from the
+// kind, a trial counted as alerted when any of them alerted on it and every
+// alert of each on an everyday trial a false alert. Nothing when no kind
+// has two patterns or no file is a trial.
+void print_kinds_on_trials(
+    const EvalOptions& o, pipeline::LeaveOut leave_out,
+    const std::vector<const config::PatternConfig*>& evaluated, const std::vector<ScoredFile>& scored,
+    const std::function<const pipeline::TrialOutcome&(const std::string&, std::size_t)>& trial_of) {
+  std::map<std::string, std::vector<std::string>> patterns_of_kind;
+  for (const auto* p : evaluated) patterns_of_kind[p->kind].push_back(p->name);
+  for (const auto& [kind, patterns] : patterns_of_kind) {
+    if (patterns.size() < 2) continue;
+    std::vector<pipeline::TrialOutcome> trials;
+    std::vector<std::string> subjects;
+    for (std::size_t i = 0; i < scored.size(); ++i) {
+      if (!scored[i].trial) continue;
+      pipeline::TrialOutcome combined = trial_of(patterns.front(), i);
+      combined.alerts = 0;
+      for (const std::string& pattern : patterns) combined.alerts += trial_of(pattern, i).alerts;
+      trials.push_back(combined);
+      if (std::find(subjects.begin(), subjects.end(), combined.subject) == subjects.end())
+        subjects.push_back(combined.subject);
+    }
+    if (trials.empty()) continue;
+    auto trials_of = [&](const std::string& subject) {
+      std::vector<pipeline::TrialOutcome> mine;
+      for (const auto& t : trials)
+        if (t.subject == subject) mine.push_back(t);
+      return mine;
+    };
+    if (o.json) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const std::string& subject : subjects)
+        rows.push_back({{"subject", subject}, {"trials", pipeline::summarize_trials(trials_of(subject)).to_json()}});
+      nlohmann::json j = {{"kind", kind},
+                          {"patterns", patterns},
+                          {"leave_out", leave_out == pipeline::LeaveOut::kSubject     ? "subject"
+                                        : leave_out == pipeline::LeaveOut::kRecording ? "recording"
+                                                                                      : "nothing"},
+                          {"trials", pipeline::summarize_trials(trials).to_json()},
+                          {"subjects", rows}};
+      std::cout << j.dump() << "\n";
+      continue;
+    }
+    std::string names;
+    for (const std::string& pattern : patterns) names += (names.empty() ? "" : ", ") + pattern;
+    std::printf("kind %s, any of its %zu patterns (%s):\n", kind.c_str(), patterns.size(), names.c_str());
+    for (const std::string& subject : subjects) {
+      std::printf("  %s:\n", subject.c_str());
+      print_trials(pipeline::summarize_trials(trials_of(subject)));
+    }
+    if (subjects.size() > 1) {
+      std::printf("  all trials:\n");
+      print_trials(pipeline::summarize_trials(trials));
+    }
+  }
+}
 
 }  // namespace
 
@@ -560,6 +620,9 @@ int run_eval(const EvalOptions& o) {
       std::printf("  (%d recordings scored with no positive example left: they cannot alert)\n",
                   cannot_alert);
   }
+  print_kinds_on_trials(o, leave_out, evaluated, scored, [&](const std::string& pattern, std::size_t file) -> const pipeline::TrialOutcome& {
+    return results[pattern][file].trial;
+  });
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "tests/daemon/process.h"
 
@@ -335,4 +336,71 @@ TEST_CASE("train writes a learned decision that eval and the config take", "[int
   r = gw::test::run_process(argv, people.dir, "train_no_out", std::chrono::seconds(60));
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("--out FILE is needed"));
+}
+
+// Two published patterns of one kind on trial-labelled files (SisFall names),
+// each catching a different fall: eval adds a row for the kind, in which a
+// trial is alerted when either pattern alerted and every alert on an
+// everyday trial is a false alert.
+TEST_CASE("eval on trials: a kind with two patterns is scored as any of them", "[integration]") {
+  const fs::path dir = fs::temp_directory_path() / ("gw_cli_kinds_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::mt19937 rng(21);
+  std::normal_distribution<double> noise(0, 1);
+  // Shape A in fall F01, shape B in fall F02, shape A in everyday trial D01
+  // (a false alert of the A pattern), nothing in D02; a library file holds
+  // one of each shape.
+  auto write = [&](const std::string& name, int a_at, int b_at) {
+    std::ofstream csv(dir / name);
+    csv << "v\n" << std::setprecision(9);
+    for (int s = 0; s < 1500; ++s) {
+      double v = noise(rng);
+      if (s >= a_at && s < a_at + kShape) v = 5 * shape(false, s - a_at) + 0.01 * noise(rng);
+      if (s >= b_at && s < b_at + kShape) v = 5 * shape(true, s - b_at) + 0.01 * noise(rng);
+      csv << v << "\n";
+    }
+  };
+  write("F01_SA01_R01.csv", 600, -1000);
+  write("F02_SA01_R01.csv", -1000, 600);
+  write("D01_SA01_R01.csv", 900, -1000);
+  write("D02_SA01_R01.csv", -1000, -1000);
+  write("library.csv", 200, 800);
+  std::ofstream(dir / "gaitwatch.yaml")
+      << "devices:\n"
+         "  - {id: 1, name: one, kind: generic, sample_rate_hz: 100, channels: [v]}\n"
+         "search: {backend: cpu, threads: 2}\n"
+         "patterns:\n"
+         "  - {name: shape_a, kind: fall, device: one, channels: [v], threshold: 1.0, cooldown_s: 10,\n"
+         "     examples: [{file: library.csv, format: csv, start: 200, end: 250}]}\n"
+         "  - {name: shape_b, kind: fall, device: one, channels: [v], threshold: 1.0, cooldown_s: 10,\n"
+         "     examples: [{file: library.csv, format: csv, start: 800, end: 850}]}\n";
+  std::vector<std::string> argv = {kTool, "eval", "--config", (dir / "gaitwatch.yaml").string(),
+                                   "--format", "csv", "--json"};
+  for (const char* trial : {"F01_SA01_R01.csv", "F02_SA01_R01.csv", "D01_SA01_R01.csv", "D02_SA01_R01.csv"})
+    argv.insert(argv.end(), {"--file", (dir / trial).string()});
+  const auto r = gw::test::run_process(argv, dir, "eval", std::chrono::seconds(60));
+  INFO(r.err << r.out);
+  REQUIRE(r.code == 0);
+  std::vector<json> rows;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) rows.push_back(json::parse(line));
+  REQUIRE(rows.size() == 3);  // one per pattern, then the kind's
+  for (int p = 0; p < 2; ++p) {
+    INFO(rows[p].dump());
+    CHECK(rows[p]["trials"]["fall_trials_detected"] == 1);
+  }
+  CHECK(rows[0]["pattern"] == "shape_a");
+  CHECK(rows[0]["trials"]["everyday_alerts"] == 1);
+  CHECK(rows[1]["trials"]["everyday_alerts"] == 0);
+  const json& kind = rows[2];
+  INFO(kind.dump());
+  CHECK(kind["kind"] == "fall");
+  CHECK(kind["patterns"] == json::array({"shape_a", "shape_b"}));
+  CHECK(kind["trials"]["fall_trials"] == 2);
+  CHECK(kind["trials"]["fall_trials_detected"] == 2);
+  CHECK(kind["trials"]["everyday_trials"] == 2);
+  CHECK(kind["trials"]["everyday_alerts"] == 1);
+  CHECK(kind["subjects"].at(0)["subject"] == "SA01");
+  if (!std::getenv("GW_KEEP")) fs::remove_all(dir);
 }
