@@ -898,10 +898,11 @@ void read_dedup(const MapReader& root, DedupConfig& dedup) {
 constexpr std::int64_t kMaxMarkExamplesKey = 10000;
 
 void read_marks(const MapReader& root, MarksConfig& marks) {
-  const MapReader map(root.value("marks"), "marks", {"max_examples_per_wearer", "alert_windows"},
-                      root.issues());
+  const MapReader map(root.value("marks"), "marks",
+                      {"max_examples_per_wearer", "alert_windows", "window_budget_mb_per_s"}, root.issues());
   read_int(map, "max_examples_per_wearer", 1, kMaxMarkExamplesKey, marks.max_examples_per_wearer);
   read_bool(map, "alert_windows", marks.alert_windows);
+  read_number(map, "window_budget_mb_per_s", between(0, 100000), marks.window_budget_mb_per_s);
 }
 
 // A file the daemon reads at start: resolved against the config's folder

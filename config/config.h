@@ -583,6 +583,11 @@ struct MarksConfig {
   // cannot be marked (for deployments without marks, or alert storms in
   // tests: a window is the pattern's channels x (lead-in + length) floats).
   bool alert_windows = true;
+  // Megabytes of windows a second the engine cuts at most (a token bucket
+  // holding at most one second's worth); alerts beyond it are raised
+  // without their window (engine.alert_windows_over_budget). 0 = no limit.
+  // Bounds what an alert storm costs the engine, the writer and the disk.
+  double window_budget_mb_per_s = 16;
 };
 
 // The MQTT bridge (bridges/mqtt_bridge.h, docs/integrations.md): every

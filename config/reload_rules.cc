@@ -108,6 +108,7 @@ const std::vector<Key>& keys_after_devices() {
       GW_RESTART_KEY(storage.max_size_mb),
       GW_RELOAD_KEY("marks.max_examples_per_wearer"),
       GW_RELOAD_KEY("marks.alert_windows"),
+      GW_RELOAD_KEY("marks.window_budget_mb_per_s"),
       GW_RELOAD_KEY("wearers.stale_after_s"),
       GW_RELOAD_KEY("wearers.offline_after_s"),
       GW_RELOAD_KEY("wearers.offline_alerts"),

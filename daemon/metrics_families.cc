@@ -193,6 +193,10 @@ std::vector<MetricFamily> make_families() {
               "Alerts raised without their windows because the writer was behind (they cannot be "
               "marked).",
               leaf("/engine/alert_windows_paused")),
+      counter("gaitwatch_engine_alert_windows_over_budget_total",
+              "Alerts raised without their windows because marks.window_budget_mb_per_s was spent "
+              "(they cannot be marked).",
+              leaf("/engine/alert_windows_over_budget")),
       counter("gaitwatch_engine_backend_failovers_total",
               "Search backend failures that switched the engine to the CPU backend.",
               leaf("/engine/backend_failovers")),

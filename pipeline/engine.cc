@@ -65,6 +65,9 @@ void Engine::reconfigure(const config::Config& config) {
       channels.columns.push_back(
           static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin()));
     }
+    channels.window_bytes = static_cast<std::int64_t>(channels.columns.size()) *
+                            (example_lead_in(p.config, *channels.device) + p.config.length) *
+                            static_cast<std::int64_t>(sizeof(float));
     pattern_channels_.push_back(std::move(channels));
   }
   compile_agreement_rules();
@@ -606,6 +609,7 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
   out.pattern.clear();
   out.windows_unavailable = 0;
   out.windows_paused = 0;
+  out.windows_over_budget = 0;
   const bool windows_paused = alert_windows_paused_.load(std::memory_order_relaxed);
   out.episode_ends.clear();
   stream.open_episodes.resize(library_.patterns.size());
@@ -654,11 +658,17 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
         a.dims.push_back({e.pattern_dim, e.stream_dim, e.distance, e.end});
       // A view's detection never becomes an alert: no window to mark.
       if (config_.marks.alert_windows && pattern.config.publish) {
+        const std::int64_t bytes = pattern_channels_[p].window_bytes;
         if (windows_paused) {
           ++out.windows_paused;
+        } else if (!claim_window_bytes(bytes)) {
+          ++out.windows_over_budget;
         } else {
           a.window = cut_alert_window(stream, p, end, scratch.window_rows);
-          if (!a.window) ++out.windows_unavailable;
+          if (!a.window) {
+            ++out.windows_unavailable;
+            refund_window_bytes(bytes);
+          }
         }
       }
       // Its end time and alert count are known when it ends.
@@ -688,6 +698,17 @@ void Engine::detect_in_slice(std::size_t s, const kernels::SearchResult& result,
       out.episode_ends.push_back(std::move(end));
     }
   }
+}
+
+bool Engine::claim_window_bytes(std::int64_t bytes) {
+  if (config_.marks.window_budget_mb_per_s <= 0) return true;
+  if (window_bytes_left_.fetch_sub(bytes, std::memory_order_relaxed) >= bytes) return true;
+  window_bytes_left_.fetch_add(bytes, std::memory_order_relaxed);
+  return false;
+}
+
+void Engine::refund_window_bytes(std::int64_t bytes) {
+  if (config_.marks.window_budget_mb_per_s > 0) window_bytes_left_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 std::shared_ptr<const AlertWindow> Engine::cut_alert_window(const Stream& stream, std::size_t p,
@@ -977,9 +998,25 @@ std::vector<Alert> Engine::detect_searched(const std::function<double()>& now) {
   // those slots.
   const std::size_t slices = done.batch.streams.size();
   if (slice_alerts_.size() < slices) slice_alerts_.resize(slices);
+  // The window budget: refilled for the time since the last phase 2, at
+  // most one second's worth held (a full second at the first).
+  const double budget_per_s = config_.marks.window_budget_mb_per_s * 1e6;
+  if (budget_per_s > 0) {
+    const double at = now();
+    window_budget_bytes_ =
+        window_budget_refilled_s_ < 0
+            ? budget_per_s
+            : std::min(budget_per_s,
+                       window_budget_bytes_ + budget_per_s * std::max(0.0, at - window_budget_refilled_s_));
+    window_budget_refilled_s_ = at;
+    window_bytes_left_.store(static_cast<std::int64_t>(window_budget_bytes_), std::memory_order_relaxed);
+  }
   for_each_stream_item(slices, [&](std::size_t s, int worker) {
     detect_in_slice(s, result, phase2_scratch_[static_cast<std::size_t>(worker)], slice_alerts_[s]);
   });
+  if (budget_per_s > 0)
+    window_budget_bytes_ =
+        static_cast<double>(std::max<std::int64_t>(0, window_bytes_left_.load(std::memory_order_relaxed)));
   std::vector<Alert> alerts;
   std::vector<double> completing_arrival;  // per alert: arrival of the sample that completed it
   collect_alerts(slices, alerts, completing_arrival);
@@ -1033,6 +1070,7 @@ void Engine::collect_alerts(std::size_t slices, std::vector<Alert>& alerts,
     SliceAlerts& found = slice_alerts_[s];
     counters_.alert_windows_unavailable += found.windows_unavailable;
     counters_.alert_windows_paused += found.windows_paused;
+    counters_.alert_windows_over_budget += found.windows_over_budget;
     for (EpisodeEnd& end : found.episode_ends) episode_ends_.push_back(std::move(end));
     Stream& stream = *searched_.owners[s].stream;
     for (std::size_t i = 0; i < found.alerts.size(); ++i) {
@@ -1172,6 +1210,7 @@ nlohmann::json Engine::stats_json() const {
           {"alerts", c.alerts},
           {"alert_windows_unavailable", c.alert_windows_unavailable},
           {"alert_windows_paused", c.alert_windows_paused},
+          {"alert_windows_over_budget", c.alert_windows_over_budget},
           {"deferred_streams", c.deferred_streams},
           {"shed_streams", c.shed_streams},
           {"shed_windows", c.shed_windows},

@@ -88,6 +88,10 @@ struct EngineCounters {
   // (set_alert_windows_paused): cutting and storing windows gives way to
   // detection. Such an alert cannot be marked either.
   std::uint64_t alert_windows_paused = 0;
+  // Alerts whose window was not cut because marks.window_budget_mb_per_s
+  // was spent: which alerts of a batch get the budget depends on the pool's
+  // order. Such an alert cannot be marked either.
+  std::uint64_t alert_windows_over_budget = 0;
   // Soft-deadline scheduling (search.overload_policy, docs/design.md): what
   // was not searched in the batch it was due in, by reason.
   std::uint64_t deferred_streams = 0;   // defer: stream left for a later batch
@@ -385,6 +389,7 @@ class Engine {
     std::vector<std::size_t> pattern;        // per alert: its library pattern
     std::uint64_t windows_unavailable = 0;   // alerts whose window the ring no longer held
     std::uint64_t windows_paused = 0;        // alerts whose window was not cut (paused)
+    std::uint64_t windows_over_budget = 0;   // ... (marks.window_budget_mb_per_s spent)
     std::vector<EpisodeEnd> episode_ends;
   };
   // The raw window of an alert of library pattern `p` ending at `end`, cut
@@ -504,6 +509,7 @@ class Engine {
   struct PatternChannels {
     const config::DeviceProfile* device = nullptr;
     std::vector<int> columns;
+    std::int64_t window_bytes = 0;  // of an alert window's samples
   };
   std::vector<PatternChannels> pattern_channels_;
   // Per library pattern: the patterns whose confirmed detections it needs
@@ -542,6 +548,15 @@ class Engine {
   int deadline_ms_ = 250;
   EngineCounters counters_;
   std::atomic<bool> alert_windows_paused_{false};
+  // marks.window_budget_mb_per_s: bytes left in the bucket after the last
+  // phase 2 and when it was refilled (the phase 2's `now`; < 0: never), and
+  // during a phase 2 what its workers may still claim.
+  double window_budget_bytes_ = 0;
+  double window_budget_refilled_s_ = -1;
+  std::atomic<std::int64_t> window_bytes_left_{0};
+  // Takes `bytes` of this phase 2's window budget; false when it is spent.
+  bool claim_window_bytes(std::int64_t bytes);
+  void refund_window_bytes(std::int64_t bytes);
   FrameObserver frame_observer_;
   // on_frames' scratch: each frame's stream (null: refused), the admitted
   // frames grouped by stream and their verdicts.

@@ -1401,6 +1401,8 @@ TEST_CASE("zone, control and slot mistakes name their key", "[config]") {
                        "marks.max_examples_per_wearer", 2, "1");
   require_single_issue(issues_of(yaml({"marks:", "  max_examples: 5"})), "marks.max_examples", 2,
                        "unknown");
+  require_single_issue(issues_of(yaml({"marks:", "  window_budget_mb_per_s: -1"})),
+                       "marks.window_budget_mb_per_s", 2, "");
 }
 
 TEST_CASE("marks.max_examples_per_wearer: default, shipped value, and a value given", "[config]") {
@@ -1411,6 +1413,10 @@ TEST_CASE("marks.max_examples_per_wearer: default, shipped value, and a value gi
   CHECK(gw::config::parse_config("{}", "t.yaml", ".").marks.alert_windows);
   CHECK_FALSE(
       gw::config::parse_config("marks: {alert_windows: false}", "t.yaml", ".").marks.alert_windows);
+  CHECK(gw::config::parse_config("{}", "t.yaml", ".").marks.window_budget_mb_per_s == 16);
+  CHECK(gw::config::load_config(kConfigDir + "/gaitwatch.yaml").marks.window_budget_mb_per_s == 16);
+  CHECK(gw::config::parse_config("marks: {window_budget_mb_per_s: 0}", "t.yaml", ".")
+            .marks.window_budget_mb_per_s == 0);
 }
 
 TEST_CASE("a device's status inputs: defaults by kind, names resolved, mistakes reported",

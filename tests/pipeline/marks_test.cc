@@ -135,6 +135,36 @@ TEST_CASE("paused windows: the same alerts without their windows, counted", "[ma
   CHECK(paused.alerts == cut.alerts);
 }
 
+// marks.window_budget_mb_per_s: a window of this pattern is 2 channels x 32
+// float32 samples (256 bytes); a budget of 256 bytes a second, with a clock
+// that does not move, lets the one phase 2 that raises the three wearers'
+// alerts cut one window. The others are raised without, counted.
+TEST_CASE("the window budget: alerts beyond it are raised without their windows, counted",
+          "[marks]") {
+  Fixture fx;
+  const gw::sensors::Recording rec = stream(11);
+  gw::pipeline::EngineCounters unlimited, limited;
+  fx.config.marks.window_budget_mb_per_s = 0;
+  const auto all = run(fx.config, rec, {1, 2, 3}, false, &unlimited);
+  fx.config.marks.window_budget_mb_per_s = 256e-6;
+  const auto some = run(fx.config, rec, {1, 2, 3}, false, &limited);
+  REQUIRE(unlimited.alerts == 3);
+  REQUIRE(limited.alerts == 3);
+  int with_window = 0;
+  for (const auto& [wearer, alerts] : some)
+    for (const Alert& a : alerts) with_window += a.window ? 1 : 0;
+  CHECK(with_window == 1);
+  CHECK(limited.alert_windows_over_budget == 2);
+  CHECK(unlimited.alert_windows_over_budget == 0);
+  for (const auto& [wearer, alerts] : all)
+    for (const Alert& a : alerts) CHECK(a.window);
+  // The same alerts either way.
+  for (const std::uint32_t wearer : {1u, 2u, 3u}) {
+    REQUIRE(all.at(wearer).size() == some.at(wearer).size());
+    CHECK(all.at(wearer).front().end_index == some.at(wearer).front().end_index);
+  }
+}
+
 TEST_CASE("a wearer's false mark stops that wearer's alert on the same samples, not others'",
           "[marks]") {
   Fixture fx;
