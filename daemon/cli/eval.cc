@@ -284,6 +284,16 @@ struct MarksOutcome {
   int detected_after_with = 0;
 };
 
+// The JSON rows' name of what was left out of the library.
+const char* leave_out_name(pipeline::LeaveOut leave_out) {
+  switch (leave_out) {
+    case pipeline::LeaveOut::kSubject: return "subject";
+    case pipeline::LeaveOut::kRecording: return "recording";
+    case pipeline::LeaveOut::kNothing: break;
+  }
+  return "nothing";
+}
+
 // Several published patterns of one kind on trial-labelled files (e.g. two
 // fall patterns that catch different falls): what a carer gets from the
 // kind, a trial counted as alerted when any of them alerted on it and every
@@ -321,9 +331,7 @@ void print_kinds_on_trials(
         rows.push_back({{"subject", subject}, {"trials", pipeline::summarize_trials(trials_of(subject)).to_json()}});
       nlohmann::json j = {{"kind", kind},
                           {"patterns", patterns},
-                          {"leave_out", leave_out == pipeline::LeaveOut::kSubject     ? "subject"
-                                        : leave_out == pipeline::LeaveOut::kRecording ? "recording"
-                                                                                      : "nothing"},
+                          {"leave_out", leave_out_name(leave_out)},
                           {"trials", pipeline::summarize_trials(trials).to_json()},
                           {"subjects", rows}};
       std::cout << j.dump() << "\n";
@@ -567,9 +575,7 @@ int run_eval(const EvalOptions& o) {
                                                 : pooled.to_json();
       j["pattern"] = p->name;
       j["kind"] = p->kind;
-      j["leave_out"] = leave_out == pipeline::LeaveOut::kSubject     ? "subject"
-                       : leave_out == pipeline::LeaveOut::kRecording ? "recording"
-                                                                     : "nothing";
+      j["leave_out"] = leave_out_name(leave_out);
       j["unannotated_alerts"] = unannotated;
       if (!trials.empty()) j["trials"] = trial_summary.to_json();
       if (!single) j["subjects"] = subject_rows;

@@ -57,7 +57,9 @@ def cut(f, name, start, m, lead_in, prefix):
                        check=True, stderr=subprocess.DEVNULL)
     return os.path.relpath(t, outdir)
 
-LOWPASS_HISTORY = 2 * rate  # lowpass 1 Hz at 100 Hz: 2 * round(rate / cutoff) + 1 taps
+def lowpass_history(cutoff_hz):  # samples before the first output: taps - 1, taps = 2 * round(rate / cutoff) + 1
+    return 2 * int(round(rate / cutoff_hz))
+LOWPASS_HISTORY = lowpass_history(1)
 views = {}  # name -> (transforms, channels, min_dims, length, threshold, lead_in, after, examples)
 for view, spec, transforms, channels, min_dims, lead_in in [
         ('fall_view_lying', a.orientation_view, '[{kind: lowpass, cutoff_hz: 1}]', a.orientation_channels,
@@ -65,7 +67,7 @@ for view, spec, transforms, channels, min_dims, lead_in in [
         ('fall_view_still', a.stillness_view, '[magnitude]', '[x, y, z]', 1, 0),
         ('fall_view_tilt_rate', a.tilt_rate_view,
          f'[{{kind: lowpass, cutoff_hz: {a.tilt_rate_cutoff:g}}}, derivative]', '[x, y, z]',
-         a.tilt_rate_min_dims, 2 * int(round(rate / a.tilt_rate_cutoff)) + 1)]:
+         a.tilt_rate_min_dims, lowpass_history(a.tilt_rate_cutoff) + 1)]:  # + the derivative's sample
     if spec:
         after, length, threshold = (float(v) for v in spec.split(','))
         views[view] = (transforms, channels, min_dims, int(round(length * rate)), threshold, lead_in, after, [])
