@@ -204,6 +204,10 @@ std::vector<MetricFamily> make_families() {
               "Detections of a pattern with agree dropped: a view it names had no confirmed "
               "detection within agree.within_s.",
               leaf("/engine/unagreed_detections")),
+      counter("gaitwatch_engine_merged_alerts_total",
+              "Alerts not raised: another pattern of the same kind alerted on the same stream "
+              "within its cooldown_s.",
+              leaf("/engine/merged_alerts")),
       gauge("gaitwatch_engine_cost_model_floor_seconds",
             "The batch cost model's fixed time per batch.", leaf("/engine/cost_model/floor_ms"),
             kMsToSeconds),

@@ -71,6 +71,7 @@ void Engine::reconfigure(const config::Config& config) {
     pattern_channels_.push_back(std::move(channels));
   }
   compile_agreement_rules();
+  compile_kind_groups();
   work_per_end_.assign(library_.views.size(), 0.0);
   view_priority_.assign(library_.views.size(), 0);
   for (std::size_t v = 0; v < library_.views.size(); ++v)
@@ -112,6 +113,7 @@ void Engine::reconfigure(const config::Config& config) {
         baselines[v] = std::move(stream.baselines[old_view_of[v]]);
     stream.baselines = std::move(baselines);
     stream.agreement.assign(agreement_order_.empty() ? 0 : library_.patterns.size(), {});
+    stream.kind_last_alert.clear();
   }
   // What was pending belonged to the old views; the new ones count their
   // due ends afresh.
@@ -170,6 +172,43 @@ void Engine::compile_agreement_rules() {
   for (std::size_t p = 0; p < count; ++p) visit(p);
 }
 
+void Engine::compile_kind_groups() {
+  const std::size_t count = library_.patterns.size();
+  std::map<std::string, std::vector<std::size_t>> publishing_of_kind;
+  for (std::size_t p = 0; p < count; ++p)
+    if (library_.patterns[p].config.publish)
+      publishing_of_kind[library_.patterns[p].config.kind].push_back(p);
+  kind_group_.assign(count, -1);
+  kind_group_count_ = 0;
+  for (const auto& [kind, patterns] : publishing_of_kind) {
+    if (patterns.size() < 2) continue;
+    for (const std::size_t p : patterns) kind_group_[p] = static_cast<int>(kind_group_count_);
+    ++kind_group_count_;
+  }
+}
+
+bool Engine::merged_into_kind(Stream& stream, std::size_t p, const Alert& alert) {
+  const int group = kind_group_[p];
+  if (group < 0) return false;
+  stream.kind_last_alert.resize(kind_group_count_);
+  KindLastAlert& last = stream.kind_last_alert[static_cast<std::size_t>(group)];
+  // A pattern's own repeats are left to its cooldown: merging joins only
+  // different patterns' alerts of one event.
+  if (last.cooldown >= 0 && last.pattern != p && std::llabs(alert.end_index - last.end) <= last.cooldown) {
+    ++counters_.merged_alerts;
+    if (p < stream.open_episodes.size()) {
+      auto& open = stream.open_episodes[p];
+      open.erase(std::remove_if(open.begin(), open.end(),
+                                [&](const EpisodeEnd& e) { return e.first_alert_end_index == alert.end_index; }),
+                 open.end());
+    }
+    return true;
+  }
+  const double cooldown_s = library_.patterns[p].config.cooldown_s;
+  last = {alert.end_index, static_cast<std::int64_t>(std::llround(cooldown_s * stream.sample_rate_hz)), p};
+  return false;
+}
+
 Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
                                    const config::DeviceProfile& profile) {
   const std::uint64_t key = (static_cast<std::uint64_t>(frame.wearer_id) << 16) | frame.device_id;
@@ -191,7 +230,7 @@ Engine::Stream* Engine::stream_for(const sensors::Frame& frame,
                 fresh_baselines(frame.device_id),
                 std::vector<PatternAgreement>(agreement_order_.empty() ? 0
                                                                        : library_.patterns.size()),
-                {}};
+                {}, {}};
   for (PatternTracker& tracker : stream.trackers) tracker.record_decisions(record_decisions_);
   Stream& added = streams_.emplace(key, std::move(stream)).first->second;
   stream_index_.emplace(key, &added);
@@ -1066,13 +1105,14 @@ void Engine::collect_alerts(std::size_t slices, std::vector<Alert>& alerts,
                             std::vector<double>& completing_arrival) {
   std::vector<Alert> agreed;
   std::vector<double> agreed_arrival;
+  std::vector<std::pair<std::size_t, std::int64_t>> merged_ends;  // (pattern, first alert end)
   for (std::size_t s = 0; s < slices; ++s) {
     SliceAlerts& found = slice_alerts_[s];
     counters_.alert_windows_unavailable += found.windows_unavailable;
     counters_.alert_windows_paused += found.windows_paused;
     counters_.alert_windows_over_budget += found.windows_over_budget;
-    for (EpisodeEnd& end : found.episode_ends) episode_ends_.push_back(std::move(end));
     Stream& stream = *searched_.owners[s].stream;
+    merged_ends.clear();
     for (std::size_t i = 0; i < found.alerts.size(); ++i) {
       const std::size_t p = found.pattern[i];
       Alert& alert = found.alerts[i];
@@ -1082,8 +1122,21 @@ void Engine::collect_alerts(std::size_t slices, std::vector<Alert>& alerts,
       }
       if (agreed_with_[p]) stream.agreement[p].confirmed.push_back({alert.end_index, found.completing_arrival[i]});
       if (!library_.patterns[p].config.publish) continue;
+      if (merged_into_kind(stream, p, alert)) {
+        merged_ends.emplace_back(p, alert.end_index);
+        continue;
+      }
       completing_arrival.push_back(found.completing_arrival[i]);
       alerts.push_back(std::move(alert));
+    }
+    // An episode that opened and ended in this search: not reported when its
+    // first alert was merged.
+    for (EpisodeEnd& end : found.episode_ends) {
+      const bool merged = std::any_of(merged_ends.begin(), merged_ends.end(), [&](const auto& m) {
+        return end.first_alert_end_index == m.second &&
+               end.pattern == library_.patterns[m.first].config.name;
+      });
+      if (!merged) episode_ends_.push_back(std::move(end));
     }
     // A stream's slices (one per view) are adjacent and searched up to the
     // same sample: after its last one, every view has seen the frontier.
@@ -1147,7 +1200,7 @@ void Engine::resolve_agreement(Stream& stream, std::int64_t frontier, std::vecto
         continue;
       }
       if (agreed_with_[p]) state.confirmed.push_back({end, confirmed_at});
-      if (library_.patterns[p].config.publish) {
+      if (library_.patterns[p].config.publish && !merged_into_kind(stream, p, held.alert)) {
         alerts.push_back(std::move(held.alert));
         completing_arrival.push_back(confirmed_at);
       }
@@ -1221,6 +1274,7 @@ nlohmann::json Engine::stats_json() const {
           {"pending_windows", c.pending_windows},
           {"backend_failovers", c.backend_failovers},
           {"unagreed_detections", c.unagreed_detections},
+          {"merged_alerts", c.merged_alerts},
           {"cost_model", {{"floor_ms", cost_model_.floor_ms()},
                           {"slope_ms_per_item", cost_model_.slope_ms()},
                           {"observations", cost_model_.observations()},

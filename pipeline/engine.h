@@ -115,6 +115,10 @@ struct EngineCounters {
   // because a named view had no confirmed detection within its window once
   // that window had been searched.
   std::uint64_t unagreed_detections = 0;
+  // Alerts not raised because another publishing pattern of the same kind
+  // had alerted on the same stream within the earlier alert's cooldown_s
+  // (docs/detection.md §7, "One alert per event").
+  std::uint64_t merged_alerts = 0;
   // The engine's own host work per batch, cumulative wall seconds on the
   // calling thread (its pool's work included): finding what is due (and the
   // stream clocks), laying out the slices, filling them, phase 2.
@@ -288,6 +292,11 @@ class Engine {
     Alert alert;
     double completing_arrival;
   };
+  struct KindLastAlert {
+    std::int64_t end = 0;        // its window end
+    std::int64_t cooldown = -1;  // its pattern's cooldown_s in samples; -1: no alert yet
+    std::size_t pattern = 0;
+  };
   struct PatternAgreement {
     std::vector<ConfirmedEnd> confirmed;
     std::vector<HeldDetection> pending;  // in the order detected
@@ -309,6 +318,9 @@ class Engine {
     // Per library pattern (sized at its first phase 2): the first alerts of
     // its running episodes not yet ended, for their EpisodeEnd.
     std::vector<std::vector<EpisodeEnd>> open_episodes;
+    // Per kind group (kind_group_), sized at its first alert: the group's
+    // last alert on this stream.
+    std::vector<KindLastAlert> kind_last_alert;
   };
   // Fresh baselines for a stream of `device`, one per library view.
   std::vector<ViewBaseline> fresh_baselines(std::uint16_t device) const;
@@ -522,6 +534,17 @@ class Engine {
     double within_s = 0;
   };
   std::vector<AgreementRule> agreement_rules_;
+  // Per pattern: its kind's group when two or more publishing patterns share
+  // the kind, else -1 (its alerts are never merged).
+  std::vector<int> kind_group_;
+  std::size_t kind_group_count_ = 0;
+  void compile_kind_groups();
+  // Whether `alert` of pattern p repeats the last alert of another pattern
+  // of its kind on `stream` (its window end within that alert's cooldown,
+  // before or after): then it is counted in merged_alerts and the caller
+  // drops it, and the episode it opened (if any) is not reported. Otherwise
+  // it becomes the group's last alert.
+  bool merged_into_kind(Stream& stream, std::size_t p, const Alert& alert);
   std::vector<char> agreed_with_;
   std::vector<std::size_t> agreement_order_;
   std::map<std::uint64_t, Stream> streams_;  // key: wearer << 16 | device

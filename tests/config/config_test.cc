@@ -224,8 +224,9 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(config.device_by_id(7) == nullptr);
   CHECK(config.device_by_name("nobody") == nullptr);
 
-  // The two shipped packs, in include order.
-  REQUIRE(config.patterns.size() == 2);
+  // The two shipped packs, in include order: fog's pattern, then falls'
+  // two and their two views.
+  REQUIRE(config.patterns.size() == 5);
   const gw::config::PatternConfig& fog = config.patterns[0];
   CHECK(fog.name == "fog_freeze_index");
   CHECK(fog.kind == "freezing_of_gait");
@@ -275,6 +276,19 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(fall.examples.size() == 15 + 34);
   CHECK(fall.examples.at(0).template_file ==
         normal(fs::absolute(kConfigDir + "/patterns/falls/positive_F01_SA01_R01_612.csv")));
+  // The low-impact fall: the same positives, the lying-down negatives only,
+  // and two views that must agree; an alert of both is merged into one.
+  const gw::config::PatternConfig& low = config.patterns[2];
+  CHECK(low.name == "fall_low_impact");
+  CHECK(low.kind == "fall");
+  CHECK(low.severity == "critical");
+  CHECK(low.examples.size() == 15 + 3);
+  CHECK(low.agree.with == std::vector<std::string>{"fall_view_lying", "fall_view_tilt_rate"});
+  for (std::size_t v = 3; v < 5; ++v) {
+    INFO(config.patterns[v].name);
+    CHECK_FALSE(config.patterns[v].publish);
+    CHECK(config.patterns[v].examples.size() == 15);
+  }
 
   // Relative storage path: next to the config file.
   CHECK(config.storage.path == normal(fs::absolute(kConfigDir + "/gaitwatch-demo.db")));

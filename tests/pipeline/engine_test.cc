@@ -1159,6 +1159,7 @@ TEST_CASE("agree: a detection alerts only with its view inside the window, befor
   auto views_published = fx.config;
   views_published.patterns[0].agree = {};
   views_published.patterns[1].publish = true;
+  views_published.patterns[1].kind = "stumble";  // not merged with the chirp's alerts
   const int chirp_end = kPlantAt + kShapeLength - 1;
   for (const int offset : {-60, 60, -250, 250}) {
     INFO("view ends " << offset << " samples after the chirp");
@@ -1184,6 +1185,55 @@ TEST_CASE("agree: a detection alerts only with its view inside the window, befor
     const AgreementRun run = run_agreement(fx.config, stream_with_views(std::nullopt, 12), 10, 1);
     CHECK(run.alerts.empty());
     CHECK(run.unagreed == 1);
+  }
+}
+
+// Two publishing patterns of one kind that detect one event raise one alert:
+// the second within the first's cooldown is merged (counted, its episode not
+// reported); further apart, or of different kinds, both alert.
+TEST_CASE("alerts of one kind on one stream are merged within the first alert's cooldown",
+          "[engine][merge]") {
+  AgreementFixture fx;
+  auto both_publish = fx.config;
+  both_publish.patterns[0].agree = {};
+  both_publish.patterns[1].publish = true;
+  both_publish.patterns[1].kind = both_publish.patterns[0].kind;
+  auto other_kinds = both_publish;
+  other_kinds.patterns[1].kind = "stumble";
+  REQUIRE(both_publish.patterns[0].cooldown_s == 1);  // 100 samples
+  const auto run = [](const gw::config::Config& cfg, const std::vector<float>& v) {
+    Engine engine(cfg, gw::kernels::make_cpu_backend(2));
+    std::vector<Alert> alerts;
+    std::vector<gw::pipeline::EpisodeEnd> ends;
+    const auto now = [] { return 100.0; };
+    const int samples = static_cast<int>(v.size() / 2);
+    std::uint32_t seq = 0;
+    for (int first = 0; first < samples; first += 10, ++seq) {
+      engine.on_frame(make_frame(v, first, std::min(10, samples - first), seq), first * 0.01);
+      for (auto& a : engine.run_batch(now)) alerts.push_back(a);
+      for (auto& e : engine.take_episode_ends()) ends.push_back(e);
+    }
+    return std::tuple{alerts, ends, engine.counters().merged_alerts};
+  };
+  for (const int offset : {60, 250}) {
+    INFO("the bump ends " << offset << " samples after the chirp");
+    const auto v = stream_with_views(offset, 21);
+    const auto [separate, separate_ends, separate_merged] = run(other_kinds, v);
+    REQUIRE(separate.size() == 2);
+    CHECK(separate_merged == 0);
+    const auto [merged, merged_ends, merged_count] = run(both_publish, v);
+    if (offset < 100) {
+      REQUIRE(merged.size() == 1);
+      CHECK(merged[0].pattern == "chirp");
+      CHECK(merged[0].end_index == separate[0].end_index);
+      CHECK(merged_count == 1);
+      for (const auto& e : merged_ends) CHECK(e.pattern == "chirp");
+      CHECK(merged_ends.size() + 1 == separate_ends.size());
+    } else {
+      CHECK(merged.size() == 2);
+      CHECK(merged_count == 0);
+      CHECK(merged_ends.size() == separate_ends.size());
+    }
   }
 }
 
