@@ -141,6 +141,7 @@ json run_once(const Options& options, int wearers, double duration_s,
   line["warmup_s"] = options.warmup_s;
   line["backend"] = gw::config::name(options.backend);
   line["tick_ms"] = options.tick_ms;
+  line["devices"] = options.devices;
   line["commit_interval_ms"] = options.commit_ms;
 
   const WearerPool pool = make_pool(base, wearers, options);
@@ -694,6 +695,7 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   line["policy"] = gw::config::name(options.policy);
   line["backend"] = gw::config::name(options.backend);
   line["tick_ms"] = options.tick_ms;
+  line["devices"] = options.devices;
   line["commit_interval_ms"] = options.commit_ms;
   line["search_threads"] = options.threads;
   line["deadline_ms"] = kDeadlineMs;
@@ -869,6 +871,7 @@ int run(Options options) {
   summary["min_dims"] = options.min_dims > 0 ? options.min_dims : patterns.min_dims;
   summary["deadline_ms"] = kDeadlineMs;
   summary["tick_ms"] = options.tick_ms;
+  summary["devices"] = options.devices;
   summary["commit_interval_ms"] = options.commit_ms;
   summary["host_cpus"] = std::thread::hardware_concurrency();
   summary["loadavg_at_start"] = loadavg();
@@ -991,6 +994,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--patterns", options.patterns, "random-walk (search_bench's library) | synthetic")
       ->check(CLI::IsMember({"random-walk", "synthetic"}));
+  app.add_option("--devices", options.devices,
+                 "the daemon's search.devices, e.g. 0 or 0,1 (default: every visible GPU)")
+      ->delimiter(',');
   app.add_option("--tick-ms", options.tick_ms, "the daemon's search.tick_ms (default 100)")
       ->check(CLI::Range(10, 1000));
   app.add_option("--node-capacity", options.node_capacity,

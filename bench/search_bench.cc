@@ -24,7 +24,10 @@
 //   100 Hz) are searched; consecutive ticks continue each stream (streaming
 //   state carries over). Per wearer count: the median search() time over
 //   --sweep-repeats ticks after one warm-up tick, and whether it fits 100 ms;
-//   then a summary line with the largest count that fits.
+//   then a summary line with the largest count that fits. With --resident
+//   each tick leaves out the samples the backend says it holds
+//   (SearchBackend::held_samples), as the daemon's engine does; the leaving
+//   out happens before the timed search.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -87,6 +90,8 @@ constexpr int kSweepPool = 32;
 constexpr int kSweepPoolStride = 13;
 
 struct Options {
+  std::vector<int> devices;  // search.devices: the GPUs; empty = every visible one
+  bool resident = false;     // sweep: omit the samples the backend holds
   int wearers = 1;
   double seconds = 2;
   int threads = 0;
@@ -220,7 +225,8 @@ OpenBackend open_backend(const Options& options, const std::string& pruning_name
 #endif
   if (!out.backend) {
     std::string note;
-    out.backend = gw::kernels::make_backend("cuda", threads, &note);  // throws when not built
+    // throws when not built
+    out.backend = gw::kernels::make_backend("cuda", threads, options.devices, &note);
     if (pruning_name != "on")
       throw std::runtime_error("--pruning " + pruning_name +
                                " on cuda needs the CUDA backend built");
@@ -489,6 +495,32 @@ SearchBatch make_tick(const Options& options, const SweepPool& pool, int wearers
 }
 
 // --sweep-wearers: one line per wearer count, then a summary line.
+// `batch` without the leading samples of each slice that `backend` holds.
+SearchBatch omit_held(const SearchBatch& batch, const SearchBackend& backend) {
+  SearchBatch out;
+  out.streams = batch.streams;
+  std::size_t size = 0;
+  for (StreamSlice& slice : out.streams) {
+    slice.omitted = backend.held_samples(slice);
+    slice.offset = size;
+    size += slice.data_size();
+  }
+  out.data.resize(size);
+  for (std::size_t i = 0; i < out.streams.size(); ++i) {
+    const StreamSlice& full = batch.streams[i];
+    const StreamSlice& slice = out.streams[i];
+    const int kept = slice.length - slice.omitted;
+    for (int d = 0; d < slice.dims; ++d)
+      std::copy_n(batch.data.begin() + static_cast<std::ptrdiff_t>(
+                                           full.offset + static_cast<std::size_t>(d) * full.length +
+                                           static_cast<std::size_t>(slice.omitted)),
+                  kept,
+                  out.data.begin() + static_cast<std::ptrdiff_t>(
+                                         slice.offset + static_cast<std::size_t>(d) * kept));
+  }
+  return out;
+}
+
 void run_sweep(const Options& options, int band, double threshold, int threads) {
   const std::vector<int> counts = parse_counts(options.sweep_wearers);
   const SearchMode mode = search_mode(options);
@@ -513,6 +545,7 @@ void run_sweep(const Options& options, int band, double threshold, int threads) 
       if (summary.empty()) summary = line;
       line["wearers"] = wearers;
       line["overlap"] = options.overlap;
+      line["resident"] = options.resident;
       line["tick_new_samples"] = kTickSamples;
       line["tick_s"] = kTickSeconds;
       line["slice_samples"] = options.length - 1 + kTickSamples;
@@ -528,7 +561,9 @@ void run_sweep(const Options& options, int band, double threshold, int threads) 
       SearchBatch batches[2];
       batches[0] = make_tick(options, pool, wearers, 0);
       for (int tick = 0; tick < ticks; ++tick) {
-        const SearchBatch& batch = batches[tick % 2];
+        SearchBatch sparse;
+        if (options.resident) sparse = omit_held(batches[tick % 2], *backend.backend);
+        const SearchBatch& batch = options.resident ? sparse : batches[tick % 2];
         SearchBatch& next = batches[(tick + 1) % 2];
         if (tick + 1 < ticks) next = make_tick(options, pool, wearers, tick + 1);
         const auto start = std::chrono::steady_clock::now();
@@ -636,6 +671,10 @@ int run(const Options& options) {
     std::cerr << "search_bench: --backend must be cpu or cuda\n";
     return 2;
   }
+  if (options.resident && options.overlap) {
+    std::cerr << "search_bench: --resident and --overlap do not go together\n";
+    return 2;
+  }
   if (options.length < 2 || options.dims < 1 || options.wearers < 1 || options.patterns < 1 ||
       options.seconds <= 0 || options.repeat < 1 || options.max_matches < 1 ||
       options.sweep_repeats < 1 || options.kernel_wearers < 1 || options.kernel_seconds <= 0) {
@@ -687,6 +726,11 @@ int main(int argc, char** argv) {
   gw::cli::add_choice_option<PatternMode>(app, "--mode", options.mode,
                                           "window or streaming (SPRING; no band, no znorm)");
   app.add_option("--wearers", options.wearers, "wearers (one slice each per batch)");
+  app.add_flag("--resident", options.resident,
+               "sweep: leave out the samples the backend holds, as the daemon does");
+  app.add_option("--devices", options.devices,
+                 "cuda: the GPUs to search on, e.g. 0 or 0,1 (default: every visible one)")
+      ->delimiter(',');
   app.add_option("--seconds", options.seconds,
                  "new data per wearer in seconds at 100 Hz (plus m-1 samples of history)");
   app.add_option("--threads", options.threads, "CPU backend threads (0: one per hardware thread)");

@@ -735,7 +735,7 @@ void read_devices(const MapReader& root, std::vector<DeviceProfile>& devices,
 void read_search(const MapReader& root, SearchConfig& search) {
   const MapReader map(root.value("search"), "search",
                       {"backend", "threads", "tick_ms", "deadline_ms", "max_matches_per_pair",
-                       "overload_policy", "deadline_safety_ms"},
+                       "overload_policy", "deadline_safety_ms", "devices"},
                       root.issues());
   read_choice(map, "backend", search.backend);
   read_int(map, "threads", 0, 4096, search.threads);
@@ -754,6 +754,21 @@ void read_search(const MapReader& root, SearchConfig& search) {
   read_int(map, "max_matches_per_pair", 1, 1 << 20, search.max_matches_per_pair);
   read_choice(map, "overload_policy", search.overload_policy);
   read_int(map, "deadline_safety_ms", 0, 600000, search.deadline_safety_ms);
+  search.devices.clear();
+  for_each_item(map, "devices", [&](const YAML::Node& node, const std::string& path, std::size_t) {
+    std::string error;
+    const std::optional<std::int64_t> device = parse_integer(node, error);
+    const int line = line_of(node) > 0 ? line_of(node) : map.line("devices");
+    if (!device || *device < 0 || *device > 1023) {
+      map.issues().add(path, line, device ? "expected a GPU number 0..1023, got " + std::to_string(*device) : error);
+      return;
+    }
+    if (std::find(search.devices.begin(), search.devices.end(), *device) != search.devices.end()) {
+      map.issues().add(path, line, "GPU " + std::to_string(*device) + " is listed twice");
+      return;
+    }
+    search.devices.push_back(static_cast<int>(*device));
+  });
 }
 
 // A ZeroMQ endpoint such as tcp://127.0.0.1:7710 or ipc:///run/gaitwatch/x.sock.

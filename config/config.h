@@ -473,6 +473,10 @@ struct SearchConfig {
   // lower-severity patterns for this batch).
   OverloadPolicy overload_policy = OverloadPolicy::kDefer;
   int deadline_safety_ms = 25;  // kept free for combination, commit and publish
+  // The GPUs the CUDA backend searches on (CUDA device ordinals, distinct);
+  // empty = every visible GPU. Two or more: streams are partitioned across
+  // them (kernels/multi_device_backend.h).
+  std::vector<int> devices;
 };
 
 struct StorageConfig {

@@ -94,6 +94,7 @@ const std::vector<Key>& keys_after_devices() {
   static const std::vector<Key> keys = {
       GW_RESTART_KEY(search.backend),
       GW_RESTART_KEY(search.threads),
+      GW_RESTART_KEY(search.devices),
       GW_RELOAD_KEY("search.tick_ms"),
       GW_RELOAD_KEY("search.deadline_ms"),
       GW_RELOAD_KEY("search.max_matches_per_pair"),

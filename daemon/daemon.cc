@@ -274,7 +274,8 @@ class Daemon {
       spdlog::warn("{}: patterns: [] - running without detection", config_path_);
     std::string note;
     auto backend =
-        kernels::make_backend(config::name(config_.search.backend), config_.search.threads, &note);
+        kernels::make_backend(config::name(config_.search.backend), config_.search.threads,
+                              config_.search.devices, &note);
     spdlog::info("search backend: {}", note);
     pipeline::Engine engine(config_, std::move(backend));
     metrics_board_.set_build_info(build_info_labels(engine.backend_name()));

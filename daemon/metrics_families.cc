@@ -200,6 +200,9 @@ std::vector<MetricFamily> make_families() {
       counter("gaitwatch_engine_backend_failovers_total",
               "Search backend failures that switched the engine to the CPU backend.",
               leaf("/engine/backend_failovers")),
+      counter("gaitwatch_engine_search_devices_lost_total",
+              "GPUs of a multi-device search lost; their streams moved to the GPUs left.",
+              leaf("/engine/search_devices_lost")),
       counter("gaitwatch_engine_unagreed_detections_total",
               "Detections of a pattern with agree dropped: a view it names had no confirmed "
               "detection within agree.within_s.",

@@ -502,6 +502,15 @@ bool cuda_device_available(std::string* why) {
   return true;
 }
 
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 std::unique_ptr<SearchBackend> make_cuda_backend(int device, PruningOptions pruning) {
   std::string why;
   if (!cuda_device_available(&why)) throw Error("CUDA backend: " + why);

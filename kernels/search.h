@@ -212,6 +212,13 @@ std::unique_ptr<SearchBackend> make_cpu_backend(int threads, PruningOptions prun
 // kind: "cpu", "cuda" or "auto" (CUDA when built and a GPU is present, else
 // CPU). `note` receives a one-line explanation of the choice. Throws gw::Error
 // for "cuda" when no CUDA backend is available.
+// `devices`: the GPUs to search on (search.devices); empty = every visible
+// one. Two or more make one backend over all of them
+// (kernels/multi_device_backend.h). Throws gw::Error naming a device that is
+// not visible. The CPU backend ignores it.
+std::unique_ptr<SearchBackend> make_backend(const std::string& kind, int threads,
+                                            const std::vector<int>& devices, std::string* note);
+// The same on every visible GPU.
 std::unique_ptr<SearchBackend> make_backend(const std::string& kind, int threads, std::string* note);
 
 }  // namespace gw::kernels

@@ -988,7 +988,11 @@ bool Engine::end_search(const std::function<double()>& now) {
   flight.active = false;
   if (search_.valid()) {
     try {
-      search_.get();
+      try {
+        search_.get();
+      } catch (const kernels::SearchDeviceLost& lost) {
+        search_again_without(lost);
+      }
     } catch (const std::exception& e) {
       try {
         search_again_on_cpu(e);
@@ -1222,6 +1226,26 @@ void Engine::resolve_agreement(Stream& stream, std::int64_t frontier, std::vecto
   }
 }
 
+void Engine::search_again_without(const kernels::SearchDeviceLost& lost) {
+  // The devices left search the batch again; one more lost device goes the
+  // same way, the last one's error to the CPU fallback (the caller).
+  std::string note = lost.what();
+  for (;;) {
+    ++counters_.search_devices_lost;
+    backend_name_ = backend_->name();
+    backend_note_ = note + "; searching on " + backend_name_;
+    // The streams moved hold nothing on their new device: every sample
+    // travels again.
+    restore_omitted_samples();
+    try {
+      backend_->search_into(searching_.batch, searching_.result);
+      return;
+    } catch (const kernels::SearchDeviceLost& again) {
+      note = again.what();
+    }
+  }
+}
+
 void Engine::search_again_on_cpu(const std::exception& error) {
   // The CPU backend is the fallback; its own errors are bugs to surface
   // (called from the handler of `error`, so this rethrows it as it was).
@@ -1273,6 +1297,7 @@ nlohmann::json Engine::stats_json() const {
           {"lost_windows", c.lost_windows},
           {"pending_windows", c.pending_windows},
           {"backend_failovers", c.backend_failovers},
+          {"search_devices_lost", c.search_devices_lost},
           {"unagreed_detections", c.unagreed_detections},
           {"merged_alerts", c.merged_alerts},
           {"cost_model", {{"floor_ms", cost_model_.floor_ms()},

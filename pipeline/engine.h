@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "kernels/multi_device_backend.h"
 #include "kernels/search.h"
 #include "sinks/alert.h"
 #include "sinks/event.h"
@@ -111,6 +112,9 @@ struct EngineCounters {
   std::uint64_t lost_windows = 0;
   std::uint64_t pending_windows = 0;
   std::uint64_t backend_failovers = 0;  // search backend errors that switched to the CPU backend
+  // GPUs of a multi-device search (search.devices) lost: their streams moved
+  // to the GPUs left and the batch was searched again there.
+  std::uint64_t search_devices_lost = 0;
   // Detections of a pattern with `agree` (docs/detection.md §7) dropped
   // because a named view had no confirmed detection within its window once
   // that window had been searched.
@@ -435,6 +439,9 @@ class Engine {
   // The window ends of `view` the stream has not searched yet: [first, end).
   std::pair<std::int64_t, std::int64_t> unsearched_ends(const Stream& stream,
                                                         std::size_t view) const;
+  // After a multi-device search lost a GPU: the batch searched again, whole,
+  // on the GPUs left (counted, noted for the log).
+  void search_again_without(const kernels::SearchDeviceLost& lost);
   // Called from the handler of the search's `error`: rethrows it for the CPU
   // backend; otherwise switches to the CPU backend (counted, noted) and
   // searches searching_.batch again.

@@ -7,13 +7,16 @@
 # engine_host_bench --gait; HOST_ARGS), `bench-e2e` (W1 wearers
 # through the whole daemon on the CUDA backend; E2E_ARGS, default --quick, since one
 # device command may run 10 minutes), `bench-jetstream` (the same wearers straight to the
-# daemon and through gateway -> JetStream -> worker; JS_WEARERS, JS_DURATION).
+# daemon and through gateway -> JetStream -> worker; JS_WEARERS, JS_DURATION),
+# `bench-devices` (the search alone on one GPU and on several, search.devices,
+# side by side: search_bench sweeps per DEVICE_SETS, default "0 0,1", at
+# DEVICE_WEARERS, default 10000,20000).
 # Results go to $OUT (or ./gpu-out when unset).
 # Every step name is checked before anything is built: an unknown one (or none)
 # fails the whole command with exit 2, so a typo never runs nothing silently.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-known_steps="tests-search tests-hash tests-all bench-search stages bench-e2e bench-hash bench-host bench-jetstream"
+known_steps="tests-search tests-hash tests-all bench-search stages bench-e2e bench-hash bench-host bench-jetstream bench-devices"
 if [ $# -eq 0 ]; then
   echo "usage: $0 STEP... (steps: $known_steps)" >&2
   exit 2
@@ -50,6 +53,16 @@ for step in "$@"; do
       gpu_build search_bench || continue
       bash scripts/bench-search.sh $BUILD > "$OUT/search_bench.jsonl" 2> "$OUT/search_bench.err"
       echo "search bench rc=$?"; grep -E "kernel|summary" "$OUT/search_bench.jsonl" | cut -c1-600
+      ;;
+    bench-devices)
+      gpu_build search_bench || continue
+      for devices in ${DEVICE_SETS:-0 0,1}; do
+        $BUILD/bench/search_bench --backend cuda --mode window --resident --devices "$devices" \
+          --sweep-wearers "${DEVICE_WEARERS:-10000,20000}" --sweep-repeats 3 \
+          >> "$OUT/devices.jsonl" 2>> "$OUT/devices.err"
+        echo "devices $devices rc=$?"
+      done
+      cut -c1-500 "$OUT/devices.jsonl"; tail -4 "$OUT/devices.err"
       ;;
     stages)
       # Where a W1 window-mode batch's time goes (docs/benchmarks.md).

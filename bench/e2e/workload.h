@@ -161,6 +161,12 @@ search:
       fmt::arg("backend", gw::config::name(options.backend)), fmt::arg("threads", options.threads),
       fmt::arg("tick", options.tick_ms), fmt::arg("policy", gw::config::name(options.policy)),
       fmt::arg("deadline", static_cast<int>(kDeadlineMs)));
+  if (!options.devices.empty()) {
+    yaml += "  devices: [";
+    for (std::size_t i = 0; i < options.devices.size(); ++i)
+      yaml += (i == 0 ? "" : ", ") + std::to_string(options.devices[i]);
+    yaml += "]\n";
+  }
   yaml += gw::bench::w1_devices_yaml(kDeviceId);
   yaml += gw::bench::w1_patterns_yaml(set.values.size(), templates,
                                       options.threshold > 0 ? options.threshold : set.threshold,

@@ -88,7 +88,7 @@ nlohmann::json OfflineRun::run(
   std::string note;
   pipeline::Engine engine(cfg,
                           kernels::make_backend(config::name(cfg.search.backend),
-                                                cfg.search.threads, &note));
+                                                cfg.search.threads, cfg.search.devices, &note));
   // The daemon's de-duplication, so that the same samples give the same
   // published alerts.
   if (no_dedup) cfg.dedup.enabled = false;

@@ -438,6 +438,20 @@ TEST_CASE("stop and store-trouble keys: defaults, values and ranges", "[config]"
                        2, "must be >= 0");
 }
 
+TEST_CASE("search.devices lists distinct GPUs, absent means every visible one", "[config]") {
+  CHECK(parse_config(yaml({"search:", "  backend: cpu"}), "s.yaml", "/base").search.devices.empty());
+  const Config config = parse_config(yaml({"search:", "  devices: [1, 0, 3]"}), "s.yaml", "/base");
+  CHECK(config.search.devices == std::vector<int>{1, 0, 3});
+  require_single_issue(issues_of(yaml({"search:", "  devices: [0, -1]"})), "search.devices[1]", 2,
+                       "expected a GPU number 0..1023, got -1");
+  require_single_issue(issues_of(yaml({"search:", "  devices: [0, 1, 0]"})), "search.devices[2]", 2,
+                       "GPU 0 is listed twice");
+  require_single_issue(issues_of(yaml({"search:", "  devices: [first]"})), "search.devices[0]", 2,
+                       "first");
+  require_single_issue(issues_of(yaml({"search:", "  devices: 1"})), "search.devices", 2,
+                       "expected a list");
+}
+
 TEST_CASE("a pattern's kind and severity default to other and warning, end may come from length",
           "[config]") {
   const Config config =

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/multi_device_backend.h"
 #include "kernels/search.h"
 #include "kernels_test_support.h"
 #if defined(GW_HAVE_CUDA_BACKEND)
@@ -709,6 +710,36 @@ TEST_CASE("GPU searches ticks that omit the samples it holds", "[gpu][window][ba
   CHECK_THROWS_AS(gpu.search(wrong), Error);
   const SearchBatch& again = ticks.batches[3];
   require_same_daemon_tick(cpu.search(again), gpu.search(omit_held(again, gpu)), again, *ticks.library);
+}
+
+TEST_CASE("GPUs behind one multi-device backend search omitted ticks as the CPU does",
+          "[gpu][window][batches][resident][multi]") {
+  // Two CUDA backends (GPUs 0 and 1 where two are visible, else GPU 0
+  // twice), each holding its own streams' samples.
+  TickBackends backends;
+  if (!backends.gpu) return;
+#if defined(GW_HAVE_CUDA_BACKEND)
+  const int visible = cuda_device_count();
+  std::vector<SearchMember> members;
+  for (int m = 0; m < 2; ++m) {
+    const int device = visible >= 2 ? m : 0;
+    members.push_back({make_cuda_backend(device), "GPU " + std::to_string(device)});
+  }
+  const std::unique_ptr<SearchBackend> multi = make_multi_device_backend(std::move(members));
+  const DaemonTicks& ticks = backends.ticks;
+  multi->set_library(ticks.library);
+  std::size_t omitted_slices = 0;
+  for (std::size_t t = 0; t < ticks.batches.size(); ++t) {
+    INFO("tick " << t);
+    const SearchBatch& full = ticks.batches[t];
+    const SearchBatch sparse = omit_held(full, *multi);
+    for (const StreamSlice& slice : sparse.streams) omitted_slices += slice.omitted > 0 ? 1 : 0;
+    require_same_daemon_tick(backends.cpu->search(full), multi->search(sparse), full, *ticks.library);
+  }
+  CHECK(omitted_slices > 40);
+#else
+  WARN("skipped: the test needs make_cuda_backend (GW_HAVE_CUDA_BACKEND)");
+#endif
 }
 
 TEST_CASE("GPU searches a batch's samples where a stream key earlier sent other values",

@@ -18,6 +18,7 @@
 
 #include "config/config.h"
 #include "common/error.h"
+#include "kernels/multi_device_backend.h"
 #include "kernels/search.h"
 #include "pipeline/cost_model.h"
 #include "sensors/framing.h"
@@ -885,28 +886,44 @@ TEST_CASE("a backend that holds the streams' history gets only new samples, with
   }
 }
 
+namespace {
+
+// The planted chirp on raw channels, 6 wearers, a batch every 3 frames of
+// 10 samples (the shape completes in a batch whose slices omit the samples
+// before it): the alerts as JSON; the counters and the last backend note
+// (empty when none) where asked.
+std::vector<std::string> chirp_wearers_alerts(const gw::config::Config& config,
+                                              std::unique_ptr<gw::kernels::SearchBackend> backend,
+                                              gw::pipeline::EngineCounters* counters = nullptr,
+                                              std::string* note = nullptr) {
+  Engine engine(config, std::move(backend));
+  std::vector<std::vector<float>> data;
+  for (int w = 0; w < 6; ++w) data.push_back(stream_with_plant(900, 40 + w));
+  std::vector<std::string> alerts;
+  const auto now = [] { return 20.0; };
+  for (int t = 0; t < 90; ++t) {
+    for (int w = 0; w < 6; ++w)
+      REQUIRE(engine.on_frame(make_frame(data[w], t * 10, 10, static_cast<std::uint32_t>(t),
+                                         static_cast<std::uint32_t>(w + 1)),
+                              0.1 * t));
+    if (t % 3 == 2) {
+      for (const Alert& a : engine.run_batch(now))
+        alerts.push_back(gw::pipeline::alert_to_json(a).dump());
+      if (std::string taken = engine.take_backend_note(); note != nullptr && !taken.empty())
+        *note = taken;
+    }
+  }
+  if (counters != nullptr) *counters = engine.counters();
+  return alerts;
+}
+
+}  // namespace
+
 TEST_CASE("raw views: a backend that holds the history finds the planted shapes where the CPU does",
           "[engine][resident]") {
-  // The planted chirp on raw channels, 6 wearers, a batch every 3 frames of
-  // 10 samples: the shape completes in a batch whose slices omit the
-  // samples before it.
   Fixture fx;
   const auto run_with = [&](std::unique_ptr<gw::kernels::SearchBackend> backend) {
-    Engine engine(fx.config, std::move(backend));
-    std::vector<std::vector<float>> data;
-    for (int w = 0; w < 6; ++w) data.push_back(stream_with_plant(900, 40 + w));
-    std::vector<std::string> alerts;
-    const auto now = [] { return 20.0; };
-    for (int t = 0; t < 90; ++t) {
-      for (int w = 0; w < 6; ++w)
-        REQUIRE(engine.on_frame(make_frame(data[w], t * 10, 10, static_cast<std::uint32_t>(t),
-                                           static_cast<std::uint32_t>(w + 1)),
-                                0.1 * t));
-      if (t % 3 == 2)
-        for (const Alert& a : engine.run_batch(now))
-          alerts.push_back(gw::pipeline::alert_to_json(a).dump());
-    }
-    return alerts;
+    return chirp_wearers_alerts(fx.config, std::move(backend));
   };
   ResidentHistoryBackend::Tally tally;
   const auto reference = run_with(gw::kernels::make_cpu_backend(2));
@@ -931,6 +948,58 @@ TEST_CASE("a failing resident-history backend fails over with the omitted sample
     const auto alerts = run_shipped_config(
         12, 2, in_flight, std::make_unique<ResidentHistoryBackend>(/*fail_on_call=*/9), &counters);
     CHECK(counters.backend_failovers == 1);
+    require_same_alerts(reference, alerts);
+  }
+}
+
+// Two resident-history backends behind one multi-device backend stand for
+// two GPUs (kernels/multi_device_backend.h); one fails like a lost GPU.
+std::unique_ptr<gw::kernels::SearchBackend> two_devices(int second_fails_on_call,
+                                                         ResidentHistoryBackend::Tally* tally) {
+  std::vector<gw::kernels::SearchMember> members;
+  members.push_back({std::make_unique<ResidentHistoryBackend>(-1, tally), "GPU 0"});
+  members.push_back({std::make_unique<ResidentHistoryBackend>(second_fails_on_call, tally), "GPU 1"});
+  return gw::kernels::make_multi_device_backend(std::move(members));
+}
+
+TEST_CASE("streams split across two devices raise the same alerts, a lost device's move over",
+          "[engine][resident][multi]") {
+  // The planted chirp on 6 wearers: each device holds its own streams'
+  // history. When the second fails in the batch that completes the shapes,
+  // its streams move to the first, that batch is searched again with every
+  // sample, and no alert is lost or doubled; the CPU fallback is not used.
+  Fixture fx;
+  const auto run_with = [&](std::unique_ptr<gw::kernels::SearchBackend> backend,
+                            gw::pipeline::EngineCounters* counters, std::string* note) {
+    note->clear();
+    return chirp_wearers_alerts(fx.config, std::move(backend), counters, note);
+  };
+  gw::pipeline::EngineCounters counters;
+  std::string note;
+  const auto reference = run_with(gw::kernels::make_cpu_backend(2), &counters, &note);
+  REQUIRE(reference.size() == 6);
+  ResidentHistoryBackend::Tally tally;
+  CHECK(run_with(two_devices(-1, &tally), &counters, &note) == reference);
+  CHECK(tally.omitted > 0);
+  CHECK(counters.search_devices_lost == 0);
+  CHECK(note.empty());
+  CHECK(run_with(two_devices(/*second_fails_on_call=*/18, nullptr), &counters, &note) == reference);
+  CHECK(counters.search_devices_lost == 1);
+  CHECK(counters.backend_failovers == 0);
+  CHECK(note.find("GPU 1") != std::string::npos);
+  CHECK(note.find("searching on cuda:resident x1 [GPU 0]") != std::string::npos);
+}
+
+TEST_CASE("the shipped config on two devices, one lost mid-recording: the same alerts",
+          "[engine][resident][multi]") {
+  const auto reference = run_shipped_config(12, 2);
+  for (const int in_flight : {0, 3}) {
+    INFO("frames in flight " << in_flight);
+    gw::pipeline::EngineCounters counters;
+    const auto alerts = run_shipped_config(12, 2, in_flight, two_devices(/*second_fails_on_call=*/9, nullptr),
+                                           &counters);
+    CHECK(counters.search_devices_lost == 1);
+    CHECK(counters.backend_failovers == 0);
     require_same_alerts(reference, alerts);
   }
 }
