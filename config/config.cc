@@ -760,7 +760,7 @@ void read_search(const MapReader& root, SearchConfig& search) {
     const std::optional<std::int64_t> device = parse_integer(node, error);
     const int line = line_of(node) > 0 ? line_of(node) : map.line("devices");
     if (!device || *device < 0 || *device > 1023) {
-      map.issues().add(path, line, device ? "expected a GPU number 0..1023, got " + std::to_string(*device) : error);
+      map.issues().add(path, line, device ? "must be in 0..1023, got " + std::to_string(*device) : error);
       return;
     }
     if (std::find(search.devices.begin(), search.devices.end(), *device) != search.devices.end()) {

@@ -229,8 +229,7 @@ json history_search_job(const json& args, JobContext& job,
   const pipeline::HistoryStore store(deps.config.history.path, /*read_only=*/true);
   std::string note;
   auto backend = kernels::make_backend(config::name(deps.config.search.backend),
-                                       deps.config.search.threads, deps.config.search.devices,
-                                       &note);
+                                       deps.config.search.threads, &note);
   const pipeline::HistorySearchResult result = pipeline::search_history(
       store, pattern, *backend, request,
       [&job](const pipeline::HistoryProgress& p) {

@@ -48,7 +48,7 @@ std::unique_ptr<SearchBackend> make_cuda_on(const std::vector<int>& devices, std
 
 std::unique_ptr<SearchBackend> make_backend(const std::string& kind, int threads,
                                             std::string* note) {
-  return make_backend(kind, threads, {}, note);
+  return make_backend(kind, threads, {0}, note);
 }
 
 std::unique_ptr<SearchBackend> make_backend(const std::string& kind, int threads,

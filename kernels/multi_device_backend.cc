@@ -44,16 +44,39 @@ class MultiDeviceBackend final : public SearchBackend {
       if (m.lost) continue;
       labels += (live++ == 0 ? "" : ", ") + m.label;
     }
-    const Member& first = *std::find_if(members_.begin(), members_.end(),
-                                        [](const Member& m) { return !m.lost; });
-    return first.backend->name() + " x" + std::to_string(live) + " [" + labels + "]";
+    const auto first = std::find_if(members_.begin(), members_.end(),
+                                    [](const Member& m) { return !m.lost; });
+    if (first == members_.end()) return "multi-device search, no device left";
+    return first->backend->name() + " x" + std::to_string(live) + " [" + labels + "]";
   }
 
   void set_library(std::shared_ptr<const PatternLibrary> library) override {
     // Checked once here, so that no member takes a library another rejects.
     if (library) validate_library(*library);
-    for (Member& m : members_)
-      if (!m.lost) m.backend->set_library(library);
+    for (std::size_t m = 0; m < members_.size(); ++m) {
+      if (members_[m].lost) continue;
+      try {
+        members_[m].backend->set_library(library);
+      } catch (...) {
+        // The previous library stays in effect everywhere (the contract).
+        for (std::size_t back = 0; back < m; ++back) {
+          if (members_[back].lost) continue;
+          try {
+            members_[back].backend->set_library(library_);
+          } catch (...) {
+          }
+        }
+        throw;
+      }
+    }
+    library_ = std::move(library);
+    // No member holds any stream's samples now: streams are placed afresh
+    // (keys of views the new library dropped are not kept), and what the
+    // members keep per stream is freed.
+    std::vector<std::uint64_t> keys;
+    keys.reserve(owner_.size());
+    for (const auto& [key, owner] : owner_) keys.push_back(key);
+    forget_streams(keys);
   }
 
   SearchResult search(const SearchBatch& batch) override {
@@ -82,6 +105,7 @@ class MultiDeviceBackend final : public SearchBackend {
   }
 
   void search_into(const SearchBatch& batch, SearchResult& result) override {
+    if (least_loaded() == members_.size()) throw Error("multi-device search: no device left");
     // Which member searches each slice, and where it sits in that member's part.
     slice_member_.resize(batch.streams.size());
     slice_local_.resize(batch.streams.size());
@@ -302,14 +326,16 @@ class MultiDeviceBackend final : public SearchBackend {
     std::size_t live = 0;
     for (const Member& m : members_) live += m.lost ? 0 : 1;
     throw SearchDeviceLost("search device lost: " + what + "; its " + std::to_string(moved) +
-                           " streams moved to the " + std::to_string(live) +
-                           " device(s) left; the batch is searched again");
+                               " streams moved to the " + std::to_string(live) +
+                               " device(s) left; the batch is searched again",
+                           failed.size());
   }
 
   // Slices per range of the copies on the pool: a W1 wearer's slices are a
   // few kB each.
   static constexpr std::size_t kSlicesPerRange = 256;
   std::vector<Member> members_;
+  std::shared_ptr<const PatternLibrary> library_;  // what every member has
   WorkerPool copy_pool_;
   std::unordered_map<std::uint64_t, Owner> owner_;
   std::vector<std::uint32_t> slice_member_, slice_local_;

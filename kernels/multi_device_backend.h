@@ -10,10 +10,12 @@
 //
 // A member whose search throws is lost for good: it is retired, the streams it
 // owned move to the members left (which hold nothing of them yet, so their
-// next slices travel whole; a streaming-mode pattern's state restarts for
-// them, as after a gap), and search_into() throws SearchDeviceLost: the
+// next slices travel whole), and search_into() throws SearchDeviceLost: the
 // caller searches the same batch again with every sample present
-// (StreamSlice::omitted = 0 everywhere). When the last member is lost, its own
+// (StreamSlice::omitted = 0 everywhere). That search repeats window ends the
+// GPUs left had searched already, so a streaming-mode pattern's state
+// restarts at the batch for every stream (as after a gap); window mode keeps
+// no state and loses nothing. When the last member is lost, its own
 // error is rethrown instead, for the caller's fallback (the engine switches to
 // the CPU backend).
 //
@@ -21,6 +23,7 @@
 // nothing staged ahead).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,7 +37,13 @@ namespace gw::kernels {
 // not searched and must be searched again with no samples omitted.
 class SearchDeviceLost : public Error {
  public:
-  using Error::Error;
+  SearchDeviceLost(const std::string& message, std::size_t devices)
+      : Error(message), devices_(devices) {}
+  // The devices retired by the search that threw.
+  std::size_t devices() const { return devices_; }
+
+ private:
+  std::size_t devices_;
 };
 
 struct SearchMember {

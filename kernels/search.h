@@ -218,7 +218,8 @@ std::unique_ptr<SearchBackend> make_cpu_backend(int threads, PruningOptions prun
 // not visible. The CPU backend ignores it.
 std::unique_ptr<SearchBackend> make_backend(const std::string& kind, int threads,
                                             const std::vector<int>& devices, std::string* note);
-// The same on every visible GPU.
+// The same on the first visible GPU only (one-off searches: `gaitwatch
+// search`, history searches).
 std::unique_ptr<SearchBackend> make_backend(const std::string& kind, int threads, std::string* note);
 
 }  // namespace gw::kernels

@@ -175,8 +175,9 @@ void Engine::compile_agreement_rules() {
 void Engine::compile_kind_groups() {
   const std::size_t count = library_.patterns.size();
   std::map<std::string, std::vector<std::size_t>> publishing_of_kind;
+  // "other" (the default) says nothing about the event: never merged.
   for (std::size_t p = 0; p < count; ++p)
-    if (library_.patterns[p].config.publish)
+    if (library_.patterns[p].config.publish && library_.patterns[p].config.kind != "other")
       publishing_of_kind[library_.patterns[p].config.kind].push_back(p);
   kind_group_.assign(count, -1);
   kind_group_count_ = 0;
@@ -196,6 +197,7 @@ bool Engine::merged_into_kind(Stream& stream, std::size_t p, const Alert& alert)
   // different patterns' alerts of one event.
   if (last.cooldown >= 0 && last.pattern != p && std::llabs(alert.end_index - last.end) <= last.cooldown) {
     ++counters_.merged_alerts;
+    if (alert.window) refund_window_bytes(pattern_channels_[p].window_bytes);
     if (p < stream.open_episodes.size()) {
       auto& open = stream.open_episodes[p];
       open.erase(std::remove_if(open.begin(), open.end(),
@@ -204,8 +206,12 @@ bool Engine::merged_into_kind(Stream& stream, std::size_t p, const Alert& alert)
     }
     return true;
   }
-  const double cooldown_s = library_.patterns[p].config.cooldown_s;
-  last = {alert.end_index, static_cast<std::int64_t>(std::llround(cooldown_s * stream.sample_rate_hz)), p};
+  // An alert decided late (held for its views) that ended before the last
+  // one leaves the last one in place.
+  if (last.cooldown < 0 || alert.end_index >= last.end) {
+    const double cooldown_s = library_.patterns[p].config.cooldown_s;
+    last = {alert.end_index, static_cast<std::int64_t>(std::llround(cooldown_s * stream.sample_rate_hz)), p};
+  }
   return false;
 }
 
@@ -992,6 +998,8 @@ bool Engine::end_search(const std::function<double()>& now) {
         search_.get();
       } catch (const kernels::SearchDeviceLost& lost) {
         search_again_without(lost);
+        flight.search_end_s = now();
+        flight.search_ended = std::chrono::steady_clock::now();
       }
     } catch (const std::exception& e) {
       try {
@@ -1230,8 +1238,9 @@ void Engine::search_again_without(const kernels::SearchDeviceLost& lost) {
   // The devices left search the batch again; one more lost device goes the
   // same way, the last one's error to the CPU fallback (the caller).
   std::string note = lost.what();
+  std::size_t devices = lost.devices();
   for (;;) {
-    ++counters_.search_devices_lost;
+    counters_.search_devices_lost += devices;
     backend_name_ = backend_->name();
     backend_note_ = note + "; searching on " + backend_name_;
     // The streams moved hold nothing on their new device: every sample
@@ -1242,6 +1251,7 @@ void Engine::search_again_without(const kernels::SearchDeviceLost& lost) {
       return;
     } catch (const kernels::SearchDeviceLost& again) {
       note = again.what();
+      devices = again.devices();
     }
   }
 }

@@ -542,7 +542,7 @@ class Engine {
   };
   std::vector<AgreementRule> agreement_rules_;
   // Per pattern: its kind's group when two or more publishing patterns share
-  // the kind, else -1 (its alerts are never merged).
+  // the kind (not "other"), else -1 (its alerts are never merged).
   std::vector<int> kind_group_;
   std::size_t kind_group_count_ = 0;
   void compile_kind_groups();

@@ -443,7 +443,7 @@ TEST_CASE("search.devices lists distinct GPUs, absent means every visible one", 
   const Config config = parse_config(yaml({"search:", "  devices: [1, 0, 3]"}), "s.yaml", "/base");
   CHECK(config.search.devices == std::vector<int>{1, 0, 3});
   require_single_issue(issues_of(yaml({"search:", "  devices: [0, -1]"})), "search.devices[1]", 2,
-                       "expected a GPU number 0..1023, got -1");
+                       "must be in 0..1023, got -1");
   require_single_issue(issues_of(yaml({"search:", "  devices: [0, 1, 0]"})), "search.devices[2]", 2,
                        "GPU 0 is listed twice");
   require_single_issue(issues_of(yaml({"search:", "  devices: [first]"})), "search.devices[0]", 2,

@@ -1266,9 +1266,14 @@ TEST_CASE("alerts of one kind on one stream are merged within the first alert's 
   auto both_publish = fx.config;
   both_publish.patterns[0].agree = {};
   both_publish.patterns[1].publish = true;
-  both_publish.patterns[1].kind = both_publish.patterns[0].kind;
+  both_publish.patterns[0].kind = "fall";
+  both_publish.patterns[1].kind = "fall";
   auto other_kinds = both_publish;
   other_kinds.patterns[1].kind = "stumble";
+  // "other" (the default kind) says nothing about the event: never merged.
+  auto both_other = both_publish;
+  both_other.patterns[0].kind = "other";
+  both_other.patterns[1].kind = "other";
   REQUIRE(both_publish.patterns[0].cooldown_s == 1);  // 100 samples
   const auto run = [](const gw::config::Config& cfg, const std::vector<float>& v) {
     Engine engine(cfg, gw::kernels::make_cpu_backend(2));
@@ -1290,6 +1295,7 @@ TEST_CASE("alerts of one kind on one stream are merged within the first alert's 
     const auto [separate, separate_ends, separate_merged] = run(other_kinds, v);
     REQUIRE(separate.size() == 2);
     CHECK(separate_merged == 0);
+    CHECK(std::get<0>(run(both_other, v)).size() == 2);
     const auto [merged, merged_ends, merged_count] = run(both_publish, v);
     if (offset < 100) {
       REQUIRE(merged.size() == 1);
@@ -1304,6 +1310,28 @@ TEST_CASE("alerts of one kind on one stream are merged within the first alert's 
       CHECK(merged_ends.size() == separate_ends.size());
     }
   }
+}
+
+TEST_CASE("an alert held for agreement is merged into its kind's alert decided meanwhile",
+          "[engine][merge][agree]") {
+  // The chirp waits for the bump view (60 samples later); a copy of it that
+  // needs no agreement alerts at once on the same window. One alert, the
+  // copy's; the held one is merged when its agreement comes.
+  AgreementFixture fx;
+  auto cfg = fx.config;
+  cfg.patterns[0].kind = "fall";
+  gw::config::PatternConfig direct = cfg.patterns[0];
+  direct.name = "chirp_direct";
+  direct.agree = {};
+  cfg.patterns.push_back(direct);
+  const AgreementRun run = run_agreement(cfg, stream_with_views(60, 15), 10, 1);
+  REQUIRE(run.alerts.size() == 1);
+  CHECK(run.alerts[0].pattern == "chirp_direct");
+  CHECK(run.unagreed == 0);
+  // Without the copy the held chirp alerts: the merge, not a lost agreement.
+  const AgreementRun alone = run_agreement(fx.config, stream_with_views(60, 15), 10, 1);
+  REQUIRE(alone.alerts.size() == 1);
+  CHECK(alone.alerts[0].pattern == "chirp");
 }
 
 TEST_CASE("agree: alerts do not depend on frame size or batch size", "[engine][agree]") {
