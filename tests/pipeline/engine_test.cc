@@ -953,12 +953,17 @@ TEST_CASE("a failing resident-history backend fails over with the omitted sample
 }
 
 // Two resident-history backends behind one multi-device backend stand for
-// two GPUs (kernels/multi_device_backend.h); one fails like a lost GPU.
+// two GPUs (kernels/multi_device_backend.h); the second fails like a lost GPU
+// on its chosen call. Each counts into its own tally (`tallies`: two, or
+// null), since members search at once.
 std::unique_ptr<gw::kernels::SearchBackend> two_devices(int second_fails_on_call,
-                                                         ResidentHistoryBackend::Tally* tally) {
+                                                         ResidentHistoryBackend::Tally* tallies) {
   std::vector<gw::kernels::SearchMember> members;
-  members.push_back({std::make_unique<ResidentHistoryBackend>(-1, tally), "GPU 0"});
-  members.push_back({std::make_unique<ResidentHistoryBackend>(second_fails_on_call, tally), "GPU 1"});
+  members.push_back(
+      {std::make_unique<ResidentHistoryBackend>(-1, tallies ? &tallies[0] : nullptr), "GPU 0"});
+  members.push_back({std::make_unique<ResidentHistoryBackend>(second_fails_on_call,
+                                                              tallies ? &tallies[1] : nullptr),
+                     "GPU 1"});
   return gw::kernels::make_multi_device_backend(std::move(members));
 }
 
@@ -978,9 +983,10 @@ TEST_CASE("streams split across two devices raise the same alerts, a lost device
   std::string note;
   const auto reference = run_with(gw::kernels::make_cpu_backend(2), &counters, &note);
   REQUIRE(reference.size() == 6);
-  ResidentHistoryBackend::Tally tally;
-  CHECK(run_with(two_devices(-1, &tally), &counters, &note) == reference);
-  CHECK(tally.omitted > 0);
+  ResidentHistoryBackend::Tally tallies[2];
+  CHECK(run_with(two_devices(-1, tallies), &counters, &note) == reference);
+  CHECK(tallies[0].omitted > 0);
+  CHECK(tallies[1].omitted > 0);
   CHECK(counters.search_devices_lost == 0);
   CHECK(note.empty());
   CHECK(run_with(two_devices(/*second_fails_on_call=*/18, nullptr), &counters, &note) == reference);
