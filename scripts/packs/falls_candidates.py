@@ -50,7 +50,7 @@ open(cfgp, 'w').write(base + 'patterns: []\n')
 rate = 100
 m = int(round((a.before + a.after) * rate))
 def cut(f, name, start, m, lead_in, prefix):
-    t = os.path.join(tdir, f'{prefix}_{name}_{start}.csv')
+    t = os.path.join(tdir, f'{prefix}_{name}_{start}_{m}.csv')
     if not os.path.exists(t):
         subprocess.run([G, 'pattern', 'cut', '--config', cfgp, '--device', 'accelerometer', '--file', f,
                         '--start', str(start), '--end', str(start + m), '--lead-in', str(lead_in), '--out', t],

@@ -276,19 +276,25 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(fall.examples.size() == 15 + 34);
   CHECK(fall.examples.at(0).template_file ==
         normal(fs::absolute(kConfigDir + "/patterns/falls/positive_F01_SA01_R01_612.csv")));
-  // The low-impact fall: the same positives, the lying-down negatives only,
-  // and two views that must agree; an alert of both is merged into one.
+  // The low-impact fall: the same positives, no negatives, and two views
+  // that must agree (the body stays lying, it turned fast); an alert of
+  // both is merged into one.
   const gw::config::PatternConfig& low = config.patterns[2];
   CHECK(low.name == "fall_low_impact");
   CHECK(low.kind == "fall");
   CHECK(low.severity == "critical");
-  CHECK(low.examples.size() == 15 + 3);
+  CHECK(low.examples.size() == 15);
+  CHECK(low.agree.within_s == 6);
   CHECK(low.agree.with == std::vector<std::string>{"fall_view_lying", "fall_view_tilt_rate"});
   for (std::size_t v = 3; v < 5; ++v) {
     INFO(config.patterns[v].name);
     CHECK_FALSE(config.patterns[v].publish);
     CHECK(config.patterns[v].examples.size() == 15);
   }
+  // The lying view spans 5 s: lying down on a bed and sitting up again
+  // within a few seconds is not a fall.
+  CHECK(config.patterns[3].name == "fall_view_lying");
+  CHECK(config.patterns[3].length == 500);
 
   // Relative storage path: next to the config file.
   CHECK(config.storage.path == normal(fs::absolute(kConfigDir + "/gaitwatch-demo.db")));
