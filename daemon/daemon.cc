@@ -25,6 +25,7 @@
 #include "bridges/mqtt_bridge.h"
 #include "bridges/webhook.h"
 #include "common/thread_name.h"
+#include "common/worker_pool.h"
 #include "config/config.h"
 #include "config/reload_rules.h"
 #include "daemon/commands.h"
@@ -115,9 +116,17 @@ class TableJobs {
     }
   }
 
-  void on_frame(const ReceivedFrame& received) {
-    if (recorder_)
-      recorder_->on_frame(received.frame, received.zone, received.arrival_s, &received.slot_inputs);
+  // The slot recorder's share of the frames the engine accepted
+  // (accepted[i] for frames[i]), spread over `pool` when one is given.
+  void on_frames(const std::vector<ReceivedFrame>& frames, const std::vector<char>& accepted,
+                 WorkerPool* pool) {
+    if (!recorder_) return;
+    slot_frames_.clear();
+    for (std::size_t i = 0; i < frames.size(); ++i)
+      if (accepted[i])
+        slot_frames_.push_back({&frames[i].frame, frames[i].zone, frames[i].arrival_s,
+                                &frames[i].slot_inputs});
+    recorder_->on_frames(slot_frames_, pool);
   }
 
   // Records the complete wearer-seconds (all of them when `final`) and, once
@@ -195,6 +204,7 @@ class TableJobs {
   std::unique_ptr<pipeline::AlertDeduplicator> dedup_;
   std::unique_ptr<pipeline::SlotIndex> slots_;
   std::optional<pipeline::SlotRecorder> recorder_;
+  std::vector<pipeline::SlotRecorder::FrameInput> slot_frames_;  // on_frames' scratch
   double next_expiry_s_ = 0;
   std::uint64_t table_failures_ = 0;
 };
@@ -691,6 +701,7 @@ class Daemon {
       int matched_dims, pattern_dims;
     };
     std::vector<LoggedAlert> logged_alerts;
+    std::vector<pipeline::Event> episode_events;
     // The search in flight (if any) ends; its batch then waits for its
     // phase 2 (detect_and_send).
     auto end_search = [&] {
@@ -745,8 +756,22 @@ class Daemon {
       if (wearers_) wearers_->name_alerts(alerts);
       p.sink.submit_all(alerts);
       // After the alerts, so that the store finds an episode's first alert.
-      for (const pipeline::EpisodeEnd& end : p.engine.take_episode_ends())
-        p.sink.submit_event(pipeline::episode_ended_event(end, unix_now()));
+      // An alert storm ends thousands of episodes a second: their events are
+      // made on the engine's pool when it is spare.
+      const std::vector<pipeline::EpisodeEnd> ends = p.engine.take_episode_ends();
+      episode_events.resize(ends.size());
+      const double ended_at = unix_now();
+      const auto make_events = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i)
+          episode_events[i] = pipeline::episode_ended_event(ends[i], ended_at);
+      };
+      constexpr std::size_t kEventsPerChunk = 64;
+      if (WorkerPool* pool = p.engine.spare_host_pool(); pool && ends.size() > kEventsPerChunk)
+        pool->for_ranges(ends.size(), kEventsPerChunk, make_events);
+      else
+        make_events(0, ends.size());
+      for (pipeline::Event& event : episode_events) p.sink.submit_event(std::move(event));
+      episode_events.clear();
       if (gait_) submit_gait(p.sink, final);
       const auto submitted = Clock::now();
       pipeline_seconds_.alerts_out += seconds_between(batch_end, submitted);
@@ -801,9 +826,9 @@ class Daemon {
         arrived_refs.push_back({&f.frame, f.arrival_s});
       }
       p.engine.on_frames(arrived_refs, accepted);
+      p.jobs.on_frames(frames, accepted, p.engine.spare_host_pool());
       for (std::size_t i = 0; i < frames.size(); ++i) {
         if (!accepted[i]) continue;
-        p.jobs.on_frame(frames[i]);
         if (wearers_) wearers_->on_frame(frames[i].frame, frames[i].arrival_s);
         // The hotspots read the loads before the gait thread takes them over.
         if (hotspots_ && !frames[i].region_pressures.empty()) {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/worker_pool.h"
 
 namespace gw::pipeline {
 
@@ -90,33 +91,88 @@ SlotRecorder::SlotRecorder(const SlotRecorderOptions& options,
   }
 }
 
-void SlotRecorder::on_frame(const sensors::Frame& frame, int zone, double arrival_s,
-                            const SlotSampleInputs* inputs) {
+const SlotRecorder::Source* SlotRecorder::admit(const sensors::Frame& frame) {
   const auto source_it = sources_.find(frame.device_id);
-  if (source_it == sources_.end()) return;
-  const SlotSources& source = source_it->second.sources;
+  if (source_it == sources_.end()) return nullptr;
   counters_.samples += frame.samples;
   if (frame.wearer_id > kMaxSlotWearer || source_it->second.highest_channel >= frame.channels) {
     counters_.out_of_range_samples += frame.samples;
+    return nullptr;
+  }
+  return &source_it->second;
+}
+
+void SlotRecorder::on_frame(const sensors::Frame& frame, int zone, double arrival_s,
+                            const SlotSampleInputs* inputs) {
+  const Source* source = admit(frame);
+  if (!source) return;
+  record_frame(wearers_[frame.wearer_id], *source, frame, zone, arrival_s, inputs, counters_,
+               scratch_);
+}
+
+void SlotRecorder::on_frames(const std::vector<FrameInput>& frames, WorkerPool* pool) {
+  // Below this, handing the frames to the workers costs more than it saves.
+  constexpr std::size_t kFramesForPool = 64;
+  if (pool == nullptr || pool->size() == 1 || frames.size() < kFramesForPool) {
+    for (const FrameInput& f : frames) on_frame(*f.frame, f.zone, f.arrival_s, f.inputs);
     return;
   }
+  // In order on this thread: sources, counts and new wearers (map inserts).
+  struct Target {
+    WearerState* wearer;
+    const Source* source;
+  };
+  std::vector<Target> targets(frames.size(), Target{nullptr, nullptr});
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    const sensors::Frame& frame = *frames[i].frame;
+    if (const Source* source = admit(frame)) targets[i] = {&wearers_[frame.wearer_id], source};
+  }
+  // A wearer belongs to one bucket, so its state is touched by one worker
+  // and its frames keep their order; more buckets than workers even out
+  // wearers of unequal cost.
+  const std::size_t buckets = static_cast<std::size_t>(pool->size()) * 4;
+  std::vector<std::vector<std::size_t>> by_bucket(buckets);
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    if (targets[i].wearer) by_bucket[frames[i].frame->wearer_id % buckets].push_back(i);
+  std::vector<SlotRecorderCounters> counts(static_cast<std::size_t>(pool->size()));
+  std::vector<SlotSampleInputs> scratch(static_cast<std::size_t>(pool->size()));
+  pool->for_ranges(buckets, 1, [&](std::size_t begin, std::size_t end, int worker) {
+    const auto w = static_cast<std::size_t>(worker);
+    for (std::size_t b = begin; b < end; ++b)
+      for (std::size_t i : by_bucket[b]) {
+        const FrameInput& f = frames[i];
+        record_frame(*targets[i].wearer, *targets[i].source, *f.frame, f.zone, f.arrival_s,
+                     f.inputs, counts[w], scratch[w]);
+      }
+  });
+  for (const SlotRecorderCounters& c : counts) {
+    counters_.late_samples += c.late_samples;
+    counters_.out_of_range_samples += c.out_of_range_samples;
+    counters_.anchors += c.anchors;
+  }
+}
+
+void SlotRecorder::record_frame(WearerState& wearer, const Source& source_entry,
+                                const sensors::Frame& frame, int zone, double arrival_s,
+                                const SlotSampleInputs* inputs, SlotRecorderCounters& counters,
+                                SlotSampleInputs& scratch) {
+  const SlotSources& source = source_entry.sources;
   const std::size_t per_sample = inputs_per_sample(source);
   if (inputs == nullptr || inputs->values.size() != frame.samples * per_sample) {
-    reduce_slot_inputs(source, frame, scratch_);
-    inputs = &scratch_;
-    if (scratch_.values.size() != frame.samples * per_sample) {  // fewer values than it says
-      counters_.out_of_range_samples += frame.samples;
+    reduce_slot_inputs(source, frame, scratch);
+    inputs = &scratch;
+    if (scratch.values.size() != frame.samples * per_sample) {  // fewer values than it says
+      counters.out_of_range_samples += frame.samples;
       return;
     }
   }
-  WearerState& wearer = wearers_[frame.wearer_id];
   StreamClockState& clock = wearer.streams[frame.device_id];
   // Division, not * 1e-6: exact for whole seconds.
   const double first_s = static_cast<double>(frame.device_time_us) / 1e6;
   if (options_.clock == SlotClock::kAnchored && (!clock.anchored || first_s < clock.last_device_s)) {
     clock.anchor_s = std::llround(arrival_s - first_s);
     clock.anchored = true;
-    ++counters_.anchors;
+    ++counters.anchors;
   }
   clock.last_arrival_s = arrival_s;
 
@@ -134,12 +190,12 @@ void SlotRecorder::on_frame(const sensors::Frame& frame, int zone, double arriva
     const std::int64_t second =
         static_cast<std::int64_t>(floor_t) + (options_.clock == SlotClock::kAnchored ? clock.anchor_s : 0);
     if (!std::isfinite(floor_t) || second < 0 || second > kMaxSlotSecond) {
-      ++counters_.out_of_range_samples;
+      ++counters.out_of_range_samples;
       continue;
     }
     clock.newest_second = std::max(clock.newest_second, second);
     if (wearer.any_returned && second <= wearer.returned_through) {
-      ++counters_.late_samples;
+      ++counters.late_samples;
       continue;
     }
     if (samples == nullptr || second != current_second) {

@@ -43,6 +43,10 @@
 #include "jobs/slot_index.h"
 #include "sensors/frame.h"
 
+namespace gw {
+class WorkerPool;
+}  // namespace gw
+
 namespace gw::pipeline {
 
 // What one device profile contributes to its wearer's seconds. Channel
@@ -121,6 +125,21 @@ class SlotRecorder {
   void on_frame(const sensors::Frame& frame, int zone, double arrival_s,
                 const SlotSampleInputs* inputs = nullptr);
 
+  // What on_frame() takes, for on_frames().
+  struct FrameInput {
+    const sensors::Frame* frame = nullptr;
+    int zone = 0;
+    double arrival_s = 0;
+    const SlotSampleInputs* inputs = nullptr;
+  };
+  // on_frame() of every frame, in order per wearer: the same entries and
+  // counters as calling it for each in turn. With a `pool` of more than one
+  // worker, the wearers are spread over its workers (one wearer's frames
+  // stay in order on one worker), so that the per-sample work of a large
+  // bunch does not run on the caller alone. Call from one thread at a time;
+  // `pool` must not be running anything else.
+  void on_frames(const std::vector<FrameInput>& frames, WorkerPool* pool);
+
   // The wearer-seconds complete at wall time `now_s` (see above), ordered by
   // wearer, then second. A caller that lags behind its input passes the
   // arrival time of the newest frame it handed over instead of the wall
@@ -161,6 +180,18 @@ class SlotRecorder {
     std::int64_t returned_through = 0;
     std::map<std::uint16_t, StreamClockState> streams;
   };
+
+  struct Source;
+  // The samples of one frame into its wearer's state: on_frame() after the
+  // source and wearer are known. Counts into `counters`; `scratch` holds the
+  // frame's reduced inputs when none are given.
+  void record_frame(WearerState& wearer, const Source& source, const sensors::Frame& frame,
+                    int zone, double arrival_s, const SlotSampleInputs* inputs,
+                    SlotRecorderCounters& counters, SlotSampleInputs& scratch);
+  // The source of a frame's device, or nullptr when it has none; counts the
+  // frame's samples (and those a wearer or channel count out of range makes
+  // unusable, returning nullptr then).
+  const Source* admit(const sensors::Frame& frame);
 
   SlotEntry finish(std::uint32_t wearer, std::int64_t second, const PendingSecond& pending) const;
   bool complete(const WearerState& wearer, std::int64_t second, const PendingSecond& pending,

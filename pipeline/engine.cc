@@ -394,8 +394,7 @@ void Engine::on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char
   // Below this, waking the pool costs more than the appends.
   // While the CPU backend searches, its own pool has the cores.
   constexpr std::size_t kFramesForPool = 32;
-  const bool cpu_search_running = searching_.active && backend_name_.rfind("cpu", 0) == 0;
-  if (frames.size() < kFramesForPool || host_pool_->size() == 1 || cpu_search_running) {
+  if (frames.size() < kFramesForPool || spare_host_pool() == nullptr) {
     for (std::size_t i = 0; i < frames.size(); ++i)
       accepted[i] = on_frame(*frames[i].frame, frames[i].arrival_s);
     return;
@@ -431,6 +430,12 @@ void Engine::on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char
   for (std::size_t i = 0; i < frames.size(); ++i)
     if (frame_streams_[i])
       accepted[i] = count_verdict(*frames[i].frame, frame_verdicts_[i], frames[i].arrival_s);
+}
+
+WorkerPool* Engine::spare_host_pool() {
+  const bool cpu_search_running = searching_.active && backend_name_.rfind("cpu", 0) == 0;
+  if (host_pool_->size() == 1 || cpu_search_running) return nullptr;
+  return host_pool_.get();
 }
 
 std::vector<StreamClock> Engine::stream_clocks() const {

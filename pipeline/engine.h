@@ -171,6 +171,14 @@ class Engine {
   };
   void on_frames(const std::vector<ArrivedFrame>& frames, std::vector<char>& accepted);
 
+  // The engine's host pool, lent to the caller's own per-frame or per-alert
+  // work between engine calls (on the thread that makes them, as on_frames
+  // uses it), or nullptr when the engine would do such work on the calling
+  // thread now: a pool of one worker, or the CPU backend's search running
+  // (its own pool has the cores). The work must be done before the next
+  // engine call.
+  WorkerPool* spare_host_pool();
+
   // Called from on_frame() for every frame accepted into its stream, with
   // the stream's verdict (the raw-stream history records through it). Runs
   // on the engine's thread; must not block for long. Empty = none.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/worker_pool.h"
 
 namespace gw::pipeline {
 namespace {
@@ -351,6 +352,94 @@ TEST_CASE("a frame of many samples, or its inputs reduced beforehand, records wh
   check_entry(second2, expected(3, 2, /*zone=*/1, xyz, left, right));
   CHECK(whole.counters().samples == 300);
   CHECK(single.counters().samples == 300);
+}
+
+TEST_CASE("frames spread over a pool record what they record one at a time",
+          "[slot_recorder]") {
+  // Many wearers with two devices each (an accelerometer, an insole pair),
+  // a device restart (anchored clocks anchor again), samples for seconds
+  // already returned (device clocks), frames of a device without sources and
+  // of a wearer the key cannot hold: on_frames over four workers gives what
+  // on_frame of each frame in turn gives, entry for entry and counter for
+  // counter, with either clock.
+  SlotSources accel = accel_xyz();
+  SlotSources feet;
+  feet.left_load = {0, 1};
+  feet.right_load = {2, 3};
+  const SlotClock clock = GENERATE(SlotClock::kAnchored, SlotClock::kDevice);
+  SlotRecorderOptions options;
+  options.clock = clock;
+  const std::map<std::uint16_t, SlotSources> sources{{1, accel}, {2, feet}};
+  SlotRecorder serial(options, sources);
+  SlotRecorder spread(options, sources);
+  WorkerPool pool(4, "gw-test-pool");
+
+  std::vector<sensors::Frame> frames;
+  std::vector<int> zones;
+  std::vector<double> arrivals;
+  constexpr std::uint32_t kWearers = 40;
+  for (int k = 0; k < 25; ++k)
+    for (std::uint32_t w = 1; w <= kWearers; ++w) {
+      // Wearer 7 restarts its accelerometer at k = 12 (its clock goes back).
+      const double t0 = (w == 7 && k >= 12 ? 100.0 : 1000.0 + w) + 0.2 * (k % 12 + (k >= 12 ? 12 : 0));
+      frames.push_back(frame(w, 1, t0 + 0.004 * w, 10, 3, body));
+      frames.push_back(frame(w, 2, t0 + 0.002, 10, 4, [](double t, int c) {
+        return static_cast<float>(200 + 30 * c + 50 * std::sin(3 * t));
+      }));
+      zones.push_back(static_cast<int>((w + k / 5) % 4));
+      zones.push_back(static_cast<int>((w + k / 5) % 4));
+      arrivals.push_back(5000.0 + 0.2 * k);
+      arrivals.push_back(5000.0 + 0.2 * k + 0.01);
+    }
+  // A device without sources, a wearer past the key, a frame short of channels.
+  frames.push_back(frame(3, 9, 1010.0, 10, 3, body));
+  frames.push_back(frame(kMaxSlotWearer + 1, 1, 1010.0, 10, 3, body));
+  frames.push_back(frame(4, 2, 1010.0, 10, 2, body));
+  for (int i = 0; i < 3; ++i) {
+    zones.push_back(0);
+    arrivals.push_back(5010.0);
+  }
+
+  // Two bunches, with seconds taken in between, so that the second bunch's
+  // early samples are late for some wearers.
+  const std::size_t half = frames.size() / 2;
+  auto feed = [&](std::size_t begin, std::size_t end) {
+    std::vector<SlotRecorder::FrameInput> inputs;
+    for (std::size_t i = begin; i < end; ++i) {
+      serial.on_frame(frames[i], zones[i], arrivals[i]);
+      inputs.push_back({&frames[i], zones[i], arrivals[i], nullptr});
+    }
+    spread.on_frames(inputs, &pool);
+  };
+  auto same = [](const std::vector<SlotEntry>& got, const std::vector<SlotEntry>& want) {
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO("entry " << i << " wearer " << want[i].wearer << " second " << want[i].second);
+      check_entry(got[i], want[i]);
+    }
+  };
+  feed(0, half);
+  const std::vector<SlotEntry> first = serial.take_complete(5003.0);
+  CHECK_FALSE(first.empty());
+  same(spread.take_complete(5003.0), first);
+  // Late samples: frames of seconds already returned, again for every wearer.
+  for (std::uint32_t w = 1; w <= kWearers; ++w) {
+    frames.push_back(frame(w, 1, 1000.0 + w, 10, 3, body));
+    zones.push_back(0);
+    arrivals.push_back(5006.0);
+  }
+  feed(half, frames.size());
+  same(spread.take_all(), serial.take_all());
+  const SlotRecorderCounters& a = serial.counters();
+  const SlotRecorderCounters& b = spread.counters();
+  if (clock == SlotClock::kDevice) CHECK(a.late_samples > 0);
+  if (clock == SlotClock::kAnchored) CHECK(a.anchors > kWearers * 2);  // the restart anchors again
+  CHECK(a.out_of_range_samples == 20);
+  CHECK(b.samples == a.samples);
+  CHECK(b.seconds == a.seconds);
+  CHECK(b.late_samples == a.late_samples);
+  CHECK(b.out_of_range_samples == a.out_of_range_samples);
+  CHECK(b.anchors == a.anchors);
 }
 
 }  // namespace

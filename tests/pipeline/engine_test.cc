@@ -18,6 +18,7 @@
 
 #include "config/config.h"
 #include "common/error.h"
+#include "common/worker_pool.h"
 #include "kernels/multi_device_backend.h"
 #include "kernels/search.h"
 #include "pipeline/cost_model.h"
@@ -1371,4 +1372,42 @@ TEST_CASE("agree: an alert held for a later view counts its latency from the vie
   REQUIRE(run.alerts.size() == 1);
   const double chirp_arrival = static_cast<double>(run.alerts[0].end_index) * 0.01;
   CHECK(run.alerts[0].latency_ms < (100.0 - chirp_arrival) * 1000.0 - 500.0);
+}
+
+TEST_CASE("the engine lends its host pool only while the pool is spare", "[engine][pool]") {
+  const auto now = [] { return 1.0; };
+  const auto frames = daphnet_wearer_frames(3);
+  // Enough samples for windows past the freeze index's lead-in.
+  const auto feed = [&](Engine& engine) {
+    for (std::size_t f = 0; f < 60; ++f)
+      for (const auto& wearer_frames : frames) REQUIRE(engine.on_frame(wearer_frames[f], 0.5));
+  };
+  // One worker: nothing to lend.
+  {
+    double clock = 0;
+    Engine engine(shipped_config(1), std::make_unique<SimulatedBackend>(&clock, 0, 0));
+    CHECK(engine.spare_host_pool() == nullptr);
+  }
+  // A GPU backend's search leaves the pool to the caller, before and during it.
+  {
+    double clock = 0;
+    Engine engine(shipped_config(4), std::make_unique<SimulatedBackend>(&clock, 0, 0));
+    gw::WorkerPool* pool = engine.spare_host_pool();
+    REQUIRE(pool != nullptr);
+    CHECK(pool->size() == 4);
+    feed(engine);
+    REQUIRE(engine.start_batch(now));
+    CHECK(engine.spare_host_pool() == pool);
+    engine.finish_batch(now);
+  }
+  // The CPU backend's search has the cores: nothing is lent while it runs.
+  {
+    Engine engine(shipped_config(4), gw::kernels::make_cpu_backend(2));
+    CHECK(engine.spare_host_pool() != nullptr);
+    feed(engine);
+    REQUIRE(engine.start_batch(now));
+    CHECK(engine.spare_host_pool() == nullptr);
+    engine.finish_batch(now);
+    CHECK(engine.spare_host_pool() != nullptr);
+  }
 }
