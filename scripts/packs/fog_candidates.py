@@ -25,6 +25,13 @@ ap.add_argument('--pos-offset', type=float, default=1.0)
 # per-wearer normalisation, e.g. '{learn_s: 120, statistic: median, scale: none}'; the
 # examples' baselines are learned by gaitwatch from each recording's first learn_s seconds
 ap.add_argument('--normalise', default='')
+# Views that must agree (docs/detection.md §7): --view 'NAME:key=value;...' adds a pattern with
+# publish: false, its examples the windows of the pattern's examples (and negatives, unless
+# negatives=0) ending where they end; keys: channels (all|ankle|thigh|trunk|a,b,..), transforms,
+# length, threshold, min_dims, znorm, negatives, hysteresis. The pattern then alerts only when
+# every view detects within --within seconds of it.
+ap.add_argument('--view', action='append', default=[])
+ap.add_argument('--within', type=float, default=2)
 a = ap.parse_args()
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 base = open(f'{root}/config/gaitwatch.yaml').read()
@@ -74,5 +81,27 @@ for p in neg: out.append(f'      - {{file: {p[0]}, format: daphnet, start: {p[1]
 for d in a.extra_neg:
     for fn in sorted(os.listdir(d)):
         out.append(f'      - {{template: {os.path.relpath(os.path.join(d, fn), os.path.dirname(os.path.abspath(a.out)))}}}\n')
+if a.view:
+    allch = ['ankle_fwd', 'ankle_vert', 'ankle_lat', 'thigh_fwd', 'thigh_vert', 'thigh_lat', 'trunk_fwd', 'trunk_vert', 'trunk_lat']
+    vs = []
+    for spec in a.view:
+        name, _, kv = spec.partition(':')
+        v = dict(channels='all', transforms='[magnitude]', length=str(m), threshold='6', min_dims='1',
+                 znorm='false', negatives='1', hysteresis='0')
+        v.update(x.split('=', 1) for x in kv.split(';') if x)
+        ch = v['channels']
+        ch = allch if ch == 'all' else [c for c in allch if c.startswith(ch + '_')] or ch.split(',')
+        vs.append((name, ch, v))
+    out.append(f'    agree: {{with: [{", ".join(n for n, _, _ in vs)}], within_s: {a.within}}}\n')
+    for name, ch, v in vs:
+        vm = int(v['length'])
+        out += [f'  - name: {name}\n    publish: false\n    kind: freezing_of_gait\n    device: daphnet_body\n',
+                f'    channels: [{", ".join(ch)}]\n    transforms: {v["transforms"]}\n    length: {vm}\n    band: {a.band}\n',
+                f'    znorm: {v["znorm"]}\n    threshold: {v["threshold"]}\n    min_dims: {v["min_dims"]}\n',
+                f'    margin: 0\n    hysteresis: {v["hysteresis"]}\n    cooldown_s: 1\n    examples:\n']
+        out += [f'      - {{file: {p[0]}, format: daphnet, start: {p[2] - vm}, end: {p[2]}}}\n' for p in pos]
+        if v['negatives'] != '0':
+            out.append('    negatives:\n')
+            out += [f'      - {{file: {p[0]}, format: daphnet, start: {p[2] - vm}, end: {p[2]}}}\n' for p in neg]
 open(a.out, 'w').write(''.join(out))
 import sys; print(f'{len(pos)} positives, {len(neg)} negatives', file=sys.stderr)
