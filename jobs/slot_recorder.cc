@@ -118,38 +118,47 @@ void SlotRecorder::on_frames(const std::vector<FrameInput>& frames, WorkerPool* 
     return;
   }
   // In order on this thread: sources, counts and new wearers (map inserts).
-  struct Target {
-    WearerState* wearer;
-    const Source* source;
-  };
-  std::vector<Target> targets(frames.size(), Target{nullptr, nullptr});
+  const auto workers = static_cast<std::size_t>(pool->size());
+  bunch_.targets.assign(frames.size(), BunchTarget{nullptr, nullptr});
   for (std::size_t i = 0; i < frames.size(); ++i) {
     const sensors::Frame& frame = *frames[i].frame;
-    if (const Source* source = admit(frame)) targets[i] = {&wearers_[frame.wearer_id], source};
+    if (const Source* source = admit(frame))
+      bunch_.targets[i] = {&wearers_[frame.wearer_id], source};
   }
   // A wearer belongs to one bucket, so its state is touched by one worker
   // and its frames keep their order; more buckets than workers even out
   // wearers of unequal cost.
-  const std::size_t buckets = static_cast<std::size_t>(pool->size()) * 4;
-  std::vector<std::vector<std::size_t>> by_bucket(buckets);
+  const std::size_t buckets = workers * 4;
+  bunch_.by_bucket.resize(buckets);
+  for (std::vector<std::size_t>& bucket : bunch_.by_bucket) bucket.clear();
   for (std::size_t i = 0; i < frames.size(); ++i)
-    if (targets[i].wearer) by_bucket[frames[i].frame->wearer_id % buckets].push_back(i);
-  std::vector<SlotRecorderCounters> counts(static_cast<std::size_t>(pool->size()));
-  std::vector<SlotSampleInputs> scratch(static_cast<std::size_t>(pool->size()));
-  pool->for_ranges(buckets, 1, [&](std::size_t begin, std::size_t end, int worker) {
-    const auto w = static_cast<std::size_t>(worker);
-    for (std::size_t b = begin; b < end; ++b)
-      for (std::size_t i : by_bucket[b]) {
-        const FrameInput& f = frames[i];
-        record_frame(*targets[i].wearer, *targets[i].source, *f.frame, f.zone, f.arrival_s,
-                     f.inputs, counts[w], scratch[w]);
-      }
-  });
-  for (const SlotRecorderCounters& c : counts) {
-    counters_.late_samples += c.late_samples;
-    counters_.out_of_range_samples += c.out_of_range_samples;
-    counters_.anchors += c.anchors;
+    if (bunch_.targets[i].wearer) bunch_.by_bucket[frames[i].frame->wearer_id % buckets].push_back(i);
+  bunch_.counts.assign(workers, SlotRecorderCounters{});
+  bunch_.scratch.resize(workers);
+  // The workers' counts are kept even when one of them throws (what the
+  // others filed stays filed).
+  const auto merge_counts = [this] {
+    for (const SlotRecorderCounters& c : bunch_.counts) {
+      counters_.late_samples += c.late_samples;
+      counters_.out_of_range_samples += c.out_of_range_samples;
+      counters_.anchors += c.anchors;
+    }
+  };
+  try {
+    pool->for_ranges(buckets, 1, [&](std::size_t begin, std::size_t end, int worker) {
+      const auto w = static_cast<std::size_t>(worker);
+      for (std::size_t b = begin; b < end; ++b)
+        for (std::size_t i : bunch_.by_bucket[b]) {
+          const FrameInput& f = frames[i];
+          record_frame(*bunch_.targets[i].wearer, *bunch_.targets[i].source, *f.frame, f.zone,
+                       f.arrival_s, f.inputs, bunch_.counts[w], bunch_.scratch[w]);
+        }
+    });
+  } catch (...) {
+    merge_counts();
+    throw;
   }
+  merge_counts();
 }
 
 void SlotRecorder::record_frame(WearerState& wearer, const Source& source_entry,

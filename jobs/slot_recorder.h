@@ -137,7 +137,8 @@ class SlotRecorder {
   // worker, the wearers are spread over its workers (one wearer's frames
   // stay in order on one worker), so that the per-sample work of a large
   // bunch does not run on the caller alone. Call from one thread at a time;
-  // `pool` must not be running anything else.
+  // `pool` must not be running anything else. If filing throws (memory),
+  // the frames filed before stay filed and counted, the rest are not.
   void on_frames(const std::vector<FrameInput>& frames, WorkerPool* pool);
 
   // The wearer-seconds complete at wall time `now_s` (see above), ordered by
@@ -206,6 +207,17 @@ class SlotRecorder {
   std::map<std::uint32_t, WearerState> wearers_;
   SlotRecorderCounters counters_;
   SlotSampleInputs scratch_;  // on_frame's, for frames that come without inputs
+  // on_frames' working space, kept between calls.
+  struct BunchTarget {
+    WearerState* wearer;
+    const Source* source;
+  };
+  struct Bunch {
+    std::vector<BunchTarget> targets;
+    std::vector<std::vector<std::size_t>> by_bucket;
+    std::vector<SlotRecorderCounters> counts;   // per worker
+    std::vector<SlotSampleInputs> scratch;      // per worker
+  } bunch_;
 };
 
 }  // namespace gw::pipeline

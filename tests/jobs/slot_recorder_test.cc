@@ -391,11 +391,14 @@ TEST_CASE("frames spread over a pool record what they record one at a time",
       arrivals.push_back(5000.0 + 0.2 * k);
       arrivals.push_back(5000.0 + 0.2 * k + 0.01);
     }
-  // A device without sources, a wearer past the key, a frame short of channels.
+  // A device without sources, a wearer past the key, a frame short of channels
+  // (all three refused before the workers), and a wearer whose device clock
+  // lies past the key's seconds (refused on a worker, with device clocks).
   frames.push_back(frame(3, 9, 1010.0, 10, 3, body));
   frames.push_back(frame(kMaxSlotWearer + 1, 1, 1010.0, 10, 3, body));
   frames.push_back(frame(4, 2, 1010.0, 10, 2, body));
-  for (int i = 0; i < 3; ++i) {
+  frames.push_back(frame(kWearers + 1, 1, 5e9, 10, 3, body));
+  for (int i = 0; i < 4; ++i) {
     zones.push_back(0);
     arrivals.push_back(5010.0);
   }
@@ -403,11 +406,21 @@ TEST_CASE("frames spread over a pool record what they record one at a time",
   // Two bunches, with seconds taken in between, so that the second bunch's
   // early samples are late for some wearers.
   const std::size_t half = frames.size() / 2;
+  // Every third frame comes with its inputs reduced beforehand, as the
+  // daemon's ingest gives them.
+  std::vector<SlotSampleInputs> reduced;
+  reduced.reserve(frames.size() + kWearers);
   auto feed = [&](std::size_t begin, std::size_t end) {
     std::vector<SlotRecorder::FrameInput> inputs;
     for (std::size_t i = begin; i < end; ++i) {
-      serial.on_frame(frames[i], zones[i], arrivals[i]);
-      inputs.push_back({&frames[i], zones[i], arrivals[i], nullptr});
+      const SlotSampleInputs* given = nullptr;
+      if (i % 3 == 0 && sources.count(frames[i].device_id) > 0) {
+        reduced.emplace_back();
+        reduce_slot_inputs(sources.at(frames[i].device_id), frames[i], reduced.back());
+        given = &reduced.back();
+      }
+      serial.on_frame(frames[i], zones[i], arrivals[i], given);
+      inputs.push_back({&frames[i], zones[i], arrivals[i], given});
     }
     spread.on_frames(inputs, &pool);
   };
@@ -434,7 +447,9 @@ TEST_CASE("frames spread over a pool record what they record one at a time",
   const SlotRecorderCounters& b = spread.counters();
   if (clock == SlotClock::kDevice) CHECK(a.late_samples > 0);
   if (clock == SlotClock::kAnchored) CHECK(a.anchors > kWearers * 2);  // the restart anchors again
-  CHECK(a.out_of_range_samples == 20);
+  // 10 samples each: the wearer past the key, the frame short of channels,
+  // and with device clocks the seconds past the key.
+  CHECK(a.out_of_range_samples == (clock == SlotClock::kDevice ? 30 : 20));
   CHECK(b.samples == a.samples);
   CHECK(b.seconds == a.seconds);
   CHECK(b.late_samples == a.late_samples);
