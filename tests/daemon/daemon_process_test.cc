@@ -374,7 +374,10 @@ TEST_CASE("SIGHUP applies changed device groups and names the changes it keeps",
   const std::vector<json> with_shipped_groups = detect_offline(fx);
   Process daemon = start_daemon(fx);
   Subscriber sub(fx.endpoint());
-  REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
+  // Without a first stats message the daemon did not come up (a port taken
+  // meanwhile, say): its log says why.
+  if (!sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)))
+    FAIL("no stats from the daemon within 20 s; its log:\n" << daemon.err());
 
   // New groups (applied at the next tick) and a restart-only key (kept).
   YAML::Node changed = regrouped(fx.config);
