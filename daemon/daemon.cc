@@ -337,7 +337,10 @@ class Daemon {
     // The wearer registry and the sensors' liveness: offline alerts and
     // recovery events take the detections' way out.
     WearerOutputs wearer_outputs{
-        [&sink](pipeline::Alert alert) { sink.submit(std::move(alert)); }, submit_event, {}};
+        [&sink](pipeline::Alert alert) { sink.submit(std::move(alert)); }, submit_event, {},
+        [&sink](std::vector<pipeline::WearerDeviceRecord> rows) {
+          return sink.submit_wearer_devices(std::move(rows));
+        }};
     if (mqtt)
       wearer_outputs.state = [bridge = mqtt.get()](std::uint32_t wearer, const nlohmann::json& state) {
         bridge->set_retained(wearer, "state", state.dump());
@@ -413,6 +416,8 @@ class Daemon {
                        {"publish_s", c.publish_s},
                        {"events_committed", c.events_committed},
                        {"events_dropped", c.events_dropped},
+                       {"wearer_devices_saved", c.wearer_devices_saved},
+                       {"wearer_devices_errors", c.wearer_devices_errors},
                        {"committed_by_severity", alerts_by_severity_json(c.committed_by_severity)}};
       stats.update(jobs.stats_json());
       if (history_) stats["history"] = history_->stats_json();

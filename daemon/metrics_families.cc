@@ -270,6 +270,11 @@ std::vector<MetricFamily> make_families() {
               "audit log and published, or dropped (writer's queue full, sink stopped).",
               by("outcome", {{"committed", "/sink/events_committed"},
                              {"dropped", "/sink/events_dropped"}})),
+      counter("gaitwatch_sink_wearer_devices_total",
+              "Devices' last frames (table wearer_devices) stored by the writer, in rows, and "
+              "saves that failed (their rows are kept and tried again).",
+              by("outcome", {{"saved", "/sink/wearer_devices_saved"},
+                             {"failed_saves", "/sink/wearer_devices_errors"}})),
       counter("gaitwatch_sink_transactions_total", "Store transactions committed.",
               leaf("/sink/transactions")),
       gauge("gaitwatch_sink_last_seq", "Sequence number of the last stored alert.",

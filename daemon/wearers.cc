@@ -286,6 +286,16 @@ void WearerBook::raise_offline(const DeviceLiveness& d, double now_s) {
 
 void WearerBook::save_changed() {
   const std::vector<pipeline::WearerDeviceRecord> changed = liveness_.take_changed();
+  if (outputs_.devices) {
+    if (!changed.empty() && !outputs_.devices(changed)) {
+      ++counts_.store_errors;
+      liveness_.mark_unsaved(changed);
+      spdlog::warn("wearers: the store's writer took no devices' last frames (stopped or its "
+                   "queue full); {} kept for the next save",
+                   changed.size());
+    }
+    return;
+  }
   try {
     store_->save_wearer_devices(changed);
   } catch (const std::exception& e) {

@@ -67,6 +67,12 @@ struct WearerOutputs {
   // online, stale or offline, a new device). The MQTT bridge's retained
   // per-wearer state.
   std::function<void(std::uint32_t wearer, const nlohmann::json& state)> state;
+  // Optional: stores the devices' last frames on the store's own writer
+  // (AlertSink::submit_wearer_devices), so that a save of thousands of rows
+  // neither holds up the calling thread nor waits for the writer's lock;
+  // false: not taken, kept for the next save. Without it the book stores
+  // them itself, on the calling thread.
+  std::function<bool(std::vector<pipeline::WearerDeviceRecord>)> devices;
 };
 
 class WearerBook {

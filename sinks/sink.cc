@@ -11,7 +11,9 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 #include <zmq.hpp>
@@ -43,6 +45,11 @@ constexpr auto kDrainBackoff = std::chrono::milliseconds(200);
 // marker (at most one per alert) and status messages.
 constexpr std::size_t kQueueRoomBesidesAlerts = 4096;
 const std::string kStatsTopic = "stats.";
+// How long after a failed save of devices' rows the writer tries again.
+constexpr auto kDeviceRowsRetry = std::chrono::seconds(1);
+// Devices' rows stored in one transaction at most: thousands of wearers'
+// rows go in several, so that no alert waits behind all of them.
+constexpr std::size_t kDeviceRowsPerTransaction = 2048;
 // From this many alerts in a transaction their JSON (the rows' dims texts
 // and the bodies) is made on a thread of its own while the transaction runs;
 // fewer are not worth starting one.
@@ -54,7 +61,11 @@ struct StatsMessage {
 // Ends the alerts of one submit_all() (a tick's alerts): nothing more of that
 // group is coming, so the writer commits without waiting for the interval.
 struct GroupEnd {};
-using Item = std::variant<Alert, StatsMessage, GroupEnd, Event>;
+// Devices' last frames for table wearer_devices (submit_wearer_devices).
+struct DeviceRows {
+  std::vector<WearerDeviceRecord> rows;
+};
+using Item = std::variant<Alert, StatsMessage, GroupEnd, Event, DeviceRows>;
 
 // "<3>" is the syslog priority "err"; journald strips it from the line and
 // records the priority (sd-daemon(3)).
@@ -305,6 +316,10 @@ struct AlertSink::Impl {
     // deadline.
     bool group_complete = false;
     auto add = [&](Item item) {
+      if (auto* devices = std::get_if<DeviceRows>(&item)) {
+        device_rows.insert(device_rows.end(), devices->rows.begin(), devices->rows.end());
+        return;
+      }
       if (std::holds_alternative<GroupEnd>(item)) {
         group_complete = !batch.empty();
         return;
@@ -338,6 +353,7 @@ struct AlertSink::Impl {
       // Sleep until the open batch is due or retention is; a push or close()
       // wakes pop_for earlier. The 1 s cap only bounds an idle wait.
       auto wake = batch.empty() ? now + std::chrono::seconds(1) : batch_deadline;
+      if (batch.empty() && !device_rows.empty()) wake = std::max(now, next_device_rows_try);
       if (retention_enabled) wake = std::min(wake, next_retention);
       std::optional<Item> item = queue.pop_for(std::max(wake - now, Clock::duration::zero()));
       if (item) {
@@ -355,6 +371,8 @@ struct AlertSink::Impl {
         queue.drain(rest);
         for (Item& left : rest) add(std::move(left));
         flush(batch);
+        while (!device_rows.empty() && save_device_rows()) {
+        }
         return;
       }
       // A drain commits at once, but first takes in what is still queued
@@ -367,6 +385,46 @@ struct AlertSink::Impl {
         batch_alerts = 0;
       }
       if (batch.empty()) group_complete = false;
+      // Devices' rows wait for no alert: they go in when no batch is open
+      // (after a failure, not before kDeviceRowsRetry).
+      if (batch.empty() && !device_rows.empty() && Clock::now() >= next_device_rows_try)
+        save_device_rows();
+    }
+  }
+
+  // Stores the first kDeviceRowsPerTransaction of device_rows in one
+  // transaction and returns true; on failure returns false and keeps the
+  // newest row of each (wearer, device) for the next try.
+  bool save_device_rows() {
+    if (device_rows.empty()) return true;
+    try {
+      const std::size_t count = std::min(device_rows.size(), kDeviceRowsPerTransaction);
+      if (count == device_rows.size()) {
+        store.save_wearer_devices(device_rows);
+        device_rows.clear();
+      } else {
+        const std::vector<WearerDeviceRecord> part(device_rows.begin(),
+                                                   device_rows.begin() + static_cast<std::ptrdiff_t>(count));
+        store.save_wearer_devices(part);
+        device_rows.erase(device_rows.begin(), device_rows.begin() + static_cast<std::ptrdiff_t>(count));
+      }
+      wearer_devices_saved += count;
+      device_rows_failing = false;
+      return true;
+    } catch (const std::exception& e) {
+      ++wearer_devices_errors;
+      if (!device_rows_failing)
+        log_error(std::string("cannot store the devices' last frames (kept, tried again): ") +
+                  e.what());
+      device_rows_failing = true;
+      next_device_rows_try = Clock::now() + kDeviceRowsRetry;
+      // Later rows of a device replace earlier ones: keep the last of each.
+      std::vector<WearerDeviceRecord> newest;
+      std::set<std::pair<std::uint32_t, std::uint16_t>> seen;
+      for (auto it = device_rows.rbegin(); it != device_rows.rend(); ++it)
+        if (seen.insert({it->wearer, it->device}).second) newest.push_back(*it);
+      device_rows.assign(newest.rbegin(), newest.rend());
+      return false;
     }
   }
 
@@ -644,6 +702,13 @@ struct AlertSink::Impl {
   std::atomic<std::uint64_t> published{0};  // alerts handed to the socket; stats not counted
   std::atomic<std::uint64_t> events_committed{0};
   std::atomic<std::uint64_t> events_dropped{0};
+  std::atomic<std::uint64_t> wearer_devices_saved{0};
+  std::atomic<std::uint64_t> wearer_devices_errors{0};
+  // The writer's: devices' rows waiting to be stored, and when to try again
+  // after a failure.
+  std::vector<WearerDeviceRecord> device_rows;
+  bool device_rows_failing = false;
+  Clock::time_point next_device_rows_try{};
   std::atomic<std::uint64_t> transactions{0};
   std::atomic<std::uint64_t> retention_deleted{0};
   std::atomic<std::uint64_t> last_seq{0};
@@ -713,6 +778,12 @@ void AlertSink::submit_event(Event event) {
   }
 }
 
+bool AlertSink::submit_wearer_devices(std::vector<WearerDeviceRecord> devices) {
+  if (devices.empty()) return true;
+  if (!impl_->accepting.load()) return false;
+  return impl_->queue.push(Item(DeviceRows{std::move(devices)}));
+}
+
 void AlertSink::submit_stats(nlohmann::json stats) {
   // After stop() the socket is closed and no subscriber could receive a
   // status snapshot any more; it is dropped (unlike an alert), as it is when
@@ -779,6 +850,8 @@ SinkCounters AlertSink::counters() const {
   c.store_errors = impl_->store_errors.load();
   c.checkpoints = impl_->checkpoints.load();
   c.windows_shed = impl_->windows_shed.load();
+  c.wearer_devices_saved = impl_->wearer_devices_saved.load();
+  c.wearer_devices_errors = impl_->wearer_devices_errors.load();
   c.commit_s = static_cast<double>(impl_->commit_ns.load()) * 1e-9;
   c.publish_s = static_cast<double>(impl_->publish_ns.load()) * 1e-9;
   return c;

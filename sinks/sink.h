@@ -33,6 +33,7 @@
 #include "common/bounded_queue.h"
 #include "sinks/alert.h"
 #include "sinks/event.h"
+#include "sinks/store.h"
 
 namespace gw::pipeline {
 
@@ -99,6 +100,10 @@ struct SinkCounters {
   // (alerts waiting behind a transaction): the rows keep up, the windows
   // give way; such an alert cannot be marked.
   std::uint64_t windows_shed = 0;
+  // Devices' last frames (submit_wearer_devices): rows stored, and saves
+  // that failed (their rows are kept and tried again).
+  std::uint64_t wearer_devices_saved = 0;
+  std::uint64_t wearer_devices_errors = 0;
   // Cumulative wall seconds of the writer thread in transactions (rows and
   // fsync) and in publishing committed alerts (JSON and sockets).
   double commit_s = 0;
@@ -133,6 +138,16 @@ class AlertSink {
   // given up at a drain's deadline, the event is dropped, logged and counted
   // (events_dropped).
   void submit_event(Event event);
+  // Hands devices' last frames (HitStore::save_wearer_devices) to the
+  // writer, which stores them in transactions of their own (a few thousand
+  // rows each), between its alert transactions. The store keeps one writer: the caller neither
+  // waits for the writer's transactions nor holds them up with its own.
+  // Never blocks; returns false, taking nothing, after stop() or with the
+  // writer's queue full (the caller keeps the rows for a later call). A
+  // save that fails is logged and counted (wearer_devices_errors); its rows
+  // are tried again with later ones (the newest row of a (wearer, device)
+  // wins) and stored by stop() at the latest, while the store accepts them.
+  bool submit_wearer_devices(std::vector<WearerDeviceRecord> devices);
   // Commits (and publishes) every alert submitted before the call, at once,
   // and returns when none is held. A batch that fails is retried until
   // `deadline`; from then on a failing batch is given up, and with it every

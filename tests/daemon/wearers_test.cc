@@ -44,6 +44,7 @@ struct Outputs {
   gw::daemon::WearerOutputs sinks() {
     return {[this](gw::pipeline::Alert a) { alerts.push_back(std::move(a)); },
             [this](gw::pipeline::Event e) { events.push_back(std::move(e)); },
+            {},
             {}};
   }
 };
@@ -210,6 +211,43 @@ TEST_CASE("a silent device raises one named offline alert, an inactive wearer no
   CHECK(after.events[0].actor == "gaitwatchd");
   CHECK(after.events[0].details["device"] == 1);
   CHECK(after.events[0].details["silent_s"].get<double>() == Approx(102));
+}
+
+TEST_CASE("with a writer for the devices' rows the book hands them over and keeps refused ones",
+          "[wearers]") {
+  TempStore store;
+  Outputs out;
+  gw::daemon::WearerOutputs outputs = out.sinks();
+  std::vector<std::vector<gw::pipeline::WearerDeviceRecord>> handed;
+  bool take = false;
+  outputs.devices = [&](std::vector<gw::pipeline::WearerDeviceRecord> rows) {
+    if (take) handed.push_back(std::move(rows));
+    return take;
+  };
+  const double start = 1000;
+  gw::config::Config long_silences;
+  long_silences.wearers.stale_after_s = 100;
+  long_silences.wearers.offline_after_s = 200;
+  WearerBook book(store.path(), long_silences, start, outputs);
+  book.on_frame(frame_of(7, 1, 20), start + 1);
+  book.on_frame(frame_of(8, 2, 20), start + 1);
+  // Refused (the writer's queue full): counted, kept for the next save.
+  book.flush();
+  CHECK(book.stats_json(start + 1)["store_errors"] == 1);
+  take = true;
+  book.flush();
+  REQUIRE(handed.size() == 1);
+  CHECK(handed[0].size() == 2);
+  // Handed over, not written by the book itself.
+  CHECK(gw::pipeline::HitStore(store.path()).wearer_devices().empty());
+  book.flush();
+  CHECK(handed.size() == 1);  // nothing changed since
+  book.on_frame(frame_of(7, 1, 21), start + 2);
+  book.tick(start + 1 + gw::daemon::kPersistPeriodS + 1);  // the periodic save
+  REQUIRE(handed.size() == 2);
+  REQUIRE(handed[1].size() == 1);
+  CHECK(handed[1][0].wearer == 7);
+  CHECK(handed[1][0].last_arrival == start + 2);
 }
 
 TEST_CASE("alerts of registered wearers get their names", "[wearers]") {

@@ -624,6 +624,87 @@ TEST_CASE("AlertSink: a failing commit is retried and published only once it com
   CHECK(stored_seqs(options.db_path) == iota_seqs(1));
 }
 
+TEST_CASE("AlertSink: devices' last frames are stored by the writer; a failed save keeps the "
+          "newest row of each device and stores it later",
+          "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  AlertSink sink(options);
+  const auto row = [](std::uint32_t wearer, std::uint16_t device, double arrival) {
+    gw::pipeline::WearerDeviceRecord r;
+    r.wearer = wearer;
+    r.device = device;
+    r.last_arrival = arrival;
+    r.last_device_time = arrival - 1;
+    r.last_index = static_cast<std::int64_t>(arrival) * 100;
+    return r;
+  };
+  using Rows = std::vector<gw::pipeline::WearerDeviceRecord>;
+  const auto stored = [&] {
+    std::map<std::pair<std::uint32_t, std::uint16_t>, double> arrival;
+    for (const auto& r : HitStore(options.db_path).wearer_devices())
+      arrival[{r.wearer, r.device}] = r.last_arrival;
+    return arrival;
+  };
+  REQUIRE(sink.submit_wearer_devices(Rows{row(1, 1, 100), row(1, 2, 100), row(2, 1, 100)}));
+  REQUIRE(eventually([&] { return sink.counters().wearer_devices_saved == 3; }));
+  CHECK(stored().size() == 3);
+
+  // A real SQLite failure for one device's row fails the whole save; alerts
+  // still commit meanwhile, and a newer row of the device replaces the kept one.
+  raw_exec(options.db_path,
+           "CREATE TRIGGER refuse_666 BEFORE INSERT ON wearer_devices WHEN NEW.wearer = 666 "
+           "BEGIN SELECT RAISE(ABORT, 'wearer 666 refused'); END");
+  REQUIRE(sink.submit_wearer_devices(Rows{row(666, 1, 200), row(1, 1, 200)}));
+  REQUIRE(eventually([&] { return sink.counters().wearer_devices_errors >= 1; }));
+  REQUIRE(sink.submit_wearer_devices(Rows{row(666, 1, 300)}));
+  sink.submit(make_alert(0));
+  REQUIRE(eventually([&] { return sink.counters().committed == 1; }));
+  CHECK(stored().at({1, 1}) == 100);  // nothing of the failed save is in
+  raw_exec(options.db_path, "DROP TRIGGER refuse_666");
+  REQUIRE(eventually([&] { return sink.counters().wearer_devices_saved >= 5; }));
+  sink.stop();
+  const auto rows = stored();
+  CHECK(rows.size() == 4);
+  CHECK(rows.at({1, 1}) == 200);
+  CHECK(rows.at({1, 2}) == 100);
+  CHECK(rows.at({2, 1}) == 100);
+  CHECK(rows.at({666, 1}) == 300);
+  CHECK(sink.counters().wearer_devices_errors >= 1);
+  // Stopped: the rows are not taken (the caller keeps them).
+  CHECK_FALSE(sink.submit_wearer_devices(Rows{row(3, 1, 400)}));
+}
+
+TEST_CASE("AlertSink: thousands of devices' rows handed over just before stop() are all stored",
+          "[sink]") {
+  TempDir dir;
+  SinkOptions options = options_for(dir);
+  // More rows than one of the writer's transactions takes.
+  constexpr std::uint32_t kWearers = 5000;
+  std::vector<gw::pipeline::WearerDeviceRecord> rows(kWearers);
+  for (std::uint32_t w = 0; w < kWearers; ++w) {
+    rows[w].wearer = w + 1;
+    rows[w].device = 3;
+    rows[w].last_arrival = 1000 + w;
+  }
+  rows.back().offline_since = 120;
+  {
+    AlertSink sink(options);
+    sink.submit(make_alert(0));
+    REQUIRE(sink.submit_wearer_devices(rows));
+    sink.stop();
+    CHECK(sink.counters().wearer_devices_saved == kWearers);
+  }
+  const auto stored = HitStore(options.db_path).wearer_devices();
+  REQUIRE(stored.size() == kWearers);
+  CHECK(stored.front().wearer == 1);
+  CHECK(stored.front().last_arrival == 1000);
+  CHECK(stored.back().wearer == kWearers);
+  CHECK(stored.back().device == 3);
+  CHECK(stored.back().offline_since == std::optional<double>(120));
+  CHECK_FALSE(stored.front().offline_since.has_value());
+}
+
 TEST_CASE("AlertSink: stop() terminates when a batch can never commit", "[sink]") {
   TempDir dir;
   SinkOptions options = options_for(dir);
