@@ -219,6 +219,10 @@ std::vector<MetricFamily> make_families() {
             leaf("/engine/cost_model/slope_ms_per_item"), kMsToSeconds),
       gauge("gaitwatch_engine_cost_model_observations", "Batches the cost model's fit rests on.",
             leaf("/engine/cost_model/observations")),
+      counter("gaitwatch_engine_cost_model_skipped_batches_total",
+              "Batches the cost model did not learn from: the search backend allocated buffers "
+              "for them (one-off time).",
+              leaf("/engine/cost_model/skipped_batches")),
       gauge("gaitwatch_engine_cost_model_predicted_batch_seconds",
             "The cost model's prediction for the last batch.",
             leaf("/engine/cost_model/last_predicted_ms"), kMsToSeconds),

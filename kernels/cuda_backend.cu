@@ -284,6 +284,9 @@ class CudaBackend final : public SearchBackend {
     result.stats.dtw_full = ds.dtw_full;
     result.stats.dtw_abandoned = ds.dtw_abandoned;
     result.stats.cells = ds.cells;
+    const std::uint64_t allocations = cuda_memory::allocation_count();
+    result.stats.buffer_growths = allocations - allocations_seen_;
+    allocations_seen_ = allocations;
     timer.mark("streaming");
     // Each list is in result order and capped already (launch_finalize_matches);
     // merging keeps it so.
@@ -481,6 +484,8 @@ class CudaBackend final : public SearchBackend {
   DeviceBuffer<unsigned long long> match_count_, candidate_count_;
   DeviceBuffer<DeviceStats> stats_;
   PinnedBuffer<DeviceStats> pinned_stats_;
+  // cuda_memory::allocation_count() at the end of the last search.
+  std::uint64_t allocations_seen_ = 0;
   unsigned long long match_capacity_ = 0;
   unsigned long long candidate_capacity_ = 0;
 };

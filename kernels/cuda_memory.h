@@ -21,7 +21,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +54,17 @@ inline void open_device(int device) {
   }
   check(status, "cudaSetDeviceFlags");
 }
+
+// How many allocations this header's buffers (DeviceBuffer, PinnedBuffer)
+// have made in the process so far. Code that compares it around its own
+// work learns whether that work had to allocate (one-off time, not what
+// the next such work costs); allocations made meanwhile by other threads
+// count too: an over-count, never an under-count.
+inline std::atomic<std::uint64_t>& allocation_counter() {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+inline std::uint64_t allocation_count() { return allocation_counter().load(std::memory_order_relaxed); }
 
 // The size a buffer of `capacity` grows to for `wanted`: a first allocation
 // is exact (library arrays); later growth adds at least half the capacity, so
@@ -182,6 +195,7 @@ class DeviceBuffer {
   T* allocate(std::size_t n) {
     void* fresh = nullptr;
     const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(T);
+    allocation_counter().fetch_add(1, std::memory_order_relaxed);
     if (ordered())
       check(cudaMallocAsync(&fresh, bytes, order_->get()), "cudaMallocAsync");
     else
@@ -224,6 +238,7 @@ class PinnedBuffer {
       ptr_ = nullptr;
       const std::size_t grown = geometric_size(capacity_, n);
       capacity_ = 0;
+      allocation_counter().fetch_add(1, std::memory_order_relaxed);
       check(cudaMallocHost(&ptr_, std::max<std::size_t>(grown, 1) * sizeof(T)), "cudaMallocHost");
       capacity_ = grown;
     }

@@ -140,6 +140,7 @@ void SearchStats::add(const SearchStats& o) {
   dtw_full += o.dtw_full;
   dtw_abandoned += o.dtw_abandoned;
   cells += o.cells;
+  buffer_growths += o.buffer_growths;
 }
 
 }  // namespace gw::kernels

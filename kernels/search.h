@@ -120,6 +120,14 @@ struct SearchStats {
   std::uint64_t dtw_full = 0;         // DTWs run to the end
   std::uint64_t dtw_abandoned = 0;
   std::uint64_t cells = 0;            // DTW cells evaluated
+  // Buffers the backend allocated or grew for this search (since its last
+  // one: preparing this batch's upload included), a search run again for a
+  // full result buffer counted among them. Non-zero: the search's time holds
+  // one-off work and says little about the next batch of its size. May
+  // over-count (another user of the device allocating meanwhile), never
+  // under-counts. Always 0 on the CPU backend, whose buffers are plain
+  // host vectors.
+  std::uint64_t buffer_growths = 0;
   void add(const SearchStats& o);
 };
 

@@ -841,8 +841,9 @@ Engine::BatchPlan Engine::plan_within_deadline(std::vector<DueStream>& due, doub
   const config::OverloadPolicy policy = config_.search.overload_policy;
   double total_work = 0;
   for (const DueStream& d : due) total_work += d.work;
-  counters_.last_predicted_ms = cost_model_.predict_ms(total_work);
-  if (policy != config::OverloadPolicy::kNone && cost_model_.ready()) {
+  const BatchCostModel& cost_model = planning_cost_model();
+  counters_.last_predicted_ms = cost_model.predict_ms(total_work);
+  if (policy != config::OverloadPolicy::kNone && cost_model.ready()) {
     double oldest = due.front().oldest_arrival;
     for (const DueStream& d : due) oldest = std::min(oldest, d.oldest_arrival);
     // A batch that is late already still makes one and a half ticks of
@@ -862,7 +863,7 @@ Engine::BatchPlan Engine::plan_within_deadline(std::vector<DueStream>& due, doub
         int top = 0;
         for (std::size_t v = 0; v < view_priority_.size(); ++v) top = std::max(top, view_priority_[v]);
         double work = total_work;
-        for (int rank = 0; rank < top && cost_model_.predict_ms(work) > budget_ms; ++rank)
+        for (int rank = 0; rank < top && cost_model.predict_ms(work) > budget_ms; ++rank)
           for (std::size_t v = 0; v < view_priority_.size(); ++v) {
             if (view_priority_[v] != rank) continue;
             plan.view_dropped[v] = true;
@@ -871,18 +872,18 @@ Engine::BatchPlan Engine::plan_within_deadline(std::vector<DueStream>& due, doub
               counters_.dropped_windows += static_cast<std::uint64_t>(d.view_work[v]);
             }
           }
-        counters_.last_predicted_ms = cost_model_.predict_ms(work);
+        counters_.last_predicted_ms = cost_model.predict_ms(work);
       } else {  // defer | shed: the most urgent streams that fit (at least one)
         std::stable_sort(due.begin(), due.end(), [](const DueStream& a, const DueStream& b) {
           return a.oldest_arrival < b.oldest_arrival;
         });
-        const double fits = cost_model_.work_within(budget_ms);
+        const double fits = cost_model.work_within(budget_ms);
         double work = 0;
         std::size_t& take = plan.take;
         take = 0;
         while (take < due.size() && (take == 0 || work + due[take].work <= fits))
           work += due[take++].work;
-        counters_.last_predicted_ms = cost_model_.predict_ms(work);
+        counters_.last_predicted_ms = cost_model.predict_ms(work);
         for (std::size_t i = take; i < due.size(); ++i) {
           if (policy == config::OverloadPolicy::kShed) {
             ++counters_.shed_streams;
@@ -1020,7 +1021,12 @@ bool Engine::end_search(const std::function<double()>& now) {
       flight.search_end_s = now();
       flight.search_ended = std::chrono::steady_clock::now();
     }
-    cost_model_.observe(flight.searched_work, (flight.search_end_s - flight.batch_start) * 1000.0);
+    const double batch_ms = (flight.search_end_s - flight.batch_start) * 1000.0;
+    start_cost_model_.observe(flight.searched_work, batch_ms);
+    if (flight.result.stats.buffer_growths == 0)
+      cost_model_.observe(flight.searched_work, batch_ms);
+    else
+      ++counters_.cost_model_skipped;
   } else {
     flight.result = {};
     flight.search_ended = flight.started;  // no search: no search time
@@ -1318,6 +1324,7 @@ nlohmann::json Engine::stats_json() const {
           {"cost_model", {{"floor_ms", cost_model_.floor_ms()},
                           {"slope_ms_per_item", cost_model_.slope_ms()},
                           {"observations", cost_model_.observations()},
+                          {"skipped_batches", c.cost_model_skipped},
                           {"last_predicted_ms", c.last_predicted_ms}}},
           {"host_s", {{"due", c.host_s.due},
                       {"slices", c.host_s.slices},

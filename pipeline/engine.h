@@ -129,6 +129,13 @@ struct EngineCounters {
   struct HostSeconds {
     double due = 0, slices = 0, fill = 0, phase2 = 0;
   } host_s;
+  // Batches the cost model did not learn from: the backend allocated or
+  // grew buffers for them (SearchStats::buffer_growths), so their time
+  // holds one-off work (a stream's first history upload, a larger batch
+  // than any before) that the next batch of that size will not pay. Until
+  // it has learnt from enough other batches, batches are planned with a
+  // model of every batch.
+  std::uint64_t cost_model_skipped = 0;
   double last_predicted_ms = 0;         // cost model's prediction for the last batch
   double last_batch_ms = 0;
   double last_phase2_ms = 0;  // of the last batch (its share of last_batch_ms)
@@ -256,6 +263,7 @@ class Engine {
   const config::Config& config() const { return config_; }
   nlohmann::json stats_json() const;
   const std::string& backend_name() const { return backend_name_; }
+  // The cost model of the batches that allocated nothing (see cost_model_).
   const BatchCostModel& cost_model() const { return cost_model_; }
   // A line saying the search backend failed and the engine switched to the
   // CPU backend, once (empty otherwise); the daemon logs it.
@@ -523,7 +531,18 @@ class Engine {
   std::vector<std::vector<float>> scratch_;                          // per worker
   std::vector<std::vector<float>> baseline_scratch_;                 // per worker
   std::vector<Phase2Scratch> phase2_scratch_;  // per worker
+  // The batch cost models: cost_model_ learns from the batches for which the
+  // backend allocated nothing (SearchStats::buffer_growths), start_cost_model_
+  // from every batch. Batches are planned with cost_model_ once it is ready,
+  // before that with start_cost_model_: without any bound at the start, a
+  // backlog makes each batch longer than the one before (the batches of the
+  // first seconds all allocate), with the one-off batches in the fit for
+  // good, it bounds batches to a fraction of what fits for seconds.
   BatchCostModel cost_model_;
+  BatchCostModel start_cost_model_;
+  const BatchCostModel& planning_cost_model() const {
+    return cost_model_.ready() ? cost_model_ : start_cost_model_;
+  }
   std::vector<double> work_per_end_;  // per view: dim pairs searched per window end
   std::vector<int> view_priority_;    // per view: highest severity of its patterns (0..2)
   std::string backend_note_;

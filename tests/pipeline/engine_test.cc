@@ -259,10 +259,24 @@ class SimulatedBackend final : public gw::kernels::SearchBackend {
   void set_library(std::shared_ptr<const gw::kernels::PatternLibrary> library) override {
     inner_->set_library(std::move(library));
   }
+  // The first `calls` searches take `ms` more, as a GPU backend's do while
+  // it allocates its buffers; reported in SearchStats::buffer_growths when
+  // `reported`.
+  struct OneOff {
+    int calls = 0;
+    double ms = 0;
+    bool reported = true;
+  };
+  void set_one_off(OneOff one_off) { one_off_ = one_off; }
   gw::kernels::SearchResult search(const gw::kernels::SearchBatch& batch) override {
     if (++calls_ == fail_on_call_) throw gw::Error("simulated device lost");
     auto result = inner_->search(batch);
-    *clock_s_ += (floor_ms_ + ms_per_window_ * static_cast<double>(result.stats.windows)) / 1000.0;
+    double ms = floor_ms_ + ms_per_window_ * static_cast<double>(result.stats.windows);
+    if (calls_ <= one_off_.calls) {
+      ms += one_off_.ms;
+      if (one_off_.reported) result.stats.buffer_growths = 1;
+    }
+    *clock_s_ += ms / 1000.0;
     return result;
   }
 
@@ -272,6 +286,7 @@ class SimulatedBackend final : public gw::kernels::SearchBackend {
   double floor_ms_, ms_per_window_;
   int fail_on_call_;
   int calls_ = 0;
+  OneOff one_off_;
 };
 
 // Holds every stream's samples between batches on the host, as the CUDA
@@ -347,6 +362,7 @@ struct LoadRun {
   gw::pipeline::EngineCounters counters;
   std::uint64_t due_windows = 0;  // searched + shed + dropped
   std::string backend_after;
+  std::size_t cost_model_observations = 0;
 };
 
 // Every window-end item a batch found due is searched, shed, dropped, lost or
@@ -365,9 +381,12 @@ void check_accounting(const gw::pipeline::EngineCounters& c) {
 // each batch as the daemon runs it (start_batch, the search on the engine's
 // thread, finish_batch) instead of run_batch.
 LoadRun run_under_load(const gw::config::Config& cfg, int wearers, double ms_per_window,
-                       int fail_on_call = -1, bool on_search_thread = false) {
+                       int fail_on_call = -1, bool on_search_thread = false,
+                       SimulatedBackend::OneOff one_off = {}) {
   double clock = 0;
-  Engine engine(cfg, std::make_unique<SimulatedBackend>(&clock, 2.0, ms_per_window, fail_on_call));
+  auto backend = std::make_unique<SimulatedBackend>(&clock, 2.0, ms_per_window, fail_on_call);
+  backend->set_one_off(one_off);
+  Engine engine(cfg, std::move(backend));
   const auto now = [&clock] { return clock; };
   std::vector<std::vector<float>> data;
   for (int w = 0; w < wearers; ++w) data.push_back(stream_with_plant(900, 100 + w));
@@ -401,10 +420,38 @@ LoadRun run_under_load(const gw::config::Config& cfg, int wearers, double ms_per
   out.counters = engine.counters();
   out.due_windows = out.counters.windows + out.counters.shed_windows + out.counters.dropped_windows;
   out.backend_after = engine.backend_name();
+  out.cost_model_observations = engine.cost_model().observations();
   return out;
 }
 
 }  // namespace
+
+TEST_CASE("soft deadlines: batches whose buffers grew teach the cost model nothing",
+          "[engine][deadline]") {
+  Fixture fx;
+  fx.config.search.overload_policy = gw::config::OverloadPolicy::kDefer;
+  // 8 wearers, searched in a few ms a tick; the first three searches take
+  // 700 ms more, as a GPU backend's first batches do while it allocates.
+  const SimulatedBackend::OneOff allocating{3, 700.0, /*reported=*/true};
+  const LoadRun run = run_under_load(fx.config, 8, 0.01, -1, false, allocating);
+  CHECK(run.counters.cost_model_skipped == 3);
+  CHECK(run.cost_model_observations == run.counters.batches - 3);
+  REQUIRE(run.alerts.size() == 8);
+
+  // The same one-off time not reported: the model learns it and defers
+  // streams for many batches after it.
+  SimulatedBackend::OneOff unreported = allocating;
+  unreported.reported = false;
+  const LoadRun learnt = run_under_load(fx.config, 8, 0.01, -1, false, unreported);
+  CHECK(learnt.counters.cost_model_skipped == 0);
+  CHECK(learnt.alerts == run.alerts);
+  INFO("deferred with the one-off time reported " << run.counters.deferred_streams
+       << ", not reported " << learnt.counters.deferred_streams);
+  CHECK(learnt.counters.deferred_streams > 0);
+  // Reported, the batches are planned with a model of every batch only until
+  // three that allocated nothing were seen.
+  CHECK(run.counters.deferred_streams * 4 < learnt.counters.deferred_streams);
+}
 
 TEST_CASE("soft deadlines: defer searches the most urgent streams and loses nothing",
           "[engine][deadline]") {
