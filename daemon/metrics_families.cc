@@ -765,6 +765,7 @@ void render_build_info(const MetricLabels& labels, std::string& out) {
 MetricLabels build_info_labels(const std::string& search_backend) {
   return {{"version", GW_VERSION},
           {"cuda", GW_CUDA_BUILT ? "true" : "false"},
+          {"allocator", GW_ALLOCATOR},
           {"backend", search_backend}};
 }
 

@@ -92,8 +92,9 @@ nlohmann::json alerts_by_severity_json(
 void render_build_info(const MetricLabels& labels, std::string& out);
 
 // The labels gaitwatch_build_info carries: version (the project's),
-// cuda ("true" when the CUDA backend is built in) and backend (the search
-// backend the daemon started on).
+// cuda ("true" when the CUDA backend is built in), allocator ("jemalloc"
+// when gaitwatchd is linked against it, else "glibc"; GAITWATCH_JEMALLOC)
+// and backend (the search backend the daemon started on).
 MetricLabels build_info_labels(const std::string& search_backend);
 
 // A label value as the text format writes it (backslash, quote and newline

@@ -9,6 +9,7 @@ packages=(
   libboost-dev libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libyaml-cpp-dev
   catch2 nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev zlib1g-dev libsystemd-dev libsodium-dev
   libhowardhinnant-date-dev
+  libjemalloc-dev  # gaitwatchd's allocator (GAITWATCH_JEMALLOC; brings libjemalloc2)
   libmosquitto-dev  # the MQTT bridge
   libssl-dev  # the console's TLS (OpenSSL through Asio)
   # The console's browser test: headless Chromium driven by Selenium, and

@@ -123,6 +123,13 @@ TEST_CASE("every counter of the real daemon is a metric family or deliberately i
   // Build info and process metrics.
   CHECK(page.find("gaitwatch_build_info{version=\"") != std::string::npos);
   CHECK(page.find("cuda=\"") != std::string::npos);
+  // The allocator label is the build's: "jemalloc" when gaitwatchd links it
+  // (GAITWATCH_JEMALLOC), else "glibc".
+  std::string allocator;
+  for (const auto& [label, value] : gw::daemon::build_info_labels("cpu"))
+    if (label == "allocator") allocator = value;
+  CHECK((allocator == "jemalloc" || allocator == "glibc"));
+  CHECK(page.find(",allocator=\"" + allocator + "\",") != std::string::npos);
   CHECK(page.find(",backend=\"" + engine["backend"].get<std::string>() + "\"} 1\n") !=
         std::string::npos);
   CHECK(metric(page, "process_resident_memory_bytes") > 1e6);

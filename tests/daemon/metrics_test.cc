@@ -267,6 +267,8 @@ TEST_CASE("build info and process metrics", "[metrics]") {
   INFO(text);
   CHECK(has(text, "# TYPE gaitwatch_build_info gauge\n"));
   CHECK(has(text, "gaitwatch_build_info{version=\""));
+  // The allocator gaitwatchd is linked with (GAITWATCH_JEMALLOC).
+  CHECK((has(text, ",allocator=\"jemalloc\",") || has(text, ",allocator=\"glibc\",")));
   CHECK(has(text, ",backend=\"cpu \\\"2\\\" threads\"} 1\n"));
 
   const auto stats = gw::daemon::read_process_stats();
