@@ -79,6 +79,7 @@
 #include "daemon/cli/usage.h"
 #include "daemon/ingest.h"
 #include "daemon/metrics_families.h"
+#include "pipeline/engine.h"
 #include "sinks/alert.h"
 #include "sinks/sink.h"
 #include "sinks/store.h"
@@ -518,9 +519,28 @@ void micro_store(const Options& options, const fs::path& workdir) {
       if (options.micro_batch > 0) {
         std::vector<gw::pipeline::Alert> group;
         for (int i = 0; i < options.micro_hits;) {
+          const int group_start = i;
           for (int k = 0; k < options.micro_batch && i < options.micro_hits; ++k)
             group.push_back(make(i++));
           sink.submit_all(group);
+          if (options.micro_episodes) {
+            // The group before: its alerts are committed (waited for below).
+            for (int j = std::max(0, group_start - options.micro_batch); j < group_start; j += 2) {
+              const gw::pipeline::Alert first = make(j);
+              gw::pipeline::EpisodeEnd end;
+              end.wearer = first.wearer;
+              end.device = first.device;
+              end.pattern = first.pattern;
+              end.kind = first.kind;
+              end.severity = first.severity;
+              end.first_alert_end_index = first.end_index;
+              end.first_alert_t_end = first.t_end;
+              end.t_start = first.t_start;
+              end.t_end = first.t_end + 2;
+              end.alerts = 2;
+              sink.submit_event(gw::pipeline::episode_ended_event(end, unix_now()));
+            }
+          }
           // One transaction per group, as at the daemon's ticks: the next
           // group comes once this one is in (else groups queued behind a
           // commit would share the next one).
@@ -544,6 +564,17 @@ void micro_store(const Options& options, const fs::path& workdir) {
     line["dims"] = options.micro_dims;
     line["hits"] = options.micro_hits;
     line["committed"] = counters.committed;
+    line["episode_events"] = options.micro_episodes;
+    line["events_committed"] = counters.events_committed;
+    if (options.micro_episodes) {
+      // Each event names its first alert's seq: the lookup worked.
+      gw::pipeline::HitStore store(db.string());
+      gw::pipeline::EventQuery query;
+      query.limit = 100000;
+      std::uint64_t resolved = 0;
+      for (const auto& event : store.events(query)) resolved += event.alert_seq != 0;
+      line["events_resolved"] = resolved;
+    }
     line["transactions"] = counters.transactions;
     line["ms_per_transaction"] = counters.commit_s * 1000 / counters.transactions;
     // Commit, then the published text (made during the commit) and the sends:
@@ -1033,6 +1064,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--micro-dims", options.micro_dims, "--micro: dims per alert (default 3)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--micro-episodes", options.micro_episodes,
+               "--micro with --micro-batch: an episode_ended event for every second alert of "
+               "the group before each group (the store finds its first alert's seq)");
   app.add_flag("--overload", options.overload,
                "one daemon run: --wearers N for --warmup s, --overload-factor x N for "
                "--overload-s, N for --recover-s, drain, stop; one e2e_overload line");

@@ -111,6 +111,10 @@ struct Options {
   // batching of single submits, and max_batch per HitStore transaction.
   int micro_batch = 0;
   int micro_dims = 3;  // dims per alert
+  // With --micro-batch: after each group, one episode_ended event for every
+  // second alert of the group before it (already committed), as the daemon
+  // hands the writer about one such event per two alerts in an alert storm.
+  bool micro_episodes = false;
   // overload mode
   bool overload = false;
   double overload_factor = 3;

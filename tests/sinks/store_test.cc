@@ -1039,6 +1039,22 @@ TEST_CASE("HitStore: an episode_ended event gets its first alert's seq", "[store
   CHECK(events[1].alert_seq == earlier[1].seq);
   CHECK(events[2].alert_seq == 0);
 
+  // Alerts of one transaction with the same wearer and end index differ by
+  // pattern or device; of two identical ones the later is named.
+  const Alert named = make_alert(7);
+  Alert other_pattern = named;
+  other_pattern.pattern = "limp";
+  Alert other_device = named;
+  other_device.device = static_cast<std::uint16_t>(named.device + 1);
+  std::vector<Alert> crowded = {named, other_pattern, other_device, named};
+  std::vector<Event> crowded_ends = {episode_end(other_pattern), episode_end(other_device),
+                                     episode_end(named)};
+  const std::uint64_t crowded_first = store.insert_rows(
+      crowded, [&](std::size_t) -> const std::string& { return dims; }, &crowded_ends);
+  CHECK(crowded_ends[0].alert_seq == crowded_first + 1);
+  CHECK(crowded_ends[1].alert_seq == crowded_first + 2);
+  CHECK(crowded_ends[2].alert_seq == crowded_first + 3);
+
   // The same end index of another wearer, or another time, is not it.
   Alert other_wearer = earlier[0];
   other_wearer.wearer = 99;
