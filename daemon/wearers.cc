@@ -248,7 +248,7 @@ json WearerBook::state_json(std::uint32_t id, double now_s) const {
   return state;
 }
 
-void WearerBook::flush() { save_changed(); }
+void WearerBook::flush() { save_changed(/*final=*/true); }
 
 std::string WearerBook::who(std::uint32_t wearer) const {
   const auto registered = registry_.find(wearer);
@@ -284,17 +284,19 @@ void WearerBook::raise_offline(const DeviceLiveness& d, double now_s) {
   if (outputs_.alert) outputs_.alert(std::move(alert));
 }
 
-void WearerBook::save_changed() {
+void WearerBook::save_changed(bool final) {
   const std::vector<pipeline::WearerDeviceRecord> changed = liveness_.take_changed();
   if (outputs_.devices) {
-    if (!changed.empty() && !outputs_.devices(changed)) {
-      ++counts_.store_errors;
+    if (changed.empty() || outputs_.devices(changed)) return;
+    ++counts_.store_errors;
+    // A last save has no next one: it is written on this thread.
+    if (!final) {
       liveness_.mark_unsaved(changed);
       spdlog::warn("wearers: the store's writer took no devices' last frames (stopped or its "
                    "queue full); {} kept for the next save",
                    changed.size());
+      return;
     }
-    return;
   }
   try {
     store_->save_wearer_devices(changed);

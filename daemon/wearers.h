@@ -91,7 +91,9 @@ class WearerBook {
   // what changed to the store when due. The daemon calls it from its
   // pipeline loop, with its clock.
   void tick(double now_s);
-  // Writes every change not yet written (at stop).
+  // Writes every change not yet written (at stop): to the devices output
+  // when there is one, on the book's own connection when there is none or
+  // it refuses them.
   void flush();
 
   // Sets wearer_name of every alert whose wearer is registered.
@@ -118,7 +120,9 @@ class WearerBook {
   // "wearer 7 (Ada Lovelace)" for log lines; the number alone when unregistered.
   std::string who(std::uint32_t wearer) const;
   void raise_offline(const DeviceLiveness& device, double now_s);
-  void save_changed();
+  // `final`: no later save follows (flush), so rows the devices output
+  // refuses are written on the book's own connection, not kept.
+  void save_changed(bool final = false);
   // WearerOutputs::state for the wearers whose state may have changed.
   void give_changed_states(double now_s);
   void wearer_changed(const char* change, const pipeline::WearerRecord& record,

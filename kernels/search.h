@@ -120,13 +120,15 @@ struct SearchStats {
   std::uint64_t dtw_full = 0;         // DTWs run to the end
   std::uint64_t dtw_abandoned = 0;
   std::uint64_t cells = 0;            // DTW cells evaluated
-  // Buffers the backend allocated or grew for this search (since its last
-  // one: preparing this batch's upload included), a search run again for a
-  // full result buffer counted among them. Non-zero: the search's time holds
-  // one-off work and says little about the next batch of its size. May
-  // over-count (another user of the device allocating meanwhile), never
-  // under-counts. Always 0 on the CPU backend, whose buffers are plain
-  // host vectors.
+  // Non-zero when the backend allocated or grew buffers for this search
+  // (since its last one: preparing this batch's upload included; a search
+  // run again for a full result buffer allocates too): the search's time
+  // holds one-off work and says little about the next batch of its size.
+  // Only zero against non-zero means anything: the count comes from a
+  // process-wide allocation counter (another user of the GPUs allocating
+  // meanwhile adds to it; a multi-device backend sums its members' counts),
+  // so it may over-count, never under-counts. Always 0 on the CPU backend,
+  // whose buffers are plain host vectors.
   std::uint64_t buffer_growths = 0;
   void add(const SearchStats& o);
 };

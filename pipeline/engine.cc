@@ -1325,6 +1325,9 @@ nlohmann::json Engine::stats_json() const {
                           {"slope_ms_per_item", cost_model_.slope_ms()},
                           {"observations", cost_model_.observations()},
                           {"skipped_batches", c.cost_model_skipped},
+                          // The model batches are planned with: "start" (every
+                          // batch) until this one is ready, then "steady".
+                          {"planning", cost_model_.ready() ? "steady" : "start"},
                           {"last_predicted_ms", c.last_predicted_ms}}},
           {"host_s", {{"due", c.host_s.due},
                       {"slices", c.host_s.slices},

@@ -373,6 +373,9 @@ struct AlertSink::Impl {
         flush(batch);
         while (!device_rows.empty() && save_device_rows()) {
         }
+        if (!device_rows.empty())
+          log_error("stopped with " + std::to_string(device_rows.size()) +
+                    " devices' last frames not stored (their saves failed)");
         return;
       }
       // A drain commits at once, but first takes in what is still queued

@@ -146,7 +146,8 @@ class AlertSink {
   // writer's queue full (the caller keeps the rows for a later call). A
   // save that fails is logged and counted (wearer_devices_errors); its rows
   // are tried again with later ones (the newest row of a (wearer, device)
-  // wins) and stored by stop() at the latest, while the store accepts them.
+  // wins). stop() stores what is still held, once more; what that fails to
+  // store is logged and lost (a restart then sees older last frames).
   bool submit_wearer_devices(std::vector<WearerDeviceRecord> devices);
   // Commits (and publishes) every alert submitted before the call, at once,
   // and returns when none is held. A batch that fails is retried until

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -130,6 +131,13 @@ TEST_CASE("every counter of the real daemon is a metric family or deliberately i
     if (label == "allocator") allocator = value;
   CHECK((allocator == "jemalloc" || allocator == "glibc"));
   CHECK(page.find(",allocator=\"" + allocator + "\",") != std::string::npos);
+  // ... and the one the running daemon has loaded.
+  {
+    std::ifstream maps("/proc/" + std::to_string(d.daemon.pid()) + "/maps");
+    const std::string mapped((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+    REQUIRE_FALSE(mapped.empty());
+    CHECK((mapped.find("libjemalloc") != std::string::npos) == (allocator == "jemalloc"));
+  }
   CHECK(page.find(",backend=\"" + engine["backend"].get<std::string>() + "\"} 1\n") !=
         std::string::npos);
   CHECK(metric(page, "process_resident_memory_bytes") > 1e6);

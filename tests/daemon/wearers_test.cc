@@ -229,25 +229,31 @@ TEST_CASE("with a writer for the devices' rows the book hands them over and keep
   long_silences.wearers.stale_after_s = 100;
   long_silences.wearers.offline_after_s = 200;
   WearerBook book(store.path(), long_silences, start, outputs);
+  const auto stored = [&] { return gw::pipeline::HitStore(store.path()).wearer_devices(); };
   book.on_frame(frame_of(7, 1, 20), start + 1);
   book.on_frame(frame_of(8, 2, 20), start + 1);
-  // Refused (the writer's queue full): counted, kept for the next save.
-  book.flush();
-  CHECK(book.stats_json(start + 1)["store_errors"] == 1);
+  // A periodic save refused (the writer's queue full): counted, kept.
+  const double period = gw::daemon::kPersistPeriodS;
+  book.tick(start + period + 1);
+  CHECK(book.stats_json(start + period + 1)["store_errors"] == 1);
+  CHECK(handed.empty());
   take = true;
-  book.flush();
+  book.tick(start + 2 * period + 2);
   REQUIRE(handed.size() == 1);
   CHECK(handed[0].size() == 2);
   // Handed over, not written by the book itself.
-  CHECK(gw::pipeline::HitStore(store.path()).wearer_devices().empty());
+  CHECK(stored().empty());
   book.flush();
   CHECK(handed.size() == 1);  // nothing changed since
-  book.on_frame(frame_of(7, 1, 21), start + 2);
-  book.tick(start + 1 + gw::daemon::kPersistPeriodS + 1);  // the periodic save
-  REQUIRE(handed.size() == 2);
-  REQUIRE(handed[1].size() == 1);
-  CHECK(handed[1][0].wearer == 7);
-  CHECK(handed[1][0].last_arrival == start + 2);
+  book.on_frame(frame_of(7, 1, 21), start + 2 * period + 3);
+  // The last save, refused: no later one follows, so the book writes it.
+  take = false;
+  book.flush();
+  CHECK(book.stats_json(start + 2 * period + 3)["store_errors"] == 2);
+  const auto rows = stored();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].wearer == 7);
+  CHECK(rows[0].last_arrival == start + 2 * period + 3);
 }
 
 TEST_CASE("alerts of registered wearers get their names", "[wearers]") {

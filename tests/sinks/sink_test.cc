@@ -624,7 +624,7 @@ TEST_CASE("AlertSink: a failing commit is retried and published only once it com
   CHECK(stored_seqs(options.db_path) == iota_seqs(1));
 }
 
-TEST_CASE("AlertSink: devices' last frames are stored by the writer; a failed save keeps the "
+TEST_CASE("AlertSink: devices' last frames are stored by the writer, and a failed save keeps the "
           "newest row of each device and stores it later",
           "[sink]") {
   TempDir dir;
@@ -675,7 +675,7 @@ TEST_CASE("AlertSink: devices' last frames are stored by the writer; a failed sa
   CHECK_FALSE(sink.submit_wearer_devices(Rows{row(3, 1, 400)}));
 }
 
-TEST_CASE("AlertSink: thousands of devices' rows handed over just before stop() are all stored",
+TEST_CASE("AlertSink: thousands of devices' rows still held at stop() are all stored by it",
           "[sink]") {
   TempDir dir;
   SinkOptions options = options_for(dir);
@@ -690,8 +690,16 @@ TEST_CASE("AlertSink: thousands of devices' rows handed over just before stop() 
   rows.back().offline_since = 120;
   {
     AlertSink sink(options);
+    // The first save fails, so the rows are held (the next try is a second
+    // away) when stop() comes.
+    raw_exec(options.db_path,
+             "CREATE TRIGGER refuse_all BEFORE INSERT ON wearer_devices "
+             "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END");
     sink.submit(make_alert(0));
     REQUIRE(sink.submit_wearer_devices(rows));
+    REQUIRE(eventually([&] { return sink.counters().wearer_devices_errors >= 1; }));
+    raw_exec(options.db_path, "DROP TRIGGER refuse_all");
+    CHECK(sink.counters().wearer_devices_saved == 0);
     sink.stop();
     CHECK(sink.counters().wearer_devices_saved == kWearers);
   }
