@@ -485,7 +485,7 @@ class CudaBackend final : public SearchBackend {
   DeviceBuffer<DeviceStats> stats_;
   PinnedBuffer<DeviceStats> pinned_stats_;
   // cuda_memory::allocation_count() at the end of the last search.
-  std::uint64_t allocations_seen_ = 0;
+  std::uint64_t allocations_seen_ = cuda_memory::allocation_count();
   unsigned long long match_capacity_ = 0;
   unsigned long long candidate_capacity_ = 0;
 };

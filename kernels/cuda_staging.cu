@@ -12,7 +12,19 @@ namespace gw::kernels {
 using namespace cuda;
 using cuda_memory::DeviceBuffer;
 
-UploadStager::UploadStager(WorkerPool& host_pool) : host_pool_(host_pool) {
+void* UploadStager::DeviceSlabs::allocate(std::size_t bytes) {
+  void* slab = nullptr;
+  cuda_memory::allocation_counter().fetch_add(1, std::memory_order_relaxed);
+  check_backend(cudaMalloc(&slab, std::max<std::size_t>(bytes, 1)), "stream rings");
+  return slab;
+}
+
+void UploadStager::DeviceSlabs::deallocate(void* p) noexcept { cudaFree(p); }
+
+// Rings of 256 samples of 9 dims take 9 KiB: the first slab of a size class
+// holds 256 of them, the largest 8,192.
+UploadStager::UploadStager(WorkerPool& host_pool)
+    : host_pool_(host_pool), rings_(DeviceSlabs{}, 256, 8192) {
   for (StagedUpload& slot : staged_) slot.copied.create(cudaEventDisableTiming);
 }
 
@@ -47,7 +59,7 @@ StagedUpload& UploadStager::take(const SearchBatch& batch, const ProfileSlots& p
     stale = stale || slot.batch != nullptr;
     slot.batch = nullptr;
   }
-  if (stale) histories_.clear();
+  if (stale) drop_histories();
   StagedUpload& slot = stage(batch, profile_slots, stream);
   slot.batch = nullptr;
   return slot;
@@ -55,7 +67,7 @@ StagedUpload& UploadStager::take(const SearchBatch& batch, const ProfileSlots& p
 
 void UploadStager::forget_histories() {
   std::lock_guard<std::mutex> lock(mutex_);
-  histories_.clear();
+  drop_histories();
   for (StagedUpload& slot : staged_) slot.batch = nullptr;  // planned against those rings
 }
 
@@ -74,7 +86,7 @@ StagedUpload& UploadStager::stage(const SearchBatch& batch, const ProfileSlots& 
   // starts over (uploads whole slices) in the next batch.
   const auto refuse = [&](const std::string& why) {
     slot.batch = nullptr;
-    histories_.clear();
+    drop_histories();
     throw Error("CUDA backend: " + why);
   };
   const std::size_t n_host = batch.data.size();
@@ -161,8 +173,12 @@ void UploadStager::plan_history(const StreamSlice& s, SliceUpload* up) {
   long long capacity = 256;
   while (capacity < s.length) capacity *= 2;
   if (h.dims != s.dims || h.capacity < s.length) {
-    h.ring = DeviceBuffer<float>();
-    h.ring.reserve(static_cast<std::size_t>(s.dims) * capacity);
+    // A block given back here may go to another stream of this very batch:
+    // every ring is read and written only by the assembly on the search
+    // stream, in batch order, so this batch's writes follow the last
+    // batch's reads of the old owner.
+    rings_.release(h.ring, static_cast<std::size_t>(h.dims) * h.capacity);
+    h.ring = rings_.acquire(static_cast<std::size_t>(s.dims) * capacity);
     h.dims = s.dims;
     h.capacity = capacity;
     h.first = h.next = -1;
@@ -170,10 +186,15 @@ void UploadStager::plan_history(const StreamSlice& s, SliceUpload* up) {
   const std::int64_t end = s.first_index + s.length;
   const bool continues = history_continues(h, s);
   up->from = continues ? static_cast<int>(h.next - s.first_index) : 0;
-  up->ring = h.ring.get();
+  up->ring = h.ring;
   up->ring_capacity = h.capacity;
   h.first = std::max<std::int64_t>(continues ? h.first : s.first_index, end - h.capacity);
   h.next = end;
+}
+
+void UploadStager::drop_histories() {
+  histories_.clear();
+  rings_.release_all();
 }
 
 }  // namespace gw::kernels

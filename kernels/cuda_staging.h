@@ -23,6 +23,7 @@
 #include "kernels/cuda_memory.h"
 #include "kernels/cuda_views.h"
 #include "kernels/search.h"
+#include "kernels/slab_arena.h"
 
 namespace gw::kernels {
 
@@ -72,9 +73,9 @@ class UploadStager {
   void forget_histories();
 
  private:
-  // The stream's latest samples on the device.
+  // The stream's latest samples on the device, in a block of rings_.
   struct StreamHistory {
-    cuda_memory::DeviceBuffer<float> ring;
+    float* ring = nullptr;
     int dims = 0;
     long long capacity = 0;
     std::int64_t first = -1, next = -1;  // the ring holds samples [first, next)
@@ -85,8 +86,19 @@ class UploadStager {
   const StreamHistory& history_of(std::uint64_t key) const;
   static bool history_continues(const StreamHistory& h, const StreamSlice& s);
   void plan_history(const StreamSlice& s, cuda::SliceUpload* up);
+  // Nothing is held any more: every ring is free again.
+  void drop_histories();
+
+  // Device memory for the rings: one cudaMalloc per slab of many rings, not
+  // per stream (cudaMalloc waits for the whole device), counted in
+  // cuda_memory::allocation_count().
+  struct DeviceSlabs {
+    void* allocate(std::size_t bytes);
+    void deallocate(void* p) noexcept;
+  };
 
   WorkerPool& host_pool_;
+  SlabArena<float, DeviceSlabs> rings_;
   std::unordered_map<std::uint64_t, StreamHistory> histories_;
   StagedUpload staged_[2];
   int staged_next_ = 0;

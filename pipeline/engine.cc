@@ -1101,10 +1101,11 @@ std::vector<Alert> Engine::detect_searched(const std::function<double()>& now) {
   counters_.last_batch_ms = search_ms + phase2_ms;
   counters_.last_phase2_ms = phase2_ms;
   if (batch_log_)
-    std::fprintf(batch_log_.get(), "%.3f %zu %.0f %.2f %.2f %.2f %.2f %zu %llu\n",
+    std::fprintf(batch_log_.get(), "%.3f %zu %.0f %.2f %.2f %.2f %.2f %zu %llu %llu\n",
                  done.batch_start, slices, done.searched_work, counters_.last_predicted_ms,
                  (done.search_end_s - done.batch_start) * 1000.0, search_ms, phase2_ms,
-                 result.matches.size(), static_cast<unsigned long long>(counters_.deferred_streams));
+                 result.matches.size(), static_cast<unsigned long long>(counters_.deferred_streams),
+                 static_cast<unsigned long long>(result.stats.buffer_growths));
   counters_.max_batch_ms = std::max(counters_.max_batch_ms, counters_.last_batch_ms);
   const double latency_ms = (finished - done.newest_arrival) * 1000.0;
   counters_.max_latency_ms = std::max(counters_.max_latency_ms, latency_ms);

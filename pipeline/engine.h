@@ -522,8 +522,8 @@ class Engine {
   std::unique_ptr<WorkerPool> host_pool_;
   // GW_ENGINE_BATCH_LOG=PATH: a line per batch appended there (start unix s,
   // slices, work, predicted ms, observed ms = start to search end as the cost
-  // model sees it, search ms, phase 2 ms, matches, deferred streams so far),
-  // to see where a slow batch lost its time. Diagnostics only.
+  // model sees it, search ms, phase 2 ms, matches, deferred streams so far,
+  // the backend's buffer growths), to see where a slow batch lost its time. Diagnostics only.
   struct FileCloser {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };

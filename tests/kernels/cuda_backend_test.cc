@@ -712,6 +712,66 @@ TEST_CASE("GPU searches ticks that omit the samples it holds", "[gpu][window][ba
   require_same_daemon_tick(cpu.search(again), gpu.search(omit_held(again, gpu)), again, *ticks.library);
 }
 
+TEST_CASE("GPU holds thousands of streams' samples in few allocations and reuses rings",
+          "[gpu][window][batches][resident]") {
+  auto gpu = gpu_or_skip();
+  if (!gpu) return;
+  auto cpu = make_cpu_backend(0);
+  // A station starting with thousands of wearers: every stream's first
+  // batch needs a ring on the device. They must not cost an allocation
+  // each (a cudaMalloc waits for the whole device). Then a third of the
+  // streams change shape (their rings are given back) while as many new
+  // streams arrive (and may get those rings): every batch still equals the
+  // CPU's search of the whole slices.
+  constexpr int kStreams = 3000, kTicks = 4, kTick = 24, kLength = 32;
+  auto library = std::make_shared<PatternLibrary>();
+  const std::vector<Series> query = {cut(testing::random_walk(200, 77), 50, kLength),
+                                     cut(testing::random_walk(200, 78), 60, kLength)};
+  library->patterns.push_back(
+      make_pattern(1, query, 3, true, 4.0f, kUncapped, neighbour_pairs(2, 3, 1)));
+  cpu->set_library(library);
+  gpu->set_library(library);
+  const int total = kTicks * kTick + kLength;
+  std::vector<std::vector<Series>> data;
+  for (int k = 0; k < 2 * kStreams; ++k)
+    data.push_back(random_dims(3, total, 9000 + static_cast<std::uint64_t>(k) * 3));
+  std::size_t growths_after_first = 0, matches = 0, omitted = 0;
+  for (int t = 0; t < kTicks; ++t) {
+    INFO("tick " << t);
+    SearchBatch full;
+    const int end = kLength + (t + 1) * kTick;
+    const int first_new = t == 0 ? 0 : end - kTick;
+    for (int k = 0; k < kStreams; ++k) {
+      // From tick 2 on, streams k % 3 == 0 lose a dim (same key, new ring)
+      // and a new stream takes their place in the batch.
+      const bool reshaped = t >= 2 && k % 3 == 0;
+      std::vector<Series> dims = data[k];
+      if (reshaped) dims.pop_back();
+      const int begin = std::max(0, first_new - kLength + 1);
+      add_range(&full, 1, dims, 0, begin, end, first_new, 1 + static_cast<std::uint64_t>(k));
+      if (reshaped)
+        add_range(&full, 1, data[kStreams + k], 0, t == 2 ? 0 : begin, end, t == 2 ? 0 : first_new,
+                  1 + static_cast<std::uint64_t>(kStreams + k));
+    }
+    const SearchBatch sparse = omit_held(full, *gpu);
+    for (const StreamSlice& s : sparse.streams) omitted += s.omitted > 0 ? 1 : 0;
+    const SearchResult c = cpu->search(full);
+    const SearchResult g = gpu->search(sparse);
+    require_none(structural_problems(g, full, *library), "GPU structure");
+    require_none(window_differences(c, g, *library, false), "window pattern");
+    matches += c.matches.size();
+    if (t > 0) growths_after_first += g.stats.buffer_growths;
+    if (t == 0) {
+      INFO("allocations for " << kStreams << " new streams: " << g.stats.buffer_growths);
+      CHECK(g.stats.buffer_growths < 64);
+    }
+  }
+  CHECK(matches > 100);
+  CHECK(omitted > static_cast<std::size_t>(kStreams));  // rings were really read
+  // Ticks 2 and 3 bring 1,000 reshaped and 1,000 new streams.
+  CHECK(growths_after_first < 64);
+}
+
 TEST_CASE("GPUs behind one multi-device backend search omitted ticks as the CPU does",
           "[gpu][window][batches][resident][multi]") {
   // Two CUDA backends (GPUs 0 and 1 where two are visible, else GPU 0
