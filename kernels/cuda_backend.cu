@@ -112,6 +112,10 @@ class CudaBackend final : public SearchBackend {
     return stager_->held_samples(slice);
   }
 
+  void forget_streams(const std::vector<std::uint64_t>& stream_keys) override {
+    stager_->forget_streams(stream_keys);
+  }
+
   // Stages `next` (host plan, pinned copy, host->device copy on copy_stream_)
   // while another thread runs search_into() of the batch before it.
   void prepare(const SearchBatch& next) override {

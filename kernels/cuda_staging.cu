@@ -71,6 +71,16 @@ void UploadStager::forget_histories() {
   for (StagedUpload& slot : staged_) slot.batch = nullptr;  // planned against those rings
 }
 
+void UploadStager::forget_streams(const std::vector<std::uint64_t>& keys) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const std::uint64_t key : keys) {
+    const auto it = histories_.find(key);
+    if (it == histories_.end()) continue;
+    rings_.release(it->second.ring, static_cast<std::size_t>(it->second.dims) * it->second.capacity);
+    histories_.erase(it);
+  }
+}
+
 // Plans `batch`'s upload into the next staging slot, copies its new
 // samples to pinned memory and starts the copy to the device on `stream`.
 // Needs mutex_.

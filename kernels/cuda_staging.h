@@ -72,6 +72,12 @@ class UploadStager {
   // nothing is held any more, and no prepared batch stays valid.
   void forget_histories();
 
+  // The streams of `keys` are gone: their rings go back to the pool for
+  // new streams. A batch prepared with them stays valid (the assembly on
+  // the search stream reads and writes a ring in batch order, so a later
+  // owner's writes follow it).
+  void forget_streams(const std::vector<std::uint64_t>& keys);
+
  private:
   // The stream's latest samples on the device, in a block of rings_.
   struct StreamHistory {

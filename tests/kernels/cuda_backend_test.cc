@@ -770,6 +770,37 @@ TEST_CASE("GPU holds thousands of streams' samples in few allocations and reuses
   CHECK(omitted > static_cast<std::size_t>(kStreams));  // rings were really read
   // Ticks 2 and 3 bring 1,000 reshaped and 1,000 new streams.
   CHECK(growths_after_first < 64);
+
+  // Streams leave (SearchBackend::forget_streams) and as many newcomers
+  // arrive, round after round: the device holds nothing of a gone key any
+  // more, and the newcomers take the rings of those that left, so after
+  // the first two rounds (a new batch shape for each of the two staging
+  // slots) nothing is allocated. Without the reuse, eight rounds of 1,000
+  // newcomers would need new slabs.
+  std::vector<std::uint64_t> gone;
+  for (int k = 0; k < kStreams; k += 3) gone.push_back(1 + static_cast<std::uint64_t>(kStreams + k));
+  for (int round = 1; round <= 8; ++round) {
+    INFO("round " << round);
+    // The slice that follows a gone key's last samples: held before the
+    // key was forgotten, not after.
+    SearchBatch returning;
+    add_range(&returning, 1, data[kStreams], 0, total - kLength + 1, total, total, gone.front());
+    CHECK(gpu->held_samples(returning.streams.front()) == kLength - 1);
+    gpu->forget_streams(gone);
+    cpu->forget_streams(gone);
+    CHECK(gpu->held_samples(returning.streams.front()) == 0);
+    SearchBatch newcomers;
+    std::vector<std::uint64_t> arrived;
+    for (int k = 0; k < kStreams; k += 3) {
+      arrived.push_back(1 + static_cast<std::uint64_t>((2 + round) * kStreams + k));
+      add_range(&newcomers, 1, data[kStreams + k], 0, 0, total, 0, arrived.back());
+    }
+    const SearchResult c = cpu->search(newcomers);
+    const SearchResult g = gpu->search(omit_held(newcomers, *gpu));
+    require_none(window_differences(c, g, *library, false), "newcomers");
+    if (round > 2) CHECK(g.stats.buffer_growths == 0);
+    gone = arrived;
+  }
 }
 
 TEST_CASE("GPUs behind one multi-device backend search omitted ticks as the CPU does",
