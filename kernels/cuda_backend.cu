@@ -114,6 +114,16 @@ class CudaBackend final : public SearchBackend {
 
   void forget_streams(const std::vector<std::uint64_t>& stream_keys) override {
     stager_->forget_streams(stream_keys);
+    // A freed streaming slot's next_index of -1 matches no first_new, so
+    // the next stream in it starts with a reset column.
+    for (SpringPattern& sp : device_library_.springs)
+      for (const std::uint64_t key : stream_keys) {
+        const auto it = sp.slot_of_stream.find(key);
+        if (it == sp.slot_of_stream.end()) continue;
+        sp.next_index[static_cast<std::size_t>(it->second)] = -1;
+        sp.free_slots.push_back(it->second);
+        sp.slot_of_stream.erase(it);
+      }
   }
 
   // Stages `next` (host plan, pinned copy, host->device copy on copy_stream_)
@@ -319,9 +329,16 @@ class CudaBackend final : public SearchBackend {
       const std::int64_t first_new = std::max(sl.first_new, sl.first_index);
       const int n_new = static_cast<int>(sl.first_index + sl.length - first_new);
       if (n_new <= 0) continue;
-      auto [it, inserted] =
-          sp.slot_of_stream.try_emplace(sl.stream_key, static_cast<int>(sp.next_index.size()));
-      if (inserted) sp.next_index.push_back(-1);
+      auto [it, inserted] = sp.slot_of_stream.try_emplace(sl.stream_key, -1);
+      if (inserted) {
+        if (sp.free_slots.empty()) {
+          it->second = static_cast<int>(sp.next_index.size());
+          sp.next_index.push_back(-1);
+        } else {
+          it->second = sp.free_slots.back();
+          sp.free_slots.pop_back();
+        }
+      }
       const int slot = it->second;
       const int reset = sp.next_index[slot] != first_new ? 1 : 0;
       sp.next_index[slot] = sl.first_index + sl.length;

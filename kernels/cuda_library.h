@@ -62,6 +62,7 @@ struct SpringPattern {
   int length = 0;
   std::unordered_map<std::uint64_t, int> slot_of_stream;
   std::vector<std::int64_t> next_index;  // per slot: first sample not yet consumed
+  std::vector<int> free_slots;  // of forgotten streams, taken by new ones first
   cuda_memory::DeviceBuffer<float> d;
   cuda_memory::DeviceBuffer<long long> start;
   long long slots_allocated = 0;

@@ -21,10 +21,10 @@ void* UploadStager::DeviceSlabs::allocate(std::size_t bytes) {
 
 void UploadStager::DeviceSlabs::deallocate(void* p) noexcept { cudaFree(p); }
 
-// Rings of 256 samples of 9 dims take 9 KiB: the first slab of a size class
-// holds 256 of them, the largest 8,192.
+// Slabs of 4 MiB first (455 rings of 256 samples of 9 dims), growing to
+// 128 MiB each.
 UploadStager::UploadStager(WorkerPool& host_pool)
-    : host_pool_(host_pool), rings_(DeviceSlabs{}, 256, 8192) {
+    : host_pool_(host_pool), rings_(DeviceSlabs{}, 4u << 20, 128u << 20) {
   for (StagedUpload& slot : staged_) slot.copied.create(cudaEventDisableTiming);
 }
 
@@ -68,7 +68,6 @@ StagedUpload& UploadStager::take(const SearchBatch& batch, const ProfileSlots& p
 void UploadStager::forget_histories() {
   std::lock_guard<std::mutex> lock(mutex_);
   drop_histories();
-  for (StagedUpload& slot : staged_) slot.batch = nullptr;  // planned against those rings
 }
 
 void UploadStager::forget_streams(const std::vector<std::uint64_t>& keys) {
@@ -76,29 +75,37 @@ void UploadStager::forget_streams(const std::vector<std::uint64_t>& keys) {
   for (const std::uint64_t key : keys) {
     const auto it = histories_.find(key);
     if (it == histories_.end()) continue;
-    rings_.release(it->second.ring, static_cast<std::size_t>(it->second.dims) * it->second.capacity);
+    rings_.release(it->second.ring, it->second.ring_elements());
     histories_.erase(it);
+  }
+}
+
+// A batch that cannot be staged (refused, or out of device or pinned
+// memory) leaves no history half-advanced and no plan that points at
+// them: every stream starts over (uploads whole slices) in the next batch.
+// Needs mutex_.
+StagedUpload& UploadStager::stage(const SearchBatch& batch, const ProfileSlots& profile_slots,
+                                  cudaStream_t stream) {
+  try {
+    return stage_planned(batch, profile_slots, stream);
+  } catch (...) {
+    drop_histories();
+    throw;
   }
 }
 
 // Plans `batch`'s upload into the next staging slot, copies its new
 // samples to pinned memory and starts the copy to the device on `stream`.
 // Needs mutex_.
-StagedUpload& UploadStager::stage(const SearchBatch& batch, const ProfileSlots& profile_slots,
-                                  cudaStream_t stream) {
+StagedUpload& UploadStager::stage_planned(const SearchBatch& batch,
+                                          const ProfileSlots& profile_slots, cudaStream_t stream) {
   StagedUpload& slot = staged_[staged_next_];
   staged_next_ = 1 - staged_next_;
   slot.batch = &batch;
   slot.slices.clear();
   slot.uploads.clear();
   slot.rows = 0;
-  // A batch refused here leaves no history half-advanced: every stream
-  // starts over (uploads whole slices) in the next batch.
-  const auto refuse = [&](const std::string& why) {
-    slot.batch = nullptr;
-    drop_histories();
-    throw Error("CUDA backend: " + why);
-  };
+  const auto refuse = [](const std::string& why) { throw Error("CUDA backend: " + why); };
   const std::size_t n_host = batch.data.size();
   std::size_t n_device = 0;  // the assembled slices: every sample of every slice
   std::size_t n_upload = 0;
@@ -187,11 +194,11 @@ void UploadStager::plan_history(const StreamSlice& s, SliceUpload* up) {
     // every ring is read and written only by the assembly on the search
     // stream, in batch order, so this batch's writes follow the last
     // batch's reads of the old owner.
-    rings_.release(h.ring, static_cast<std::size_t>(h.dims) * h.capacity);
+    rings_.release(h.ring, h.ring_elements());
+    h = StreamHistory{};  // holds nothing, also when the acquire below throws
     h.ring = rings_.acquire(static_cast<std::size_t>(s.dims) * capacity);
     h.dims = s.dims;
     h.capacity = capacity;
-    h.first = h.next = -1;
   }
   const std::int64_t end = s.first_index + s.length;
   const bool continues = history_continues(h, s);
@@ -205,6 +212,7 @@ void UploadStager::plan_history(const StreamSlice& s, SliceUpload* up) {
 void UploadStager::drop_histories() {
   histories_.clear();
   rings_.release_all();
+  for (StagedUpload& slot : staged_) slot.batch = nullptr;  // planned against those rings
 }
 
 }  // namespace gw::kernels

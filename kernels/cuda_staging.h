@@ -5,9 +5,9 @@
 // batch k + 1 plans and copies while the search of batch k runs.
 // Include from .cu files only.
 //
-// Thread safety: prepare() may run on one thread while take() and
-// held_samples() run on another; forget_histories() must not run beside
-// either (set_library does not overlap a search).
+// Thread safety: prepare() may run on one thread while take(),
+// held_samples() and forget_streams() run on another; forget_histories()
+// must not run beside either (set_library does not overlap a search).
 #pragma once
 
 #include <cstddef>
@@ -85,14 +85,19 @@ class UploadStager {
     int dims = 0;
     long long capacity = 0;
     std::int64_t first = -1, next = -1;  // the ring holds samples [first, next)
+    // The ring's size in rings_ (what it was acquired with).
+    std::size_t ring_elements() const { return static_cast<std::size_t>(dims) * capacity; }
   };
 
   StagedUpload& stage(const SearchBatch& batch, const ProfileSlots& profile_slots,
                       cudaStream_t stream);
+  StagedUpload& stage_planned(const SearchBatch& batch, const ProfileSlots& profile_slots,
+                              cudaStream_t stream);
   const StreamHistory& history_of(std::uint64_t key) const;
   static bool history_continues(const StreamHistory& h, const StreamSlice& s);
   void plan_history(const StreamSlice& s, cuda::SliceUpload* up);
-  // Nothing is held any more: every ring is free again.
+  // Nothing is held any more: every ring is free again, and no prepared
+  // batch stays valid (its plan points at those rings).
   void drop_histories();
 
   // Device memory for the rings: one cudaMalloc per slab of many rings, not
@@ -108,7 +113,7 @@ class UploadStager {
   std::unordered_map<std::uint64_t, StreamHistory> histories_;
   StagedUpload staged_[2];
   int staged_next_ = 0;
-  // staged_, histories_: prepare() runs beside take().
+  // staged_, histories_, rings_: prepare() runs beside take().
   mutable std::mutex mutex_;
 };
 

@@ -208,9 +208,10 @@ class SearchBackend {
   // nothing.
   virtual void prepare(const SearchBatch& next) { (void)next; }
   // The streams of `stream_keys` are gone (their keys may name new streams
-  // later): state kept for them between batches may be freed. Called between
-  // searches, from the thread that calls search_into(). The default keeps
-  // nothing to free.
+  // later): state kept for them between batches may be freed, and
+  // held_samples() says 0 for them from now on. Called between searches,
+  // not beside search_into() (the engine calls it while planning its next
+  // batch). The default keeps nothing to free.
   virtual void forget_streams(const std::vector<std::uint64_t>& stream_keys) { (void)stream_keys; }
 };
 

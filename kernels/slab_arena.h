@@ -19,7 +19,8 @@
 // blocks; the block stays valid until release() of it, release_all() or
 // the arena's destruction. Blocks of a size class that were released are
 // handed out again before a new slab is made; memory goes back to the
-// backing only when the arena is destroyed. Not thread-safe.
+// backing only when the arena is destroyed. A failed allocation (the
+// backing throws) leaves the arena as it was. Not thread-safe.
 #pragma once
 
 #include <algorithm>
@@ -33,15 +34,18 @@ namespace gw::kernels {
 
 template <typename T, typename Backing>
 class SlabArena {
+  static_assert(256 % sizeof(T) == 0, "blocks start 256 bytes apart");
+
  public:
-  // `first_slab_blocks`: blocks in the first slab of each size class; every
-  // later slab of that class holds as many blocks as the class has so far
-  // (geometric growth), at most `max_slab_blocks`.
-  explicit SlabArena(Backing backing = Backing(), std::size_t first_slab_blocks = 64,
-                     std::size_t max_slab_blocks = 16384)
+  // Slab sizes per size class: the first about `first_slab_bytes`, every
+  // later one as large as the class's slabs so far (geometric growth), at
+  // most about `max_slab_bytes`; always at least one block. So large blocks
+  // do not pin a slab of many of them.
+  explicit SlabArena(Backing backing = Backing(), std::size_t first_slab_bytes = 4u << 20,
+                     std::size_t max_slab_bytes = 128u << 20)
       : backing_(std::move(backing)),
-        first_slab_blocks_(std::max<std::size_t>(first_slab_blocks, 1)),
-        max_slab_blocks_(std::max(max_slab_blocks, first_slab_blocks_)) {}
+        first_slab_bytes_(std::max<std::size_t>(first_slab_bytes, 1)),
+        max_slab_bytes_(std::max(max_slab_bytes, first_slab_bytes_)) {}
   SlabArena(const SlabArena&) = delete;
   SlabArena& operator=(const SlabArena&) = delete;
   ~SlabArena() {
@@ -103,9 +107,15 @@ class SlabArena {
   }
 
   void add_slab(SizeClass& cls, std::size_t stride) {
-    const std::size_t blocks =
-        std::min(max_slab_blocks_, std::max(first_slab_blocks_, cls.blocks));
-    void* slab = backing_.allocate(blocks * stride * sizeof(T));
+    const std::size_t block_bytes = stride * sizeof(T);
+    const std::size_t bytes =
+        std::min(max_slab_bytes_, std::max(first_slab_bytes_, cls.blocks * block_bytes));
+    const std::size_t blocks = std::max<std::size_t>(bytes / block_bytes, 1);
+    // Room first, so that nothing below the allocation can throw.
+    cls.slabs.reserve(cls.slabs.size() + 1);
+    cls.slab_blocks.reserve(cls.slab_blocks.size() + 1);
+    cls.free.reserve(cls.blocks + blocks);
+    void* slab = backing_.allocate(blocks * block_bytes);
     cls.slabs.push_back(slab);
     cls.slab_blocks.push_back(blocks);
     cls.blocks += blocks;
@@ -120,8 +130,8 @@ class SlabArena {
   }
 
   Backing backing_;
-  std::size_t first_slab_blocks_;
-  std::size_t max_slab_blocks_;
+  std::size_t first_slab_bytes_;
+  std::size_t max_slab_bytes_;
   std::map<std::size_t, SizeClass> classes_;  // by stride in elements
 };
 

@@ -16,11 +16,14 @@
 namespace gw::kernels {
 namespace {
 
-// Host memory, with the allocations and frees counted by the test.
+// Host memory, with the allocations and frees counted by the test; with
+// `fail` set, an allocation throws as a device out of memory would.
 struct CountingBacking {
   std::map<void*, std::size_t>* live = nullptr;  // address -> bytes
   int* allocations = nullptr;
+  const bool* fail = nullptr;
   void* allocate(std::size_t bytes) {
+    if (fail != nullptr && *fail) throw std::bad_alloc();
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (p == nullptr) throw std::bad_alloc();
     (*live)[p] = bytes;
@@ -33,10 +36,15 @@ struct CountingBacking {
   }
 };
 
+// Slabs of 4 blocks of 9 x 256 floats first, at most 64 of them.
+constexpr std::size_t kRingBytes = 9 * 256 * sizeof(float);
+
 struct Arena {
   std::map<void*, std::size_t> live;
   int allocations = 0;
-  SlabArena<float, CountingBacking> arena{CountingBacking{&live, &allocations}, 4, 64};
+  bool fail = false;
+  SlabArena<float, CountingBacking> arena{CountingBacking{&live, &allocations, &fail},
+                                          4 * kRingBytes, 64 * kRingBytes};
 };
 
 // Every block lies inside one live allocation, and none overlaps another.
@@ -68,7 +76,8 @@ TEST_CASE("SlabArena serves many blocks from few allocations that grow geometric
   Arena a;
   std::vector<std::pair<float*, std::size_t>> blocks;
   for (int i = 0; i < 1000; ++i) blocks.emplace_back(a.arena.acquire(9 * 256), 9 * 256);
-  // Slabs of 4, 4, 8, 16, 32, 64, 64, ...: 1,000 blocks in 20 allocations.
+  // Slabs of 4, 4, 8, 16, 32, 64, 64, ... blocks: 1,000 blocks in 20
+  // allocations.
   CHECK(a.allocations == 20);
   CHECK(a.arena.slabs() == 20);
   CHECK(a.arena.blocks_in_use() == 1000);
@@ -114,11 +123,42 @@ TEST_CASE("SlabArena release_all frees every block and keeps its slabs", "[slab_
   require_disjoint(a.live, again);
 }
 
+TEST_CASE("SlabArena gives blocks larger than a slab one allocation each", "[slab_arena]") {
+  Arena a;
+  // 1-MiB blocks against slabs of at most 64 x 9 KiB: one block a slab,
+  // not a slab of many such blocks that nobody asked for.
+  constexpr std::size_t kLarge = 256 * 1024;
+  std::vector<std::pair<float*, std::size_t>> blocks;
+  for (int i = 0; i < 3; ++i) blocks.emplace_back(a.arena.acquire(kLarge), kLarge);
+  CHECK(a.allocations == 3);
+  for (const auto& [slab, bytes] : a.live) CHECK(bytes == kLarge * sizeof(float));
+  require_disjoint(a.live, blocks);
+}
+
+TEST_CASE("SlabArena is unchanged by an allocation that fails", "[slab_arena]") {
+  Arena a;
+  std::vector<std::pair<float*, std::size_t>> blocks;
+  for (int i = 0; i < 4; ++i) blocks.emplace_back(a.arena.acquire(9 * 256), 9 * 256);
+  a.fail = true;
+  CHECK_THROWS_AS(a.arena.acquire(9 * 256), std::bad_alloc);  // the first slab is full
+  CHECK(a.arena.blocks_in_use() == 4);
+  CHECK(a.arena.slabs() == 1);
+  // A block given back is still handed out without the backing.
+  a.arena.release(blocks.back().first, 9 * 256);
+  CHECK(a.arena.acquire(9 * 256) == blocks.back().first);
+  a.fail = false;
+  blocks.emplace_back(a.arena.acquire(9 * 256), 9 * 256);
+  CHECK(a.arena.slabs() == 2);
+  CHECK(a.arena.blocks_in_use() == 5);
+  require_disjoint(a.live, blocks);
+}
+
 TEST_CASE("SlabArena gives every allocation back when it is destroyed", "[slab_arena]") {
   std::map<void*, std::size_t> live;
   int allocations = 0;
   {
-    SlabArena<float, CountingBacking> arena(CountingBacking{&live, &allocations}, 2, 8);
+    SlabArena<float, CountingBacking> arena(CountingBacking{&live, &allocations, nullptr}, 2048,
+                                            8192);
     for (int i = 0; i < 30; ++i) arena.acquire(static_cast<std::size_t>(1 + i % 3) * 70);
     CHECK(!live.empty());
   }
