@@ -735,7 +735,7 @@ void read_devices(const MapReader& root, std::vector<DeviceProfile>& devices,
 void read_search(const MapReader& root, SearchConfig& search) {
   const MapReader map(root.value("search"), "search",
                       {"backend", "threads", "tick_ms", "deadline_ms", "max_matches_per_pair",
-                       "overload_policy", "deadline_safety_ms", "devices"},
+                       "overload_policy", "deadline_safety_ms", "devices", "warm_up_streams"},
                       root.issues());
   read_choice(map, "backend", search.backend);
   read_int(map, "threads", 0, 4096, search.threads);
@@ -754,6 +754,7 @@ void read_search(const MapReader& root, SearchConfig& search) {
   read_int(map, "max_matches_per_pair", 1, 1 << 20, search.max_matches_per_pair);
   read_choice(map, "overload_policy", search.overload_policy);
   read_int(map, "deadline_safety_ms", 0, 600000, search.deadline_safety_ms);
+  read_int(map, "warm_up_streams", 0, 1000000, search.warm_up_streams);
   search.devices.clear();
   for_each_item(map, "devices", [&](const YAML::Node& node, const std::string& path, std::size_t) {
     std::string error;

@@ -477,6 +477,9 @@ struct SearchConfig {
   // empty = every visible GPU. Two or more: streams are partitioned across
   // them (kernels/multi_device_backend.h).
   std::vector<int> devices;
+  // Streams per device kind the engine's search is warmed up for at the
+  // start, before the first frame (Engine::warm_up); 0 = no warm-up.
+  int warm_up_streams = 0;
 };
 
 struct StorageConfig {

@@ -95,6 +95,7 @@ const std::vector<Key>& keys_after_devices() {
       GW_RESTART_KEY(search.backend),
       GW_RESTART_KEY(search.threads),
       GW_RESTART_KEY(search.devices),
+      GW_RESTART_KEY(search.warm_up_streams),
       GW_RELOAD_KEY("search.tick_ms"),
       GW_RELOAD_KEY("search.deadline_ms"),
       GW_RELOAD_KEY("search.max_matches_per_pair"),

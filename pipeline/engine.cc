@@ -1330,6 +1330,13 @@ nlohmann::json Engine::stats_json() const {
                           // batch) until this one is ready, then "steady".
                           {"planning", cost_model_.ready() ? "steady" : "start"},
                           {"last_predicted_ms", c.last_predicted_ms}}},
+          {"warm_up", {{"slices", warm_up_report_.slices},
+                       {"batches", warm_up_report_.batches},
+                       {"buffer_growths", warm_up_report_.buffer_growths},
+                       {"matches", warm_up_report_.matches},
+                       {"first_ms", warm_up_report_.first_ms},
+                       {"last_ms", warm_up_report_.last_ms},
+                       {"seconds", warm_up_report_.seconds}}},
           {"host_s", {{"due", c.host_s.due},
                       {"slices", c.host_s.slices},
                       {"fill", c.host_s.fill},

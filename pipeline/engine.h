@@ -203,6 +203,34 @@ class Engine {
   // in the streams (the daemon calls it about once a second).
   std::size_t sweep_streams(double now_s);
 
+  // Before the first frame (search.warm_up_streams): searches three
+  // synthetic batches of `streams` streams of every device the library
+  // searches, then forgets those streams: every stream's first contact (whole
+  // slices), one tick's new samples, and three ticks' (pipeline/
+  // engine_warm_up.cc). So the backend allocates its buffers and device rings
+  // for that many streams now, and not in the first real batches of a
+  // station that starts with its wearers already sending: those batches then
+  // take their steady time, and the cost model, which learns only from
+  // batches that allocated nothing, is ready after three of them instead of
+  // planning with the first batches' one-off times for seconds. The warm-up's
+  // own times teach it nothing (its synthetic streams match more often than
+  // real ones). Streams, alerts and counters stay as they were; the matches
+  // are discarded. Takes the time of the three batches (a CPU backend's
+  // search of thousands of streams takes seconds); `now` is the clock
+  // batches are timed with, as for start_batch(). Precondition: no batch in
+  // flight. Throws what the backend throws, after telling it the synthetic
+  // streams are gone (the engine is then as before the call; its first real
+  // batch meets the backend's failure as any batch does).
+  struct WarmUp {
+    std::size_t slices = 0;            // synthetic streams x views searched
+    std::size_t batches = 0;
+    std::uint64_t buffer_growths = 0;  // the backend's, summed over the batches
+    std::size_t matches = 0;           // single-dim matches of the largest batch (discarded)
+    double first_ms = 0, last_ms = 0;  // the first and the last batch
+    double seconds = 0;                // all of it, by `now`
+  };
+  WarmUp warm_up(std::size_t streams, const std::function<double()>& now);
+
   // Searches every window end not yet searched and returns the alerts (seq 0;
   // the sink assigns it). `now` gives the wall clock for detected_at/latency.
   std::vector<Alert> run_batch(const std::function<double()>& now);
@@ -523,7 +551,8 @@ class Engine {
   // GW_ENGINE_BATCH_LOG=PATH: a line per batch appended there (start unix s,
   // slices, work, predicted ms, observed ms = start to search end as the cost
   // model sees it, search ms, phase 2 ms, matches, deferred streams so far,
-  // the backend's buffer growths), to see where a slow batch lost its time. Diagnostics only.
+  // the backend's buffer growths), to see where a slow batch lost its time;
+  // warm_up() writes a "# warm-up" comment line per batch. Diagnostics only.
   struct FileCloser {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
@@ -540,6 +569,7 @@ class Engine {
   // good, it bounds batches to a fraction of what fits for seconds.
   BatchCostModel cost_model_;
   BatchCostModel start_cost_model_;
+  WarmUp warm_up_report_;
   const BatchCostModel& planning_cost_model() const {
     return cost_model_.ready() ? cost_model_ : start_cost_model_;
   }

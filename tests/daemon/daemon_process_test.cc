@@ -187,6 +187,10 @@ TEST_CASE("replay over UDP: alerts published, stored, equal to the offline detec
 TEST_CASE("replay over TCP with malformed frames interleaved: counted, nothing else changes",
           "[integration]") {
   DaemonFixture fx;
+  // With the search warmed up for 20 streams before ingest opens: the
+  // alerts below are still the offline detector's.
+  fx.config["search"]["warm_up_streams"] = 20;
+  fx.write_config(fx.config);
   Process daemon = start_daemon(fx);
   Subscriber sub(fx.endpoint());
   REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
@@ -202,6 +206,12 @@ TEST_CASE("replay over TCP with malformed frames interleaved: counted, nothing e
   CHECK(final_stats["engine"]["frames_accepted"] == sent["frames"]);
   CHECK(final_stats["engine"]["gaps"] == 0);
   CHECK(final_stats["ingest"]["tcp_bad_length"] == 0);
+  const json& warm_up = final_stats["engine"]["warm_up"];
+  CHECK(warm_up["batches"] == 3);
+  CHECK(warm_up["slices"].get<int>() % 20 == 0);
+  CHECK(warm_up["slices"].get<int>() >= 20);
+  CHECK(final_stats["engine"]["streams"] == 1);  // the synthetic ones are gone
+  CHECK(daemon.err().find("search warmed up for 20 streams") != std::string::npos);
 
   // int16 quantisation changes the samples slightly: compare with the offline
   // detector on the same quantised samples.

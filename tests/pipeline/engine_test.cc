@@ -299,6 +299,7 @@ class ResidentHistoryBackend final : public gw::kernels::SearchBackend {
  public:
   struct Tally {
     std::uint64_t omitted = 0, sent = 0;  // sample values
+    std::uint64_t forgotten = 0;          // held streams forgotten
   };
   explicit ResidentHistoryBackend(int fail_on_call = -1, Tally* tally = nullptr)
       : inner_(gw::kernels::make_cpu_backend(2)), fail_on_call_(fail_on_call), tally_(tally) {}
@@ -339,6 +340,11 @@ class ResidentHistoryBackend final : public gw::kernels::SearchBackend {
     }
     return inner_->search(full);
   }
+  void forget_streams(const std::vector<std::uint64_t>& stream_keys) override {
+    for (const std::uint64_t key : stream_keys)
+      if (held_.erase(key) > 0 && tally_) ++tally_->forgotten;
+  }
+  std::size_t held_streams() const { return held_.size(); }
 
  private:
   struct History {
@@ -363,6 +369,8 @@ struct LoadRun {
   std::uint64_t due_windows = 0;  // searched + shed + dropped
   std::string backend_after;
   std::size_t cost_model_observations = 0;
+  std::size_t cost_model_observations_before = 0;  // after the warm-up, before any frame
+  Engine::WarmUp warm_up;
 };
 
 // Every window-end item a batch found due is searched, shed, dropped, lost or
@@ -382,15 +390,17 @@ void check_accounting(const gw::pipeline::EngineCounters& c) {
 // thread, finish_batch) instead of run_batch.
 LoadRun run_under_load(const gw::config::Config& cfg, int wearers, double ms_per_window,
                        int fail_on_call = -1, bool on_search_thread = false,
-                       SimulatedBackend::OneOff one_off = {}) {
+                       SimulatedBackend::OneOff one_off = {}, std::size_t warm_up_streams = 0) {
   double clock = 0;
   auto backend = std::make_unique<SimulatedBackend>(&clock, 2.0, ms_per_window, fail_on_call);
   backend->set_one_off(one_off);
   Engine engine(cfg, std::move(backend));
   const auto now = [&clock] { return clock; };
+  LoadRun out;
+  if (warm_up_streams > 0) out.warm_up = engine.warm_up(warm_up_streams, now);
+  out.cost_model_observations_before = engine.cost_model().observations();
   std::vector<std::vector<float>> data;
   for (int w = 0; w < wearers; ++w) data.push_back(stream_with_plant(900, 100 + w));
-  LoadRun out;
   auto collect = [&](const std::vector<Alert>& alerts) {
     for (const auto& a : alerts) out.alerts.emplace_back(a.pattern, a.wearer, a.end_index);
   };
@@ -451,6 +461,87 @@ TEST_CASE("soft deadlines: batches whose buffers grew teach the cost model nothi
   // Reported, the batches are planned with a model of every batch only until
   // three that allocated nothing were seen.
   CHECK(run.counters.deferred_streams * 4 < learnt.counters.deferred_streams);
+}
+
+TEST_CASE("search warm-up: the one-off batches come before the first frame, not in the start",
+          "[engine][deadline][warm_up]") {
+  Fixture fx;
+  fx.config.search.overload_policy = gw::config::OverloadPolicy::kDefer;
+  // As above: the first three searches take 700 ms more (a GPU backend
+  // allocating), here with a heavier load, so that they cost deferrals.
+  const SimulatedBackend::OneOff allocating{3, 700.0, /*reported=*/true};
+  const LoadRun cold = run_under_load(fx.config, 8, 0.02, -1, true, allocating);
+  const LoadRun warm = run_under_load(fx.config, 8, 0.02, -1, true, allocating, 8);
+  // Three synthetic batches of 8 streams' one view take the one-off time;
+  // they teach the cost model nothing (their streams are not real ones).
+  CHECK(warm.warm_up.batches == 3);
+  CHECK(warm.warm_up.slices == 8);
+  CHECK(warm.warm_up.buffer_growths == 3);
+  CHECK(warm.warm_up.first_ms > 700.0);
+  CHECK(warm.warm_up.seconds > 2.1);
+  CHECK(warm.cost_model_observations_before == 0);
+  CHECK(cold.cost_model_observations_before == 0);
+  // The real batches then allocate nothing, search the same and alert the
+  // same; the warm-up is in no counter.
+  CHECK(warm.counters.cost_model_skipped == 0);
+  CHECK(warm.cost_model_observations == warm.counters.batches);
+  CHECK(cold.counters.cost_model_skipped == 3);
+  REQUIRE(cold.alerts.size() == 8);
+  CHECK(warm.alerts == cold.alerts);
+  CHECK(warm.counters.due_windows == cold.counters.due_windows);
+  CHECK(warm.counters.searched_windows == cold.counters.searched_windows);
+  CHECK(warm.counters.streams == 8);
+  INFO("deferred cold " << cold.counters.deferred_streams << ", warm "
+                        << warm.counters.deferred_streams);
+  CHECK(cold.counters.deferred_streams > 0);
+  CHECK(warm.counters.deferred_streams == 0);
+  CHECK(warm.counters.deadline_misses < cold.counters.deadline_misses);
+}
+
+TEST_CASE("search warm-up: a backend holding history forgets the synthetic streams",
+          "[engine][resident][warm_up]") {
+  Fixture fx;
+  ResidentHistoryBackend::Tally tally;
+  auto backend = std::make_unique<ResidentHistoryBackend>(-1, &tally);
+  const ResidentHistoryBackend* held = backend.get();
+  Engine engine(fx.config, std::move(backend));
+  const Engine::WarmUp warm = engine.warm_up(50, [] { return 1.0; });
+  CHECK(warm.slices == 50);
+  CHECK(warm.batches == 3);
+  // After the first batch only new samples travelled, as for real streams,
+  // and the backend was told every synthetic stream is gone.
+  // (50 streams of 2 channels; the pattern's 31 samples of history, 10
+  // samples a tick: 1, 1 and 3 ticks.)
+  CHECK(tally.omitted == 2u * (kShapeLength - 1) * 2 * 50);
+  CHECK(tally.sent == static_cast<std::uint64_t>((kShapeLength - 1) + 10 + 10 + 30) * 2 * 50);
+  CHECK(tally.forgotten == 50);
+  CHECK(held->held_streams() == 0);
+  CHECK(engine.counters().streams == 0);
+  CHECK(engine.counters().batches == 0);
+  CHECK(engine.counters().searched_windows == 0);
+  CHECK(engine.cost_model().observations() == 0);
+  // Then a real stream is searched and found as without the warm-up.
+  const auto v = stream_with_plant(900, 7);
+  std::size_t alerts = 0;
+  for (int t = 0; t < 90; ++t) {
+    REQUIRE(engine.on_frame(make_frame(v, t * 10, 10, static_cast<std::uint32_t>(t)), 0.1 * t));
+    alerts += engine.run_batch([] { return 1.0; }).size();
+  }
+  CHECK(alerts == run(fx.config, v, 10, 1).size());
+  CHECK(alerts == 1);
+  // A backend that fails in the warm-up is told the synthetic streams are
+  // gone; the error reaches the caller.
+  ResidentHistoryBackend::Tally failed_tally;
+  Engine failing(fx.config, std::make_unique<ResidentHistoryBackend>(2, &failed_tally));
+  CHECK_THROWS_WITH(failing.warm_up(50, [] { return 1.0; }), "simulated device lost");
+  CHECK(failed_tally.forgotten == 50);
+  CHECK(failing.counters().streams == 0);
+  // Nothing is warmed up without streams or patterns.
+  auto empty = fx.config;
+  empty.patterns.clear();
+  Engine idle(empty, gw::kernels::make_cpu_backend(1));
+  CHECK(idle.warm_up(50, [] { return 1.0; }).batches == 0);
+  CHECK(engine.warm_up(0, [] { return 1.0; }).batches == 0);
 }
 
 TEST_CASE("soft deadlines: defer searches the most urgent streams and loses nothing",

@@ -1,0 +1,174 @@
+// Engine::warm_up: synthetic batches before the first frame (engine.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "common/error.h"
+#include "pipeline/engine.h"
+
+namespace gw::pipeline {
+namespace {
+
+// Stream keys of the synthetic streams: real keys use bits 0-47 for (wearer,
+// device) and bits 48-62 for the view, never bit 63.
+constexpr std::uint64_t kWarmUpKeyBit = std::uint64_t{1} << 63;
+
+// The warm-up's batches: every stream's first contact (whole slices, as
+// the first batch of a station that starts with its wearers sending holds),
+// one tick's new samples (the steady batch), and a few ticks' (a batch after
+// a deferral). Each of all the streams.
+struct Round {
+  int ticks;  // new samples of the round, in ticks
+};
+constexpr Round kRounds[] = {{1}, {1}, {3}};
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A synthetic sample: a smooth wave read at a rate and phase of its own per
+// (stream, dim), with a little noise. A function of its absolute index, so
+// that samples a backend holds from an earlier round are the ones that would
+// travel again. Smooth signals match smooth patterns often, more often than
+// real streams: the backend's match buffers grow here rather than in the
+// first real batches (noise instead matched nothing, and the first real
+// batches with matches then grew them, up to a second each). From a table:
+// the first batch holds every stream's whole slice (W1: ~28,000 values a
+// stream).
+constexpr std::size_t kWaveSize = 4096;
+const std::vector<float>& wave_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(kWaveSize);
+    for (std::size_t k = 0; k < kWaveSize; ++k) {
+      const double x = 2 * 3.14159265358979 * static_cast<double>(k) / kWaveSize;
+      t[k] = static_cast<float>(std::sin(x) + 0.5 * std::sin(5 * x + 1));
+    }
+    return t;
+  }();
+  return table;
+}
+
+float synthetic_sample(const std::vector<float>& wave, std::uint64_t seed, std::int64_t index) {
+  const std::uint64_t step = 8 + (seed & 63);  // a wave period of 58..512 samples
+  const std::uint64_t at = (seed >> 8) + static_cast<std::uint64_t>(index) * step;
+  const double noise =
+      static_cast<double>(mix(seed ^ static_cast<std::uint64_t>(index)) % 2001) * 1e-4 - 0.1;
+  return wave[at % kWaveSize] + static_cast<float>(noise);
+}
+
+}  // namespace
+
+Engine::WarmUp Engine::warm_up(std::size_t streams, const std::function<double()>& now) {
+  if (searching_.active || searched_.active)
+    throw Error("engine: warm-up while a batch is in flight or waits for its phase 2");
+  WarmUp report;
+  // One synthetic stream per (stream, view with patterns); every device's
+  // views get `streams` streams, as a station of that many wearers per
+  // device kind would send.
+  struct SyntheticView {
+    std::size_t view;
+    int new_per_tick;  // samples a tick brings at the device's rate
+  };
+  std::vector<SyntheticView> views;
+  for (std::size_t v = 0; v < library_.views.size(); ++v) {
+    const ChannelView& view = library_.views[v];
+    const config::DeviceProfile* device = config_.device_by_id(view.device);
+    if (view.longest_pattern == 0 || device == nullptr) continue;
+    const int per_tick = static_cast<int>(
+        std::ceil(device->sample_rate_hz * static_cast<double>(tick_ms_) / 1000.0));
+    views.push_back({v, std::max(1, per_tick)});
+  }
+  if (streams == 0 || views.empty()) return report;
+  const double warm_up_start = now();
+
+  const std::size_t slices = streams * views.size();
+  std::vector<std::uint64_t> keys(slices);
+  for (std::size_t i = 0; i < slices; ++i) keys[i] = kWarmUpKeyBit | i;
+  kernels::SearchBatch& batch = searching_.batch;
+  kernels::SearchResult& result = searching_.result;
+  try {
+    int ticks_before = 0;  // of the rounds before
+    for (const Round& round : kRounds) {
+      const double started = now();
+      batch.streams.clear();
+      std::size_t data_size = 0;
+      std::uint64_t sent = 0;
+      for (std::size_t i = 0; i < slices; ++i) {
+        const SyntheticView& synthetic = views[i % views.size()];
+        const ChannelView& view = library_.views[synthetic.view];
+        const std::int64_t history = view.longest_pattern - 1;
+        kernels::StreamSlice slice;
+        slice.profile = view.profile;
+        slice.dims = static_cast<int>(view.channel_names.size());
+        slice.first_new =
+            history + static_cast<std::int64_t>(ticks_before) * synthetic.new_per_tick;
+        slice.first_index = slice.first_new - history;
+        slice.length = static_cast<int>(history) + round.ticks * synthetic.new_per_tick;
+        slice.stream_key = keys[i];
+        slice.offset = data_size;
+        slice.omitted = backend_->held_samples(slice);
+        data_size += slice.data_size();
+        sent += slice.data_size();
+        batch.streams.push_back(slice);
+      }
+      if (batch.data.size() < data_size) batch.data.resize(data_size);
+      for_each_stream_item(batch.streams.size(), [&](std::size_t s, int) {
+        const kernels::StreamSlice& slice = batch.streams[s];
+        const int present = slice.length - slice.omitted;
+        float* out = batch.data.data() + slice.offset;
+        const std::vector<float>& wave = wave_table();
+        for (int d = 0; d < slice.dims; ++d) {
+          const std::uint64_t seed =
+              mix(slice.stream_key * 1315423911ULL + static_cast<std::uint64_t>(d));
+          for (int k = 0; k < present; ++k)
+            out[static_cast<std::size_t>(d) * static_cast<std::size_t>(present) +
+                static_cast<std::size_t>(k)] =
+                synthetic_sample(wave, seed, slice.first_index + slice.omitted + k);
+        }
+      });
+      const double searched_from = now();
+      backend_->search_into(batch, result);
+      const double ended = now();
+      report.buffer_growths += result.stats.buffer_growths;
+      report.matches = std::max(report.matches, result.matches.size());
+      if (report.batches == 0) report.first_ms = (ended - started) * 1000.0;
+      report.last_ms = (ended - started) * 1000.0;
+      ++report.batches;
+      ticks_before += round.ticks;
+      // GW_ENGINE_BATCH_LOG: a comment line per warm-up batch (start, slices,
+      // values sent, ms in all, search ms, matches, buffer growths).
+      if (batch_log_)
+        std::fprintf(batch_log_.get(), "# warm-up %.3f %zu %llu %.2f %.2f %zu %llu\n", started,
+                     batch.streams.size(), static_cast<unsigned long long>(sent),
+                     (ended - started) * 1000.0, (ended - searched_from) * 1000.0,
+                     result.matches.size(),
+                     static_cast<unsigned long long>(result.stats.buffer_growths));
+    }
+  } catch (...) {
+    // Nothing of the synthetic streams stays behind, whatever the backend
+    // does next.
+    batch.streams.clear();
+    result.matches.clear();
+    try {
+      backend_->forget_streams(keys);
+    } catch (...) {
+    }
+    throw;
+  }
+  report.slices = slices;
+  batch.streams.clear();
+  result.matches.clear();
+  result.stats = {};
+  backend_->forget_streams(keys);
+  report.seconds = now() - warm_up_start;
+  warm_up_report_ = report;
+  return report;
+}
+
+}  // namespace gw::pipeline
