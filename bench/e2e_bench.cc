@@ -143,6 +143,7 @@ json run_once(const Options& options, int wearers, double duration_s,
   line["backend"] = gw::config::name(options.backend);
   line["tick_ms"] = options.tick_ms;
   line["devices"] = options.devices;
+  line["warm_up"] = options.warm_up;
   line["commit_interval_ms"] = options.commit_ms;
 
   const WearerPool pool = make_pool(base, wearers, options);
@@ -271,6 +272,14 @@ json run_once(const Options& options, int wearers, double duration_s,
   line["deadline_misses_total"] = b.counter("/engine/deadline_misses");
   line["deferred_streams_window"] = delta("/engine/deferred_streams");
   line["deferred_streams_total"] = b.counter("/engine/deferred_streams");
+  // The search's warm-up before the daemon was ready (search.warm_up_streams).
+  line["search_warm_up"] = {{"seconds", b.counter("/engine/warm_up/seconds")},
+                            {"batches", b.counter("/engine/warm_up/batches")},
+                            {"buffer_growths", b.counter("/engine/warm_up/buffer_growths")},
+                            {"matches", b.counter("/engine/warm_up/matches")},
+                            {"first_ms", b.counter("/engine/warm_up/first_ms")},
+                            {"last_ms", b.counter("/engine/warm_up/last_ms")}};
+  line["cost_model_skipped_total"] = b.counter("/engine/cost_model/skipped_batches");
   json drops = json::object();
   double dropped = 0;
   std::vector<std::string> drop_counters = kDropCounters;
@@ -727,6 +736,7 @@ json overload_run(const Options& options, const gw::sensors::Recording& base,
   line["backend"] = gw::config::name(options.backend);
   line["tick_ms"] = options.tick_ms;
   line["devices"] = options.devices;
+  line["warm_up"] = options.warm_up;
   line["commit_interval_ms"] = options.commit_ms;
   line["search_threads"] = options.threads;
   line["deadline_ms"] = kDeadlineMs;
@@ -903,6 +913,7 @@ int run(Options options) {
   summary["deadline_ms"] = kDeadlineMs;
   summary["tick_ms"] = options.tick_ms;
   summary["devices"] = options.devices;
+  summary["warm_up"] = options.warm_up;
   summary["commit_interval_ms"] = options.commit_ms;
   summary["host_cpus"] = std::thread::hardware_concurrency();
   summary["loadavg_at_start"] = loadavg();
@@ -1028,6 +1039,9 @@ int main(int argc, char** argv) {
   app.add_option("--devices", options.devices,
                  "the daemon's search.devices, e.g. 0 or 0,1 (default: every visible GPU)")
       ->delimiter(',');
+  app.add_flag("--warm-up-search", options.warm_up,
+               "the daemon's search.warm_up_streams set to the run's wearers: its search "
+               "warmed up before the first frame");
   app.add_option("--tick-ms", options.tick_ms, "the daemon's search.tick_ms (default 100)")
       ->check(CLI::Range(10, 1000));
   app.add_option("--node-capacity", options.node_capacity,

@@ -90,6 +90,7 @@ struct Options {
   std::string patterns = "random-walk";
   int tick_ms = 100;     // search.tick_ms
   std::vector<int> devices;  // search.devices; empty: the daemon's default (every visible GPU)
+  bool warm_up = false;      // search.warm_up_streams = the run's wearers
   int commit_ms = 50;    // storage.commit_interval_ms
   // dedup.node_capacity and slots.node_capacity; 0: the daemon's defaults.
   // A pool that fills doubles, on the pipeline thread (docs/hashtable.md).

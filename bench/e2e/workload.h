@@ -167,6 +167,7 @@ search:
       yaml += (i == 0 ? "" : ", ") + std::to_string(options.devices[i]);
     yaml += "]\n";
   }
+  if (options.warm_up) yaml += fmt::format("  warm_up_streams: {}\n", wearers);
   yaml += gw::bench::w1_devices_yaml(kDeviceId);
   yaml += gw::bench::w1_patterns_yaml(set.values.size(), templates,
                                       options.threshold > 0 ? options.threshold : set.threshold,
