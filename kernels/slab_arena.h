@@ -55,8 +55,9 @@ class SlabArena {
 
   // A block of `elements` values of T (at least one).
   T* acquire(std::size_t elements) {
-    SizeClass& cls = classes_[stride_of(elements)];
-    if (cls.free.empty()) add_slab(cls, stride_of(elements));
+    const std::size_t stride = stride_of(elements);
+    SizeClass& cls = classes_[stride];
+    if (cls.free.empty()) add_slab(cls, stride);
     T* block = cls.free.back();
     cls.free.pop_back();
     return block;
