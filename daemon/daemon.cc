@@ -289,26 +289,6 @@ class Daemon {
     spdlog::info("search backend: {}", note);
     pipeline::Engine engine(config_, std::move(backend));
     metrics_board_.set_build_info(build_info_labels(engine.backend_name()));
-    // Before ingest opens: no frame waits for it.
-    if (config_.search.warm_up_streams > 0) {
-      notify_status(fmt::format("warming the search up for {} streams",
-                                config_.search.warm_up_streams));
-      const auto started = Clock::now();
-      // A backend that fails here fails the first real batch too, which then
-      // goes to the CPU backend as every failed search does.
-      try {
-        const pipeline::Engine::WarmUp warm =
-            engine.warm_up(static_cast<std::size_t>(config_.search.warm_up_streams), unix_now);
-        spdlog::info("search warmed up for {} streams in {:.2f} s: {} batches of {} slices "
-                     "(first {:.0f} ms, last {:.0f} ms, up to {} matches, {} buffer growths)",
-                     config_.search.warm_up_streams, seconds_between(started, Clock::now()),
-                     warm.batches, warm.slices, warm.first_ms, warm.last_ms, warm.matches,
-                     warm.buffer_growths);
-      } catch (const std::exception& e) {
-        spdlog::error("search warm-up failed after {:.2f} s, starting without it: {}",
-                      seconds_between(started, Clock::now()), e.what());
-      }
-    }
     TableJobs jobs(config_);
 
     pipeline::SinkOptions sink_options;
@@ -406,6 +386,31 @@ class Daemon {
                                                            double arrival_s) {
         history->append(frame, verdict, arrival_s);
       });
+    }
+
+    // Before ingest opens, so that no frame waits for it, and after the
+    // marks' examples joined the patterns (a library change empties what
+    // the backend holds).
+    if (config_.search.warm_up_streams > 0) {
+      notify_status(fmt::format("warming the search up for {} streams",
+                                config_.search.warm_up_streams));
+      const auto started = Clock::now();
+      // A backend that fails here (a lost GPU, counted and noted, aside)
+      // fails the first real batch too, which then goes to the CPU backend
+      // as every failed search does.
+      try {
+        const pipeline::Engine::WarmUp warm =
+            engine.warm_up(static_cast<std::size_t>(config_.search.warm_up_streams), unix_now);
+        spdlog::info("search warmed up for {} streams in {:.2f} s: {} batches of {} slices "
+                     "(first {:.0f} ms, last {:.0f} ms, up to {} matches, {} buffer growths)",
+                     config_.search.warm_up_streams, seconds_between(started, Clock::now()),
+                     warm.batches, warm.slices, warm.first_ms, warm.last_ms, warm.matches,
+                     warm.buffer_growths);
+      } catch (const std::exception& e) {
+        spdlog::error("search warm-up failed after {:.2f} s, starting without it: {}",
+                      seconds_between(started, Clock::now()), e.what());
+      }
+      metrics_board_.set_build_info(build_info_labels(engine.backend_name()));
     }
 
     FrameQueue queue(config_.ingest.queue_capacity, config_.ingest.queue_overflow);

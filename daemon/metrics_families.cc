@@ -253,7 +253,8 @@ std::vector<MetricFamily> make_families() {
             leaf("/engine/warm_up/buffer_growths")),
       gauge("gaitwatch_engine_warm_up_batch_seconds",
             "The warm-up's first batch (every stream's first contact) and its last.",
-            by("batch", {{"first", "/engine/warm_up/first_ms"}, {"last", "/engine/warm_up/last_ms"}}),
+            by("batch",
+               {{"first", "/engine/warm_up/first_ms"}, {"last", "/engine/warm_up/last_ms"}}),
             kMsToSeconds),
       // Set by the daemon beside the engine's own counters.
       optional(counter("gaitwatch_engine_stop_abandoned_total",

@@ -203,24 +203,27 @@ class Engine {
   // in the streams (the daemon calls it about once a second).
   std::size_t sweep_streams(double now_s);
 
-  // Before the first frame (search.warm_up_streams): searches three
+  // Before the first frame (search.warm_up_streams): searches four
   // synthetic batches of `streams` streams of every device the library
   // searches, then forgets those streams: every stream's first contact (whole
-  // slices), one tick's new samples, and three ticks' (pipeline/
-  // engine_warm_up.cc). So the backend allocates its buffers and device rings
-  // for that many streams now, and not in the first real batches of a
-  // station that starts with its wearers already sending: those batches then
-  // take their steady time, and the cost model, which learns only from
-  // batches that allocated nothing, is ready after three of them instead of
-  // planning with the first batches' one-off times for seconds. The warm-up's
-  // own times teach it nothing (its synthetic streams match more often than
-  // real ones). Streams, alerts and counters stay as they were; the matches
-  // are discarded. Takes the time of the three batches (a CPU backend's
-  // search of thousands of streams takes seconds); `now` is the clock
-  // batches are timed with, as for start_batch(). Precondition: no batch in
-  // flight. Throws what the backend throws, after telling it the synthetic
-  // streams are gone (the engine is then as before the call; its first real
-  // batch meets the backend's failure as any batch does).
+  // slices) twice, one tick's new samples, and three ticks'
+  // (pipeline/engine_warm_up.cc). So the backend allocates its buffers and
+  // device rings for that many streams now, the engine sizes both its batch
+  // buffers, and neither happens in the first real batches of a station
+  // that starts with its wearers already sending: those batches then take
+  // their steady time, and the cost model, which learns only from batches
+  // that allocated nothing, is ready after three of them instead of planning
+  // with the first batches' one-off times. The warm-up's own times teach it
+  // nothing (its synthetic streams match more often than real ones). The
+  // engine's batch buffers keep the size of N whole slices (as after any
+  // such batch). Streams, alerts and counters stay as they were; the
+  // matches are discarded. Takes the time of the four batches; `now` is the
+  // clock batches are timed with, as for start_batch(). Precondition: no
+  // batch in flight. Throws what the backend throws, after telling it the
+  // synthetic streams are gone (the engine is then as before the call, but
+  // that a GPU a multi-device backend lost is counted in
+  // search_devices_lost and noted, as in a real batch; the first real batch
+  // meets any other failure of the backend as any batch does).
   struct WarmUp {
     std::size_t slices = 0;            // synthetic streams x views searched
     std::size_t batches = 0;
@@ -498,6 +501,9 @@ class Engine {
   // The frame's stream, opened if new; null when opening it would exceed
   // ingest.max_streams (counted).
   Stream* stream_for(const sensors::Frame& frame, const config::DeviceProfile& profile);
+  // After warm_up() failed: its synthetic slices and matches dropped, the
+  // backend told its streams are gone (its own failure there ignored).
+  void abandon_warm_up(const std::vector<std::uint64_t>& keys);
   // Removes one stream (sweep_streams): its pending window ends count as
   // lost, its sequence counters move to retired_, its backend keys to
   // forgotten_keys_.

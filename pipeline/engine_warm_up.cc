@@ -4,9 +4,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <iterator>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/multi_device_backend.h"
 #include "pipeline/engine.h"
 
 namespace gw::pipeline {
@@ -16,14 +20,15 @@ namespace {
 // device) and bits 48-62 for the view, never bit 63.
 constexpr std::uint64_t kWarmUpKeyBit = std::uint64_t{1} << 63;
 
-// The warm-up's batches: every stream's first contact (whole slices, as
-// the first batch of a station that starts with its wearers sending holds),
-// one tick's new samples (the steady batch), and a few ticks' (a batch after
-// a deferral). Each of all the streams.
-struct Round {
-  int ticks;  // new samples of the round, in ticks
-};
-constexpr Round kRounds[] = {{1}, {1}, {3}};
+// The warm-up's batches, by how many ticks of new samples each holds: every
+// stream's first contact (whole slices, as the first batch of a station
+// that starts with its wearers sending holds), the same again after the
+// backend was told to forget them, one tick's new samples (the steady
+// batch) and three ticks' (a batch after a deferral). The backend's uploads
+// alternate between two staging slots, and the engine's batches between two
+// batch buffers: the whole-slice batches go to one of each, the others too.
+constexpr int kRoundTicks[] = {1, 1, 1, 3};
+constexpr std::size_t kRoundForgottenBefore = 1;  // the round that starts afresh
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
   x += 0x9e3779b97f4a7c15ULL;
@@ -37,9 +42,9 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
 // that samples a backend holds from an earlier round are the ones that would
 // travel again. Smooth signals match smooth patterns often, more often than
 // real streams: the backend's match buffers grow here rather than in the
-// first real batches (noise instead matched nothing, and the first real
-// batches with matches then grew them, up to a second each). From a table:
-// the first batch holds every stream's whole slice (W1: ~28,000 values a
+// first real batches (noise would match nothing and leave them to grow
+// there; docs/design.md). From a table:
+// the first batch holds every stream's whole slice (W1: ~27,000 values a
 // stream).
 constexpr std::size_t kWaveSize = 4096;
 const std::vector<float>& wave_table() {
@@ -90,11 +95,14 @@ Engine::WarmUp Engine::warm_up(std::size_t streams, const std::function<double()
   const std::size_t slices = streams * views.size();
   std::vector<std::uint64_t> keys(slices);
   for (std::size_t i = 0; i < slices; ++i) keys[i] = kWarmUpKeyBit | i;
-  kernels::SearchBatch& batch = searching_.batch;
-  kernels::SearchResult& result = searching_.result;
   try {
     int ticks_before = 0;  // of the rounds before
-    for (const Round& round : kRounds) {
+    for (std::size_t round = 0; round < std::size(kRoundTicks); ++round) {
+      if (round == kRoundForgottenBefore) backend_->forget_streams(keys);
+      // Each round into the other batch buffer, as end_search() swaps them.
+      std::swap(searching_, searched_);
+      kernels::SearchBatch& batch = searching_.batch;
+      kernels::SearchResult& result = searching_.result;
       const double started = now();
       batch.streams.clear();
       std::size_t data_size = 0;
@@ -109,7 +117,7 @@ Engine::WarmUp Engine::warm_up(std::size_t streams, const std::function<double()
         slice.first_new =
             history + static_cast<std::int64_t>(ticks_before) * synthetic.new_per_tick;
         slice.first_index = slice.first_new - history;
-        slice.length = static_cast<int>(history) + round.ticks * synthetic.new_per_tick;
+        slice.length = static_cast<int>(history) + kRoundTicks[round] * synthetic.new_per_tick;
         slice.stream_key = keys[i];
         slice.offset = data_size;
         slice.omitted = backend_->held_samples(slice);
@@ -140,7 +148,7 @@ Engine::WarmUp Engine::warm_up(std::size_t streams, const std::function<double()
       if (report.batches == 0) report.first_ms = (ended - started) * 1000.0;
       report.last_ms = (ended - started) * 1000.0;
       ++report.batches;
-      ticks_before += round.ticks;
+      ticks_before += kRoundTicks[round];
       // GW_ENGINE_BATCH_LOG: a comment line per warm-up batch (start, slices,
       // values sent, ms in all, search ms, matches, buffer growths).
       if (batch_log_)
@@ -150,25 +158,41 @@ Engine::WarmUp Engine::warm_up(std::size_t streams, const std::function<double()
                      result.matches.size(),
                      static_cast<unsigned long long>(result.stats.buffer_growths));
     }
+  } catch (const kernels::SearchDeviceLost& lost) {
+    // The GPU is gone from the multi-device backend: counted and noted as a
+    // real batch's loss is (search_again_without); the warm-up ends here.
+    counters_.search_devices_lost += lost.devices();
+    backend_name_ = backend_->name();
+    backend_note_ = std::string(lost.what()) + "; searching on " + backend_name_;
+    abandon_warm_up(keys);
+    throw;
   } catch (...) {
-    // Nothing of the synthetic streams stays behind, whatever the backend
-    // does next.
-    batch.streams.clear();
-    result.matches.clear();
-    try {
-      backend_->forget_streams(keys);
-    } catch (...) {
-    }
+    abandon_warm_up(keys);
     throw;
   }
   report.slices = slices;
-  batch.streams.clear();
-  result.matches.clear();
-  result.stats = {};
+  for (BatchState* state : {&searching_, &searched_}) {
+    state->batch.streams.clear();
+    state->result.matches.clear();
+    state->result.stats = {};
+  }
   backend_->forget_streams(keys);
   report.seconds = now() - warm_up_start;
   warm_up_report_ = report;
   return report;
+}
+
+void Engine::abandon_warm_up(const std::vector<std::uint64_t>& keys) {
+  // Nothing of the synthetic streams stays behind, whatever the backend
+  // does next.
+  for (BatchState* state : {&searching_, &searched_}) {
+    state->batch.streams.clear();
+    state->result.matches.clear();
+  }
+  try {
+    backend_->forget_streams(keys);
+  } catch (...) {
+  }
 }
 
 }  // namespace gw::pipeline

@@ -207,7 +207,7 @@ TEST_CASE("replay over TCP with malformed frames interleaved: counted, nothing e
   CHECK(final_stats["engine"]["gaps"] == 0);
   CHECK(final_stats["ingest"]["tcp_bad_length"] == 0);
   const json& warm_up = final_stats["engine"]["warm_up"];
-  CHECK(warm_up["batches"] == 3);
+  CHECK(warm_up["batches"] == 4);
   CHECK(warm_up["slices"].get<int>() % 20 == 0);
   CHECK(warm_up["slices"].get<int>() >= 20);
   CHECK(final_stats["engine"]["streams"] == 1);  // the synthetic ones are gone

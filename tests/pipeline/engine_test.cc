@@ -472,9 +472,10 @@ TEST_CASE("search warm-up: the one-off batches come before the first frame, not 
   const SimulatedBackend::OneOff allocating{3, 700.0, /*reported=*/true};
   const LoadRun cold = run_under_load(fx.config, 8, 0.02, -1, true, allocating);
   const LoadRun warm = run_under_load(fx.config, 8, 0.02, -1, true, allocating, 8);
-  // Three synthetic batches of 8 streams' one view take the one-off time;
-  // they teach the cost model nothing (their streams are not real ones).
-  CHECK(warm.warm_up.batches == 3);
+  // Four synthetic batches of 8 streams' one view; the first three take the
+  // one-off time. They teach the cost model nothing (their streams are not
+  // real ones).
+  CHECK(warm.warm_up.batches == 4);
   CHECK(warm.warm_up.slices == 8);
   CHECK(warm.warm_up.buffer_growths == 3);
   CHECK(warm.warm_up.first_ms > 700.0);
@@ -507,14 +508,16 @@ TEST_CASE("search warm-up: a backend holding history forgets the synthetic strea
   Engine engine(fx.config, std::move(backend));
   const Engine::WarmUp warm = engine.warm_up(50, [] { return 1.0; });
   CHECK(warm.slices == 50);
-  CHECK(warm.batches == 3);
-  // After the first batch only new samples travelled, as for real streams,
-  // and the backend was told every synthetic stream is gone.
+  CHECK(warm.batches == 4);
+  // Whole slices in the first batch and, after the backend was told to
+  // forget them, in the second; then only new samples travelled, as for real
+  // streams; at the end the backend was told every synthetic stream is gone.
   // (50 streams of 2 channels; the pattern's 31 samples of history, 10
-  // samples a tick: 1, 1 and 3 ticks.)
-  CHECK(tally.omitted == 2u * (kShapeLength - 1) * 2 * 50);
-  CHECK(tally.sent == static_cast<std::uint64_t>((kShapeLength - 1) + 10 + 10 + 30) * 2 * 50);
-  CHECK(tally.forgotten == 50);
+  // samples a tick: 1, 1, 1 and 3 ticks.)
+  constexpr int kHistory = kShapeLength - 1;
+  CHECK(tally.omitted == 2u * kHistory * 2 * 50);
+  CHECK(tally.sent == static_cast<std::uint64_t>(2 * (kHistory + 10) + 10 + 30) * 2 * 50);
+  CHECK(tally.forgotten == 2 * 50);
   CHECK(held->held_streams() == 0);
   CHECK(engine.counters().streams == 0);
   CHECK(engine.counters().batches == 0);
@@ -529,8 +532,8 @@ TEST_CASE("search warm-up: a backend holding history forgets the synthetic strea
   }
   CHECK(alerts == run(fx.config, v, 10, 1).size());
   CHECK(alerts == 1);
-  // A backend that fails in the warm-up is told the synthetic streams are
-  // gone; the error reaches the caller.
+  // A backend that fails in the warm-up (its second search) is told the
+  // synthetic streams are gone; the error reaches the caller.
   ResidentHistoryBackend::Tally failed_tally;
   Engine failing(fx.config, std::make_unique<ResidentHistoryBackend>(2, &failed_tally));
   CHECK_THROWS_WITH(failing.warm_up(50, [] { return 1.0; }), "simulated device lost");
@@ -1133,6 +1136,29 @@ TEST_CASE("streams split across two devices raise the same alerts, a lost device
   CHECK(counters.backend_failovers == 0);
   CHECK(note.find("GPU 1") != std::string::npos);
   CHECK(note.find("searching on cuda:resident x1 [GPU 0]") != std::string::npos);
+}
+
+TEST_CASE("search warm-up: a GPU lost in the warm-up is counted and noted, the rest still search",
+          "[engine][resident][multi][warm_up]") {
+  Fixture fx;
+  ResidentHistoryBackend::Tally tallies[2];
+  Engine engine(fx.config, two_devices(/*second_fails_on_call=*/2, tallies));
+  CHECK_THROWS(engine.warm_up(50, [] { return 1.0; }));
+  CHECK(engine.counters().search_devices_lost == 1);
+  CHECK(engine.backend_name().find("x1 [GPU 0]") != std::string::npos);
+  const std::string note = engine.take_backend_note();
+  CHECK(note.find("GPU 1") != std::string::npos);
+  // The first device was told its synthetic streams are gone.
+  CHECK(tallies[0].forgotten > 0);
+  // Then the real stream is found on the device left.
+  const auto v = stream_with_plant(900, 7);
+  std::size_t alerts = 0;
+  for (int t = 0; t < 90; ++t) {
+    REQUIRE(engine.on_frame(make_frame(v, t * 10, 10, static_cast<std::uint32_t>(t)), 0.1 * t));
+    alerts += engine.run_batch([] { return 1.0; }).size();
+  }
+  CHECK(alerts == 1);
+  CHECK(engine.counters().backend_failovers == 0);
 }
 
 TEST_CASE("the shipped config on two devices, one lost mid-recording: the same alerts",
