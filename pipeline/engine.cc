@@ -1252,9 +1252,7 @@ void Engine::search_again_without(const kernels::SearchDeviceLost& lost) {
   std::string note = lost.what();
   std::size_t devices = lost.devices();
   for (;;) {
-    counters_.search_devices_lost += devices;
-    backend_name_ = backend_->name();
-    backend_note_ = note + "; searching on " + backend_name_;
+    note_devices_lost(note, devices);
     // The streams moved hold nothing on their new device: every sample
     // travels again.
     restore_omitted_samples();
@@ -1266,6 +1264,12 @@ void Engine::search_again_without(const kernels::SearchDeviceLost& lost) {
       devices = again.devices();
     }
   }
+}
+
+void Engine::note_devices_lost(const std::string& note, std::size_t devices) {
+  counters_.search_devices_lost += devices;
+  backend_name_ = backend_->name();
+  backend_note_ = note + "; searching on " + backend_name_;
 }
 
 void Engine::search_again_on_cpu(const std::exception& error) {

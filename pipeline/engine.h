@@ -501,9 +501,15 @@ class Engine {
   // The frame's stream, opened if new; null when opening it would exceed
   // ingest.max_streams (counted).
   Stream* stream_for(const sensors::Frame& frame, const config::DeviceProfile& profile);
-  // After warm_up() failed: its synthetic slices and matches dropped, the
-  // backend told its streams are gone (its own failure there ignored).
+  // Both batch buffers emptied of warm_up()'s slices and matches (their
+  // storage kept).
+  void clear_warm_up_batches();
+  // After warm_up() failed: clear_warm_up_batches(), and the backend told its
+  // streams are gone (its own failure there ignored).
   void abandon_warm_up(const std::vector<std::uint64_t>& keys);
+  // `devices` GPUs a multi-device backend lost (`note` says which): counted,
+  // the backend's new name taken, and noted for the log.
+  void note_devices_lost(const std::string& note, std::size_t devices);
   // Removes one stream (sweep_streams): its pending window ends count as
   // lost, its sequence counters move to retired_, its backend keys to
   // forgotten_keys_.

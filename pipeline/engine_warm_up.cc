@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <functional>
 #include <iterator>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -106,7 +105,6 @@ Engine::WarmUp Engine::warm_up(std::size_t streams, const std::function<double()
       const double started = now();
       batch.streams.clear();
       std::size_t data_size = 0;
-      std::uint64_t sent = 0;
       for (std::size_t i = 0; i < slices; ++i) {
         const SyntheticView& synthetic = views[i % views.size()];
         const ChannelView& view = library_.views[synthetic.view];
@@ -122,15 +120,14 @@ Engine::WarmUp Engine::warm_up(std::size_t streams, const std::function<double()
         slice.offset = data_size;
         slice.omitted = backend_->held_samples(slice);
         data_size += slice.data_size();
-        sent += slice.data_size();
         batch.streams.push_back(slice);
       }
       if (batch.data.size() < data_size) batch.data.resize(data_size);
+      const std::vector<float>& wave = wave_table();
       for_each_stream_item(batch.streams.size(), [&](std::size_t s, int) {
         const kernels::StreamSlice& slice = batch.streams[s];
         const int present = slice.length - slice.omitted;
         float* out = batch.data.data() + slice.offset;
-        const std::vector<float>& wave = wave_table();
         for (int d = 0; d < slice.dims; ++d) {
           const std::uint64_t seed =
               mix(slice.stream_key * 1315423911ULL + static_cast<std::uint64_t>(d));
@@ -153,17 +150,15 @@ Engine::WarmUp Engine::warm_up(std::size_t streams, const std::function<double()
       // values sent, ms in all, search ms, matches, buffer growths).
       if (batch_log_)
         std::fprintf(batch_log_.get(), "# warm-up %.3f %zu %llu %.2f %.2f %zu %llu\n", started,
-                     batch.streams.size(), static_cast<unsigned long long>(sent),
+                     batch.streams.size(), static_cast<unsigned long long>(data_size),
                      (ended - started) * 1000.0, (ended - searched_from) * 1000.0,
                      result.matches.size(),
                      static_cast<unsigned long long>(result.stats.buffer_growths));
     }
   } catch (const kernels::SearchDeviceLost& lost) {
     // The GPU is gone from the multi-device backend: counted and noted as a
-    // real batch's loss is (search_again_without); the warm-up ends here.
-    counters_.search_devices_lost += lost.devices();
-    backend_name_ = backend_->name();
-    backend_note_ = std::string(lost.what()) + "; searching on " + backend_name_;
+    // real batch's loss is; the warm-up ends here.
+    note_devices_lost(lost.what(), lost.devices());
     abandon_warm_up(keys);
     throw;
   } catch (...) {
@@ -171,24 +166,25 @@ Engine::WarmUp Engine::warm_up(std::size_t streams, const std::function<double()
     throw;
   }
   report.slices = slices;
-  for (BatchState* state : {&searching_, &searched_}) {
-    state->batch.streams.clear();
-    state->result.matches.clear();
-    state->result.stats = {};
-  }
+  clear_warm_up_batches();
   backend_->forget_streams(keys);
   report.seconds = now() - warm_up_start;
   warm_up_report_ = report;
   return report;
 }
 
-void Engine::abandon_warm_up(const std::vector<std::uint64_t>& keys) {
-  // Nothing of the synthetic streams stays behind, whatever the backend
-  // does next.
+void Engine::clear_warm_up_batches() {
   for (BatchState* state : {&searching_, &searched_}) {
     state->batch.streams.clear();
     state->result.matches.clear();
+    state->result.stats = {};
   }
+}
+
+void Engine::abandon_warm_up(const std::vector<std::uint64_t>& keys) {
+  // Nothing of the synthetic streams stays behind, whatever the backend
+  // does next.
+  clear_warm_up_batches();
   try {
     backend_->forget_streams(keys);
   } catch (...) {
