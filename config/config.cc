@@ -262,7 +262,7 @@ const char* NormaliseConfig::name(Scale scale) {
 
 bool NormaliseConfig::operator==(const NormaliseConfig& other) const {
   return enabled == other.enabled && learn_s == other.learn_s && statistic == other.statistic &&
-         scale == other.scale;
+         scale == other.scale && active_above == other.active_above;
 }
 
 bool AllowedDevice::operator==(const AllowedDevice& other) const {

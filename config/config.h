@@ -322,6 +322,9 @@ bool uses_raw_channels(const std::vector<TransformStep>& steps);
 // becomes (x - center) / spread, where center and spread are learned from the
 // first learn_s seconds of the stream's own transformed samples (then frozen),
 // and an example is normalised with the baseline of its own wearer's recording.
+// With active_above > 0 only active samples count towards those seconds: a
+// sample is active when some channel's |value| is above active_above (for a
+// freeze index, when the wearer moves: quiet standing reads 0).
 struct NormaliseConfig {
   enum class Statistic { kMedian, kMean };  // the center
   enum class Scale { kNone, kMad, kStd };   // the spread: 1, median |x - median|, standard deviation
@@ -329,6 +332,8 @@ struct NormaliseConfig {
   double learn_s = 120;
   Statistic statistic = Statistic::kMedian;
   Scale scale = Scale::kNone;
+  double active_above = 0;  // 0: every sample is learned from
+  bool gated() const { return active_above > 0; }
   // Samples learned at `rate_hz` (at least 1).
   int learn_samples(double rate_hz) const;
   static const char* name(Statistic statistic);
@@ -365,8 +370,9 @@ struct PatternExample {
   // The baseline of the example's wearer (normalised patterns only): given as
   // `baseline:` in the config (pattern export writes it), or else learned when
   // the pattern is compiled from baseline_rows, the first transform-history +
-  // learn samples of the example's recording (sample-major, the pattern's
-  // channels; shared by the examples of one recording).
+  // learn samples of the example's recording (the whole recording when only
+  // active samples are learned from; sample-major, the pattern's channels;
+  // shared by the examples of one recording).
   std::optional<ChannelBaseline> baseline;
   std::shared_ptr<const std::vector<float>> baseline_rows;
   std::string describe() const;  // "FILE:START:END" or the template path, for messages

@@ -131,12 +131,15 @@ void attach_baseline_rows(const sensors::Recording& recording, const std::string
     out.baseline_rows = known->second;
     return;
   }
-  const int rows = ctx.lead_in + pattern.normalise.learn_samples(ctx.device->sample_rate_hz);
-  if (static_cast<std::int64_t>(recording.samples()) < rows) {
+  const int needed = ctx.lead_in + pattern.normalise.learn_samples(ctx.device->sample_rate_hz);
+  // Gated learning reads as far into the recording as its active samples
+  // take it: the whole recording is kept for it.
+  const int rows = pattern.normalise.gated() ? static_cast<int>(recording.samples()) : needed;
+  if (static_cast<std::int64_t>(recording.samples()) < needed) {
     map.add_issue("file", "the recording has " + std::to_string(recording.samples()) +
                               " samples; learning its wearer's baseline (normalise.learn_s " +
                               format_number(pattern.normalise.learn_s) + ") needs " +
-                              std::to_string(rows) + " (or give the example a baseline)");
+                              std::to_string(needed) + " (or give the example a baseline)");
     return;
   }
   PatternExample first_rows;
@@ -164,7 +167,8 @@ void read_example_baseline(const MapReader& example_map, const PatternConfig& pa
     return;
   }
   const MapReader map(example_map.value("baseline"), example_map.key_path("baseline"),
-                      {"learn_s", "statistic", "scale", "center", "spread"}, example_map.issues());
+                      {"learn_s", "statistic", "scale", "active_above", "center", "spread"},
+                      example_map.issues());
   if (!map.valid()) return;
   bool ok = map.require("learn_s") & map.require("statistic") & map.require("scale") &
             map.require("center");
@@ -189,6 +193,16 @@ void read_example_baseline(const MapReader& example_map, const PatternConfig& pa
     map.add_issue("scale", "learned with scale " + scale + ", the pattern's normalise.scale is " +
                                NormaliseConfig::name(normalise.scale) +
                                " (export the pattern again)");
+    ok = false;
+  }
+  double active_above = 0;  // absent: learned from every sample
+  if (map.has("active_above") && !read_number(map, "active_above", at_least(0), active_above))
+    ok = false;
+  if (active_above != normalise.active_above) {
+    map.add_issue("active_above", "learned from samples above " + format_number(active_above) +
+                                      ", the pattern's normalise.active_above is " +
+                                      format_number(normalise.active_above) +
+                                      " (export the pattern again)");
     ok = false;
   }
   const bool scaled = normalise.scale != NormaliseConfig::Scale::kNone;
@@ -595,12 +609,12 @@ void read_decision(const MapReader& map, const std::string& base_dir, PatternCon
   if (found.empty()) pattern.learned_decision = std::move(learned);
 }
 
-// Reads `normalise: {learn_s, statistic, scale}` (before the examples, whose
+// Reads `normalise: {learn_s, statistic, scale, active_above}` (before the examples, whose
 // baselines depend on it).
 void read_normalise(const MapReader& pattern_map, PatternConfig& pattern) {
   if (!pattern_map.has("normalise")) return;
   const MapReader map(pattern_map.value("normalise"), pattern_map.key_path("normalise"),
-                      {"learn_s", "statistic", "scale"}, pattern_map.issues());
+                      {"learn_s", "statistic", "scale", "active_above"}, pattern_map.issues());
   if (!map.valid()) return;
   NormaliseConfig& normalise = pattern.normalise;
   normalise.enabled = true;
@@ -616,6 +630,7 @@ void read_normalise(const MapReader& pattern_map, PatternConfig& pattern) {
     normalise.scale = scale == "mad"   ? NormaliseConfig::Scale::kMad
                       : scale == "std" ? NormaliseConfig::Scale::kStd
                                        : NormaliseConfig::Scale::kNone;
+  read_number(map, "active_above", at_least(0), normalise.active_above);
   // The raw view is shared by every raw pattern of a device; a normalised
   // view is a transformed one of its own.
   if (uses_raw_channels(pattern.transforms))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "common/error.h"
@@ -36,13 +37,18 @@ BaselineLearner::BaselineLearner(const config::NormaliseConfig& settings, int ch
 }
 
 int BaselineLearner::add(const float* samples, int count) {
-  const int take = std::max(0, std::min(count, needed_ - taken_));
   const auto width = static_cast<std::size_t>(channels_);
-  for (int s = 0; s < take; ++s)
-    for (std::size_t c = 0; c < width; ++c)
-      values_[c].push_back(samples[static_cast<std::size_t>(s) * width + c]);
-  taken_ += take;
-  return take;
+  const float active_above = static_cast<float>(settings_.active_above);
+  int read = 0;
+  for (; read < count && taken_ < needed_; ++read) {
+    const float* sample = samples + static_cast<std::size_t>(read) * width;
+    if (settings_.gated() &&
+        std::none_of(sample, sample + width, [&](float v) { return std::fabs(v) > active_above; }))
+      continue;
+    for (std::size_t c = 0; c < width; ++c) values_[c].push_back(sample[c]);
+    ++taken_;
+  }
+  return read;
 }
 
 config::ChannelBaseline BaselineLearner::finish() {
@@ -107,10 +113,18 @@ config::ChannelBaseline learn_view_baseline(const ChannelView& view, const float
   if (count < view.history + learner.samples_needed())
     throw Error("baseline: " + std::to_string(count) + " rows, learning needs " +
                 std::to_string(view.history + learner.samples_needed()));
-  const int used = view.history + learner.samples_needed();
+  // Gated, the active samples may lie anywhere in the rows given.
+  const int used = view.normalise.gated() ? count : view.history + learner.samples_needed();
   std::vector<float> transformed;
   view.chain->apply(rows, used, transformed);
-  learner.add(transformed.data(), learner.samples_needed());
+  learner.add(transformed.data(), used - view.history);
+  if (!learner.learned()) {
+    std::ostringstream message;
+    message << "baseline: " << count << " rows hold " << learner.samples_taken()
+            << " active samples (some |value| above " << view.normalise.active_above
+            << "), learning needs " << learner.samples_needed();
+    throw Error(message.str());
+  }
   return learner.finish();
 }
 

@@ -29,15 +29,19 @@ class BaselineLearner {
  public:
   BaselineLearner() = default;
   // `channels` transformed channels at `rate_hz`: learns from the first
-  // settings.learn_samples(rate_hz) samples it is given.
+  // settings.learn_samples(rate_hz) samples it is given (with
+  // settings.gated(), the first that many active samples: some channel's
+  // |value| above settings.active_above).
   BaselineLearner(const config::NormaliseConfig& settings, int channels, double rate_hz);
 
   int samples_needed() const { return needed_; }
   int samples_taken() const { return taken_; }
   bool learned() const { return taken_ >= needed_ && needed_ > 0; }
 
-  // Takes `count` samples (sample-major, channels values each) in stream
-  // order, as many as it still needs; returns how many it took.
+  // Reads `count` samples (sample-major, channels values each) in stream
+  // order until it has all it needs; returns how many it read, the samples
+  // it passed over as inactive included (so a caller knows where learning
+  // stopped: the next sample is the first one it did not read).
   int add(const float* samples, int count);
 
   // The baseline of the samples taken (call once learned()): per channel the
@@ -67,7 +71,8 @@ void apply_baseline(const config::ChannelBaseline& baseline, float* samples, std
 // of a recording's start, sample-major, each holding the view's inputs in
 // their order (ChannelView::inputs: a pattern's channels): the view's first
 // transformed samples, as a stream of that recording would give them. Throws
-// gw::Error when the rows are too few (view.history + learn samples).
+// gw::Error when the rows are too few (view.history + learn samples; with a
+// gated normalisation, when they never hold that many active samples).
 config::ChannelBaseline learn_view_baseline(const ChannelView& view, const float* rows, int count,
                                             double rate_hz);
 

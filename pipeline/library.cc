@@ -146,7 +146,12 @@ const config::ChannelBaseline& example_baseline(
   auto known = learned.find(key);
   if (known == learned.end()) {
     const auto count = static_cast<int>(rows.size() / view.inputs.size());
-    known = learned.emplace(key, learn_view_baseline(view, rows.data(), count, rate_hz)).first;
+    try {
+      known = learned.emplace(key, learn_view_baseline(view, rows.data(), count, rate_hz)).first;
+    } catch (const Error& e) {
+      throw Error("pattern '" + pc.name + "': example " + example.describe() +
+                  ", its wearer's baseline: " + e.what());
+    }
   }
   return known->second;
 }

@@ -34,7 +34,15 @@ std::string template_name(const config::PatternExample& example, int number) {
   return name + ".csv";
 }
 
-// `{learn_s: .., statistic: .., scale: .., center: [..], spread: [..]}`, the
+// The shortest decimal that reads back as exactly `value` (0.05, not
+// 0.050000000000000003).
+std::string shortest_exact(double value) {
+  char text[32];
+  const auto written = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, written.ptr);
+}
+
+// `{learn_s: .., statistic: .., scale: .., [active_above: ..,] center: [..], spread: [..]}`, the
 // values exact as floats.
 std::string baseline_yaml(const config::NormaliseConfig& normalise,
                           const config::ChannelBaseline& baseline) {
@@ -47,12 +55,11 @@ std::string baseline_yaml(const config::NormaliseConfig& normalise,
     }
     return out + "]";
   };
-  char learn[32];
-  std::snprintf(learn, sizeof learn, "%.17g", normalise.learn_s);
-  std::string out = std::string("{learn_s: ") + learn +
+  std::string out = "{learn_s: " + shortest_exact(normalise.learn_s) +
                     ", statistic: " + config::NormaliseConfig::name(normalise.statistic) +
-                    ", scale: " + config::NormaliseConfig::name(normalise.scale) +
-                    ", center: " + list(baseline.center);
+                    ", scale: " + config::NormaliseConfig::name(normalise.scale);
+  if (normalise.gated()) out += ", active_above: " + shortest_exact(normalise.active_above);
+  out += ", center: " + list(baseline.center);
   if (normalise.scale != config::NormaliseConfig::Scale::kNone)
     out += ", spread: " + list(baseline.spread);
   return out + "}";

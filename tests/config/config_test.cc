@@ -1833,6 +1833,22 @@ TEST_CASE("normalise and example baselines: values, and each mistake at its key 
     CHECK(rows->size() == static_cast<std::size_t>((p.examples[0].lead_in + 30 * 64) * 3));
     CHECK(p.examples.at(1).baseline_rows == rows);  // one recording: shared
     CHECK_FALSE(p.examples[0].baseline);
+    CHECK(p.normalise.active_above == 0);
+  }
+  SECTION("learning from active samples keeps the whole recording for the examples' baselines") {
+    const Config config = parse_config(
+        pattern({"    normalise: {learn_s: 30, active_above: 0.05}",  // 18
+                 "    examples:",                                     // 19
+                 window}),
+        "test.yaml", kConfigDir);
+    const auto& p = config.patterns.at(0);
+    CHECK(p.normalise.active_above == 0.05);
+    CHECK(p.normalise.gated());
+    const auto& rows = p.examples.at(0).baseline_rows;
+    REQUIRE(rows);
+    // S02R01.txt: every row of the recording, 3 channels.
+    CHECK(rows->size() > static_cast<std::size_t>((p.examples[0].lead_in + 30 * 64) * 3));
+    CHECK(rows->size() % 3 == 0);
   }
   SECTION("a baseline given in YAML") {
     const Config config = parse_config(
@@ -1859,6 +1875,8 @@ TEST_CASE("normalise and example baselines: values, and each mistake at its key 
     issues = issues_of(pattern({"    normalise: {scale: iqr}", "    examples:", window}));
     require_single_issue(issues, "patterns[0].normalise.scale", 18,
                          "must be one of none | mad | std");
+    issues = issues_of(pattern({"    normalise: {active_above: -1}", "    examples:", window}));
+    require_single_issue(issues, "patterns[0].normalise.active_above", 18, "must be >= 0");
   }
   SECTION("normalise on the raw channels") {
     const auto issues = issues_of(with_devices({GW_PATTERN_HEAD, "    length: 64",
@@ -1897,6 +1915,10 @@ TEST_CASE("normalise and example baselines: values, and each mistake at its key 
     require_single_issue(one("{learn_s: 30, statistic: mean, scale: std, center: [0], spread: [1]}"),
                          "patterns[0].examples[0].baseline.statistic", 20,
                          "the pattern's normalise.statistic is median");
+    require_single_issue(one("{learn_s: 30, statistic: median, scale: std, active_above: 0.1, "
+                             "center: [0], spread: [1]}"),
+                         "patterns[0].examples[0].baseline.active_above", 20,
+                         "learned from samples above 0.1, the pattern's normalise.active_above is 0");
     require_single_issue(one("{learn_s: 30, statistic: median, scale: std, center: [0], spread: [0]}"),
                          "patterns[0].examples[0].baseline.spread[0]", 20, "must be > 0");
     require_single_issue(one("{learn_s: 30, statistic: median, scale: std, center: [0]}"),

@@ -404,3 +404,71 @@ TEST_CASE("eval on trials: a kind with two patterns is scored as any of them", "
   CHECK(kind["subjects"].at(0)["subject"] == "SA01");
   if (!std::getenv("GW_KEEP")) fs::remove_all(dir);
 }
+
+// `gaitwatch pattern export` of a pattern whose baseline is learned from
+// active samples only: each template carries that baseline, active_above
+// included, and a config of the templates alerts exactly as the recording
+// windows they came from (the wearer is still for its first seconds, so a
+// baseline learned from every sample would differ).
+TEST_CASE("pattern export keeps a baseline learned from active samples", "[integration]") {
+  const fs::path dir = fs::temp_directory_path() / ("gw_export_gated_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::mt19937 rng(8);
+    std::normal_distribution<double> noise(0, 0.5);
+    std::ofstream csv(dir / "wearer.csv");
+    csv << "a\n" << std::setprecision(9);
+    for (int s = 0; s < 2000; ++s) {
+      double x = s < 400 ? 0.01 * noise(rng) : 25 + noise(rng);
+      for (const int at : {900, 1600})
+        if (s >= at && s < at + 40) x += 30 * std::sin(M_PI * (s - at) / 40.0);
+      csv << x << "\n";
+    }
+  }
+  const std::string head =
+      "devices:\n"
+      "  - {id: 1, name: one, kind: generic, sample_rate_hz: 100, channels: [a]}\n"
+      "search: {backend: cpu, threads: 1}\n"
+      "patterns:\n"
+      "  - name: bump\n"
+      "    kind: other\n"
+      "    device: one\n"
+      "    channels: [a]\n"
+      "    transforms: [{kind: lowpass, cutoff_hz: 20}]\n"
+      "    znorm: false\n"
+      "    threshold: 12\n"
+      "    cooldown_s: 1\n"
+      "    normalise: {learn_s: 3, statistic: median, scale: none, active_above: 5}\n";
+  std::ofstream(dir / "windows.yaml")
+      << head << "    examples:\n      - {file: wearer.csv, format: csv, start: 900, end: 940}\n";
+  const auto exported = gw::test::run_process(
+      {kTool, "pattern", "export", "--config", (dir / "windows.yaml").string(), "--pattern", "bump",
+       "--out", (dir / "templates").string()},
+      dir, "export", std::chrono::seconds(60));
+  INFO(exported.err);
+  REQUIRE(exported.code == 0);
+  REQUIRE_THAT(exported.out, Catch::Contains("active_above: 5, center: ["));
+  std::ofstream(dir / "templates.yaml") << head << exported.out;  // its `examples:` list
+  const auto detect = [&](const char* config) {
+    const auto r = gw::test::run_process(
+        {kTool, "detect", "--config", (dir / config).string(), "--file",
+         (dir / "wearer.csv").string(), "--format", "csv", "--json"},
+        dir, "detect", std::chrono::seconds(60));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    std::vector<std::pair<std::int64_t, double>> alerts;  // end index, distance
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || line[0] != '{') continue;
+      const json a = json::parse(line);
+      alerts.emplace_back(a.at("end_index").get<std::int64_t>(), a.at("distance").get<double>());
+    }
+    return alerts;
+  };
+  const auto from_windows = detect("windows.yaml");
+  // Both plants, the one the example was cut from and the repeat.
+  REQUIRE(from_windows.size() == 2);
+  CHECK(detect("templates.yaml") == from_windows);
+  fs::remove_all(dir);
+}

@@ -138,6 +138,19 @@ float bump(int channel, int s) {
   return static_cast<float>(30.0 * std::sin(3.14159265 * x) * (channel == 0 ? 1.0 : x));
 }
 
+// The bump pattern on a two-channel device, up to its transforms (the
+// tests add the rest).
+const std::string kBumpHead = R"(
+devices:
+  - {id: 1, name: two, kind: generic, sample_rate_hz: 100, channels: [a, b]}
+search: {backend: cpu, threads: 1}
+patterns:
+  - name: bump
+    device: two
+    channels: [a, b]
+    transforms: [{kind: lowpass, cutoff_hz: 20}]
+)";
+
 // A temp dir with a template (the bump at the example's level, lead-in
 // first) and configs of a lowpass pattern on it: znorm off, so the level
 // counts, and normalised (learn_s 3) unless `normalise` is empty.
@@ -156,16 +169,8 @@ struct Fixture {
   // `ring`: ingest.ring_capacity_samples.
   gw::config::Config config(const std::string& normalise, const std::string& baseline,
                             int ring = 8192) const {
-    std::string yaml = "ingest: {ring_capacity_samples: " + std::to_string(ring) + "}\n" + R"(
-devices:
-  - {id: 1, name: two, kind: generic, sample_rate_hz: 100, channels: [a, b]}
-search: {backend: cpu, threads: 1}
-patterns:
-  - name: bump
-    device: two
-    channels: [a, b]
-    transforms: [{kind: lowpass, cutoff_hz: 20}]
-    band: 0.1
+    std::string yaml = "ingest: {ring_capacity_samples: " + std::to_string(ring) + "}\n" +
+                       kBumpHead + R"(    band: 0.1
     znorm: false
     threshold: 12
     min_dims: 2
@@ -243,6 +248,27 @@ bool alerted_at(const std::vector<std::int64_t>& ends, int at) {
   return std::any_of(ends.begin(), ends.end(), [&](std::int64_t e) {
     return std::llabs(e - (at + kLength - 1)) <= kEndTolerance;
   });
+}
+
+// Writes a two-channel stream (sample-major) as a CSV recording, the floats
+// exactly.
+void write_recording(const fs::path& path, const std::vector<float>& v) {
+  std::ofstream csv(path);
+  csv.precision(9);
+  csv << "a,b\n";
+  for (std::size_t s = 0; s < v.size() / 2; ++s) csv << v[2 * s] << "," << v[2 * s + 1] << "\n";
+}
+
+// The bump pattern normalised with `normalise`, its one example the window
+// [start, start + kLength) of the CSV recording `file`.
+std::string recording_example_config(const std::string& normalise, const std::string& file,
+                                     int start) {
+  return kBumpHead + R"(    znorm: false
+    threshold: 12
+    normalise: )" + normalise + R"(
+    examples:
+      - {file: )" + file + ", format: csv, start: " + std::to_string(start) +
+         ", end: " + std::to_string(start + kLength) + "}\n";
 }
 
 }  // namespace
@@ -341,27 +367,9 @@ TEST_CASE("examples' baselines: as given in YAML, or learned from their recordin
   // Learned: a window of a recording learns from the recording's first
   // history + learn_s rows, through the view's transforms, as a stream does.
   const auto v = wearer_stream(700, 40.f, {500}, 9);
-  {
-    std::ofstream csv(fx.dir / "wearer.csv");
-    csv.precision(9);  // the floats exactly
-    csv << "a,b\n";
-    for (std::size_t s = 0; s < v.size() / 2; ++s) csv << v[2 * s] << "," << v[2 * s + 1] << "\n";
-  }
-  const std::string yaml = R"(
-devices:
-  - {id: 1, name: two, kind: generic, sample_rate_hz: 100, channels: [a, b]}
-search: {backend: cpu, threads: 1}
-patterns:
-  - name: bump
-    device: two
-    channels: [a, b]
-    transforms: [{kind: lowpass, cutoff_hz: 20}]
-    znorm: false
-    threshold: 12
-    normalise: {learn_s: 3, statistic: median, scale: mad}
-    examples:
-      - {file: wearer.csv, format: csv, start: 500, end: 540}
-)";
+  write_recording(fx.dir / "wearer.csv", v);
+  const std::string yaml = recording_example_config(
+      "{learn_s: 3, statistic: median, scale: mad}", "wearer.csv", 500);
   const auto config = gw::config::parse_config(yaml, "learned.yaml", fx.dir.string());
   REQUIRE(config.patterns[0].examples[0].baseline_rows);
   const auto library = gw::pipeline::compile_library(config);
@@ -386,4 +394,122 @@ patterns:
   Engine engine(config, gw::kernels::make_cpu_backend(1));
   const auto ends = feed(engine, v, 10, 1);
   CHECK(alerted_at(ends, 500));
+}
+
+TEST_CASE("learning from active samples passes over the quiet ones and says where it stopped",
+          "[baseline]") {
+  NormaliseConfig gated = settings(NormaliseConfig::Statistic::kMedian, NormaliseConfig::Scale::kStd);
+  gated.active_above = 1;
+  // 1 s at 10 Hz: ten active samples. Every third sample is active, through
+  // one channel only (the other stays quiet): it counts for both.
+  const int channels = 2;
+  std::vector<float> samples;
+  std::vector<double> active_a, active_b;
+  for (int s = 0; s < 40; ++s) {
+    const bool active = s % 3 == 0;
+    const float a = active ? (s % 2 == 0 ? 2.0f + 0.1f * s : -3.0f - 0.1f * s) : 0.5f;
+    const float b = active ? 0.25f * static_cast<float>(s % 5) : -1.0f;  // |b| <= 1: never active alone
+    samples.push_back(a);
+    samples.push_back(b);
+    if (active && active_a.size() < 10) {
+      active_a.push_back(a);
+      active_b.push_back(b);
+    }
+  }
+  BaselineLearner learner(gated, channels, 10);
+  REQUIRE(learner.samples_needed() == 10);
+  // Samples 0..24 hold nine active ones (0, 3, ..., 24): all read, not learned.
+  CHECK(learner.add(samples.data(), 25) == 25);
+  CHECK(learner.samples_taken() == 9);
+  CHECK_FALSE(learner.learned());
+  // The tenth active sample is 27: reading stops right after it.
+  CHECK(learner.add(samples.data() + 25 * channels, 15) == 3);
+  REQUIRE(learner.learned());
+  CHECK(learner.add(samples.data() + 28 * channels, 12) == 0);
+  const ChannelBaseline b = learner.finish();
+  CHECK(b.center[0] == Approx(direct_median(active_a)));
+  CHECK(b.center[1] == Approx(direct_median(active_b)));
+  double sum = 0;
+  const double mean = direct_mean(active_b);
+  for (const double v : active_b) sum += (v - mean) * (v - mean);
+  CHECK(b.spread[1] == Approx(std::sqrt(sum / 10)));
+}
+
+namespace {
+
+const std::string kGated = "{learn_s: 3, statistic: median, scale: none, active_above: 5}";
+const std::string kGatedExampleBaseline =
+    "{learn_s: 3, statistic: median, scale: none, active_above: 5, center: [0, 0]}";
+
+// A wearer who is still (about 0) for the first `still` samples, then at
+// level 25, the bump planted at each of `plants`.
+std::vector<float> still_then_active(int samples, int still, const std::vector<int>& plants,
+                                     std::uint32_t seed) {
+  std::vector<float> v = wearer_stream(samples, 25.f, plants, seed);
+  for (int s = 0; s < still; ++s)
+    for (int c = 0; c < 2; ++c) v[static_cast<std::size_t>(s) * 2 + c] -= 25.f;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("a baseline learned from active samples reads the wearer at their moving level",
+          "[baseline][engine]") {
+  Fixture fx;
+  // Still for 500 samples, then at level 25: the bump at 1000 is found only
+  // when the baseline is learned from the active samples (from about 500 to
+  // 800); learned from the first samples the centre is the still level 0.
+  const auto v = still_then_active(1400, 500, {650, 1000}, 11);
+  const auto from_start = run_engine(fx.config(kNormalise, kExampleBaseline), v, 10, 1);
+  CHECK_FALSE(alerted_at(from_start, 1000));
+  const auto config = fx.config(kGated, kGatedExampleBaseline);
+  const auto gated = run_engine(config, v, 10, 1);
+  CHECK(alerted_at(gated, 1000));
+  // The bump at 650 lies in the learning stretch: not searched.
+  CHECK_FALSE(alerted_at(gated, 650));
+  for (const auto& [frame, every] : std::vector<std::pair<int, int>>{{1, 1}, {7, 3}, {64, 50}}) {
+    INFO("frames of " << frame << ", a batch every " << every);
+    CHECK(run_engine(config, v, frame, every) == gated);
+  }
+  // Nothing is searched while the wearer is still, however long.
+  Engine engine(config, gw::kernels::make_cpu_backend(1));
+  feed(engine, still_then_active(2000, 2000, {}, 12), 10, 1);
+  CHECK(engine.counters().due_windows == 0);
+}
+
+TEST_CASE("an example's baseline learned from its recording's active samples",
+          "[baseline][config]") {
+  Fixture fx;
+  const auto v = still_then_active(1200, 400, {900}, 13);
+  write_recording(fx.dir / "wearer.csv", v);
+  write_recording(fx.dir / "still.csv", still_then_active(1200, 1200, {}, 14));
+  const auto yaml = [](const char* file) {
+    return recording_example_config(kGated, file, 900);
+  };
+  const auto config = gw::config::parse_config(yaml("wearer.csv"), "gated.yaml", fx.dir.string());
+  const auto library = gw::pipeline::compile_library(config);
+  const auto& learned = library.patterns[0].examples[0].baseline;
+  REQUIRE(learned);
+  // Directly: the first 300 transformed samples with some |value| above 5.
+  const auto& view = library.views[library.patterns[0].view];
+  std::vector<float> transformed;
+  view.chain->apply(v.data(), 1200, transformed);
+  for (int c = 0; c < 2; ++c) {
+    std::vector<double> x;
+    for (std::size_t s = 0; s < transformed.size() / 2 && x.size() < 300; ++s)
+      if (std::fabs(transformed[2 * s]) > 5 || std::fabs(transformed[2 * s + 1]) > 5)
+        x.push_back(transformed[2 * s + static_cast<std::size_t>(c)]);
+    REQUIRE(x.size() == 300);
+    CHECK(learned->center[static_cast<std::size_t>(c)] == Approx(direct_median(x)).epsilon(1e-6));
+    CHECK(learned->center[static_cast<std::size_t>(c)] == Approx(25).margin(1));
+  }
+  // The engine over the same recording learns the same baseline.
+  Engine engine(config, gw::kernels::make_cpu_backend(1));
+  CHECK(alerted_at(feed(engine, v, 10, 1), 900));
+  // A recording whose wearer never moves gives no baseline: the pattern
+  // cannot be compiled, and the message says which example and why.
+  const auto still = gw::config::parse_config(yaml("still.csv"), "still.yaml", fx.dir.string());
+  CHECK_THROWS_WITH(gw::pipeline::compile_library(still),
+                    Catch::Matchers::Contains("pattern 'bump': example") &&
+                        Catch::Matchers::Contains("0 active samples"));
 }
