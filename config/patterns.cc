@@ -116,14 +116,16 @@ struct ExampleContext {
   int lead_in = 0;  // samples the transforms need before a window
   RecordingCache& cache;
   // Per recording file: its first lead_in + learn rows of the pattern's
-  // channels, from which a normalised pattern's examples learn their
-  // wearer's baseline (PatternExample::baseline_rows).
+  // channels (every row when only active samples are learned from), from
+  // which a normalised pattern's examples learn their wearer's baseline
+  // (PatternExample::baseline_rows).
   std::map<std::string, std::shared_ptr<const std::vector<float>>> baseline_rows = {};
 };
 
 // A normalised pattern's example cut from a recording learns its wearer's
-// baseline from the same recording's first rows, as a live stream of that
-// recording would (pipeline/baseline.h, when the pattern is compiled).
+// baseline from the same recording's first rows (or its first active
+// samples, wherever they lie), as a live stream of that recording would
+// (pipeline/baseline.h, when the pattern is compiled).
 void attach_baseline_rows(const sensors::Recording& recording, const std::string& file,
                           const MapReader& map, ExampleContext& ctx, const PatternConfig& pattern,
                           PatternExample& out) {
@@ -134,6 +136,13 @@ void attach_baseline_rows(const sensors::Recording& recording, const std::string
   const int needed = ctx.lead_in + pattern.normalise.learn_samples(ctx.device->sample_rate_hz);
   // Gated learning reads as far into the recording as its active samples
   // take it: the whole recording is kept for it.
+  if (pattern.normalise.gated() &&
+      recording.samples() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    map.add_issue("file", "the recording has " + std::to_string(recording.samples()) +
+                              " samples, more than a baseline learned from its active samples "
+                              "reads (give the example a baseline)");
+    return;
+  }
   const int rows = pattern.normalise.gated() ? static_cast<int>(recording.samples()) : needed;
   if (static_cast<std::int64_t>(recording.samples()) < needed) {
     map.add_issue("file", "the recording has " + std::to_string(recording.samples()) +
@@ -196,9 +205,11 @@ void read_example_baseline(const MapReader& example_map, const PatternConfig& pa
     ok = false;
   }
   double active_above = 0;  // absent: learned from every sample
-  if (map.has("active_above") && !read_number(map, "active_above", at_least(0), active_above))
+  const bool active_above_read =
+      !map.has("active_above") || read_number(map, "active_above", at_least(0), active_above);
+  if (!active_above_read) {
     ok = false;
-  if (active_above != normalise.active_above) {
+  } else if (active_above != normalise.active_above) {
     map.add_issue("active_above", "learned from samples above " + format_number(active_above) +
                                       ", the pattern's normalise.active_above is " +
                                       format_number(normalise.active_above) +

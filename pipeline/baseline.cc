@@ -113,16 +113,25 @@ config::ChannelBaseline learn_view_baseline(const ChannelView& view, const float
   if (count < view.history + learner.samples_needed())
     throw Error("baseline: " + std::to_string(count) + " rows, learning needs " +
                 std::to_string(view.history + learner.samples_needed()));
-  // Gated, the active samples may lie anywhere in the rows given.
-  const int used = view.normalise.gated() ? count : view.history + learner.samples_needed();
+  // Gated, the active samples may lie anywhere in the rows given: the rows
+  // are transformed a piece at a time (each piece with the transforms'
+  // history before it, so the samples are those of one pass) until learned.
+  const std::size_t width = view.inputs.size();
+  const int piece = view.normalise.gated() ? std::max(learner.samples_needed(), 4096)
+                                           : learner.samples_needed();
   std::vector<float> transformed;
-  view.chain->apply(rows, used, transformed);
-  learner.add(transformed.data(), used - view.history);
+  for (int from = view.history; from < count && !learner.learned(); from += piece) {
+    const int upto = std::min(count, from + piece);
+    transformed.clear();
+    view.chain->apply(rows + static_cast<std::size_t>(from - view.history) * width,
+                      upto - from + view.history, transformed);
+    learner.add(transformed.data(), upto - from);
+  }
   if (!learner.learned()) {
     std::ostringstream message;
-    message << "baseline: " << count << " rows hold " << learner.samples_taken()
-            << " active samples (some |value| above " << view.normalise.active_above
-            << "), learning needs " << learner.samples_needed();
+    message << count - view.history << " transformed samples hold " << learner.samples_taken()
+            << " active ones (some channel's |value| above " << view.normalise.active_above
+            << "); learning needs " << learner.samples_needed();
     throw Error(message.str());
   }
   return learner.finish();

@@ -150,7 +150,7 @@ const config::ChannelBaseline& example_baseline(
       known = learned.emplace(key, learn_view_baseline(view, rows.data(), count, rate_hz)).first;
     } catch (const Error& e) {
       throw Error("pattern '" + pc.name + "': example " + example.describe() +
-                  ", its wearer's baseline: " + e.what());
+                  ": its wearer's baseline cannot be learned: " + e.what());
     }
   }
   return known->second;

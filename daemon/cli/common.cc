@@ -159,15 +159,17 @@ sensors::Recording RecordingSource::read_for(const config::DeviceProfile& device
 }
 
 namespace {
-// The shortest text that reads back as the same float (integers stay integers).
-std::string exact_text(float value) {
+template <typename T>
+std::string shortest_text(T value) {
   char buffer[32];
   const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  if (error != std::errc()) throw Error("cannot format a sample value");
+  if (error != std::errc()) throw Error("cannot format a number");
   return std::string(buffer, end);
 }
-
 }  // namespace
+
+std::string exact_text(float value) { return shortest_text(value); }
+std::string exact_text(double value) { return shortest_text(value); }
 
 void write_template_csv(const std::string& file, const config::PatternConfig& pattern,
                         const config::PatternExample& example) {

@@ -34,14 +34,6 @@ std::string template_name(const config::PatternExample& example, int number) {
   return name + ".csv";
 }
 
-// The shortest decimal that reads back as exactly `value` (0.05, not
-// 0.050000000000000003).
-std::string shortest_exact(double value) {
-  char text[32];
-  const auto written = std::to_chars(text, text + sizeof text, value);
-  return std::string(text, written.ptr);
-}
-
 // `{learn_s: .., statistic: .., scale: .., [active_above: ..,] center: [..], spread: [..]}`, the
 // values exact as floats.
 std::string baseline_yaml(const config::NormaliseConfig& normalise,
@@ -55,10 +47,10 @@ std::string baseline_yaml(const config::NormaliseConfig& normalise,
     }
     return out + "]";
   };
-  std::string out = "{learn_s: " + shortest_exact(normalise.learn_s) +
+  std::string out = "{learn_s: " + exact_text(normalise.learn_s) +
                     ", statistic: " + config::NormaliseConfig::name(normalise.statistic) +
                     ", scale: " + config::NormaliseConfig::name(normalise.scale);
-  if (normalise.gated()) out += ", active_above: " + shortest_exact(normalise.active_above);
+  if (normalise.gated()) out += ", active_above: " + exact_text(normalise.active_above);
   out += ", center: " + list(baseline.center);
   if (normalise.scale != config::NormaliseConfig::Scale::kNone)
     out += ", spread: " + list(baseline.spread);

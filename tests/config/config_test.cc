@@ -1847,8 +1847,17 @@ TEST_CASE("normalise and example baselines: values, and each mistake at its key 
     const auto& rows = p.examples.at(0).baseline_rows;
     REQUIRE(rows);
     // S02R01.txt: every row of the recording, 3 channels.
-    CHECK(rows->size() > static_cast<std::size_t>((p.examples[0].lead_in + 30 * 64) * 3));
-    CHECK(rows->size() % 3 == 0);
+    const auto recording = gw::sensors::read_daphnet(kDataDir + "/daphnet/S02R01.txt");
+    CHECK(rows->size() == recording.samples() * 3);
+    // A template exported before the pattern learned from active samples
+    // (its baseline says nothing of active_above) no longer fits.
+    const auto issues = issues_of(pattern(
+        {"    normalise: {learn_s: 30, active_above: 0.05}",  // 18
+         "    examples:",                                     // 19
+         "      - {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 9000,",
+         "         baseline: {learn_s: 30, statistic: median, scale: none, center: [-0.5]}}"}));
+    require_single_issue(issues, "patterns[0].examples[0].baseline.active_above", 21,  // its map
+                         "learned from samples above 0, the pattern's normalise.active_above is 0.05");
   }
   SECTION("a baseline given in YAML") {
     const Config config = parse_config(
@@ -1877,6 +1886,10 @@ TEST_CASE("normalise and example baselines: values, and each mistake at its key 
                          "must be one of none | mad | std");
     issues = issues_of(pattern({"    normalise: {active_above: -1}", "    examples:", window}));
     require_single_issue(issues, "patterns[0].normalise.active_above", 18, "must be >= 0");
+    // A reload that changes only active_above is another view: it learns again.
+    gw::config::NormaliseConfig a, b;
+    b.active_above = 0.05;
+    CHECK(a != b);
   }
   SECTION("normalise on the raw channels") {
     const auto issues = issues_of(with_devices({GW_PATTERN_HEAD, "    length: 64",
