@@ -620,8 +620,8 @@ void read_decision(const MapReader& map, const std::string& base_dir, PatternCon
   if (found.empty()) pattern.learned_decision = std::move(learned);
 }
 
-// Reads `normalise: {learn_s, statistic, scale, active_above}` (before the examples, whose
-// baselines depend on it).
+// Reads `normalise: {learn_s, statistic, scale, active_above}` (before the
+// examples, whose baselines depend on it).
 void read_normalise(const MapReader& pattern_map, PatternConfig& pattern) {
   if (!pattern_map.has("normalise")) return;
   const MapReader map(pattern_map.value("normalise"), pattern_map.key_path("normalise"),

@@ -200,14 +200,14 @@ std::string readable_time_text(const nlohmann::json& message, const char* at_key
 void print_hits_header(bool with_marks = false);
 std::string hit_row(const pipeline::Alert& hit);
 
-// A pattern example as a template CSV: a header of the pattern's channels,
-// then the lead-in rows and the window, each value written so that it reads
-// back as the same float. Throws gw::Error when the file cannot be written.
 // The shortest text that reads back as exactly `value` (integers stay
 // integers; 0.05, not 0.050000000000000003).
 std::string exact_text(float value);
 std::string exact_text(double value);
 
+// A pattern example as a template CSV: a header of the pattern's channels,
+// then the lead-in rows and the window, each value written so that it reads
+// back as the same float. Throws gw::Error when the file cannot be written.
 void write_template_csv(const std::string& file, const config::PatternConfig& pattern,
                         const config::PatternExample& example);
 

@@ -34,8 +34,8 @@ std::string template_name(const config::PatternExample& example, int number) {
   return name + ".csv";
 }
 
-// `{learn_s: .., statistic: .., scale: .., [active_above: ..,] center: [..], spread: [..]}`, the
-// values exact as floats.
+// `{learn_s: .., statistic: .., scale: .., [active_above: ..,] center: [..],
+// spread: [..]}`, the values exact as floats.
 std::string baseline_yaml(const config::NormaliseConfig& normalise,
                           const config::ChannelBaseline& baseline) {
   const auto list = [](const std::vector<float>& values) {
