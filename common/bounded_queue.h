@@ -4,7 +4,9 @@
 // Thread safety: all members may be called from any thread.
 // Blocking: push() blocks only with OverflowPolicy::kBlock; pop_for() blocks
 // up to its timeout. close() wakes every waiter; after close() push() returns
-// false and pop_for() drains what is left, then returns false.
+// false and pop_for() drains what is left, then returns false; what a closed
+// queue refuses is counted (refused_closed()), apart from what the overflow
+// policy drops (dropped()).
 #pragma once
 
 #include <algorithm>
@@ -52,7 +54,10 @@ class BoundedQueue {
     std::unique_lock<std::mutex> lock(mu_);
     if (items_.size() >= capacity_) not_empty_.notify_all();
     not_full_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
-    if (closed_) return false;
+    if (closed_) {
+      ++refused_closed_;
+      return false;
+    }
     items_.push_back(std::move(item));
     high_water_ = std::max(high_water_, items_.size());
     not_empty_.notify_one();
@@ -120,6 +125,12 @@ class BoundedQueue {
     std::lock_guard<std::mutex> lock(mu_);
     return dropped_;
   }
+  // Items a push refused because the queue was closed (before or while it
+  // waited for room).
+  std::uint64_t refused_closed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return refused_closed_;
+  }
   std::size_t high_water() const {
     std::lock_guard<std::mutex> lock(mu_);
     return high_water_;
@@ -132,13 +143,17 @@ class BoundedQueue {
   // overflow policy to a full queue (kBlock waits; kDropNewest refuses and
   // counts; kDropOldest drops the oldest and counts). False once closed.
   bool make_room(std::unique_lock<std::mutex>& lock) {
-    if (closed_) return false;
+    if (closed_) {
+      ++refused_closed_;
+      return false;
+    }
     if (items_.size() < capacity_) return true;
     switch (policy_) {
       case OverflowPolicy::kBlock:
         // push_all may have queued items it has not announced yet.
         not_empty_.notify_all();
         not_full_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
+        if (closed_) ++refused_closed_;
         return !closed_;
       case OverflowPolicy::kDropNewest:
         ++dropped_;
@@ -158,6 +173,7 @@ class BoundedQueue {
   std::condition_variable not_full_;
   std::deque<T> items_;
   std::uint64_t dropped_ = 0;
+  std::uint64_t refused_closed_ = 0;
   std::size_t high_water_ = 0;
   bool closed_ = false;
 };

@@ -49,6 +49,19 @@ void AcceptLoop::stop() {
   timer_.cancel();
 }
 
+void AcceptLoop::stop_taking_waiting() {
+  stop();
+  take_completed_ = true;
+  boost::system::error_code ec;
+  acceptor_.non_blocking(true, ec);
+  while (!ec && acceptor_.is_open()) {
+    tcp::socket socket = handlers_.socket_executor
+                             ? acceptor_.accept(handlers_.socket_executor(), ec)
+                             : acceptor_.accept(ec);
+    if (!ec) handlers_.accepted(std::move(socket));
+  }
+}
+
 void AcceptLoop::accept() {
   if (stopped_ || !acceptor_.is_open()) return;
   auto self = shared_from_this();
@@ -62,6 +75,10 @@ void AcceptLoop::accept() {
 }
 
 void AcceptLoop::on_accept(const boost::system::error_code& ec, tcp::socket socket) {
+  if (!ec && take_completed_) {
+    handlers_.accepted(std::move(socket));
+    return;
+  }
   if (ec == asio::error::operation_aborted || stopped_ || !acceptor_.is_open()) return;
   if (!ec) {
     next_wait_ = kFirstWait;

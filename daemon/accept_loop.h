@@ -57,6 +57,12 @@ class AcceptLoop : public std::enable_shared_from_this<AcceptLoop> {
   // Cancels a wait in progress (an accept in progress ends when the owner
   // closes the acceptor).
   void stop();
+  // stop(), and hands every connection the kernel has already completed
+  // (the listen backlog, and an accept that completed but whose handler has
+  // not run yet) to `accepted`: a peer may have sent its data and gone
+  // before it was accepted, and a graceful stop reads that too. The owner
+  // closes the acceptor after.
+  void stop_taking_waiting();
 
  private:
   AcceptLoop(tcp::acceptor& acceptor, Handlers handlers);
@@ -68,6 +74,7 @@ class AcceptLoop : public std::enable_shared_from_this<AcceptLoop> {
   boost::asio::steady_timer timer_;
   std::chrono::milliseconds next_wait_ = kFirstWait;
   bool stopped_ = false;
+  bool take_completed_ = false;  // stop_taking_waiting(): completed accepts still go to `accepted`
 };
 
 }  // namespace gw::daemon

@@ -577,7 +577,7 @@ class Daemon {
     wait_signal();
 
     const auto watchdog = watchdog_ping_interval(config_.daemon.watchdog_s);
-    Pipeline parts{engine, jobs, sink, queue, tasks, counters};
+    Pipeline parts{engine, jobs, sink, queue, ingest, tasks, counters};
     std::thread pipeline_thread([&] {
       set_thread_name("gw-pipeline");
       pipeline_loop(parts, watchdog);
@@ -626,6 +626,7 @@ class Daemon {
     TableJobs& jobs;
     pipeline::AlertSink& sink;
     FrameQueue& queue;
+    const Ingest& ingest;  // stop(): its connections finish reading into the queue
     PipelineTasks& tasks;
     const std::function<nlohmann::json()>& counters;
   };
@@ -919,7 +920,10 @@ class Daemon {
     constexpr auto kLivenessPeriod = std::chrono::milliseconds(200);
     auto next_liveness = Clock::now();
     auto turn_start = Clock::now();
-    while (!stopping_) {
+    // At the stop signal the loop goes on while the TCP connections finish
+    // reading (Ingest::stop() bounds that): a full queue holds their
+    // frames back rather than refusing them.
+    while (!stopping_ || p.ingest.reading()) {
       auto frame = p.queue.pop_for(schedule.frame_wait(turn_start, p.engine.batch_in_flight()));
       const auto popped = Clock::now();
       auto frame_done = popped;

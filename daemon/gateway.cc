@@ -51,9 +51,8 @@ int run_gateway(const std::string& config_path) {
   signals.async_wait([&](const boost::system::error_code& error, int signal) {
     if (error) return;
     spdlog::info("gateway: signal {}: stopping", signal);
-    stopping = true;
     ingest.stop();
-    queue.close();
+    stopping = true;
   });
   std::thread io_thread([&io] { io.run(); });
   spdlog::info("gaitwatchd gateway ready: udp port {}, tcp port {} -> {} stream {} ({}.<partition>.<wearer>, {} "
@@ -69,6 +68,9 @@ int run_gateway(const std::string& config_path) {
   constexpr auto kBatchLinger = std::chrono::milliseconds(10);
   auto last_report = std::chrono::steady_clock::now();
   auto first_batched = last_report;
+  // Closed once stopping and the TCP connections have finished reading
+  // (Ingest::stop()): until then their frames keep coming into the queue.
+  bool queue_closed = false;
   for (;;) {
     auto wait = std::chrono::steady_clock::duration(std::chrono::milliseconds(200));
     if (publisher.batched_frames() > 0)
@@ -80,8 +82,12 @@ int run_gateway(const std::string& config_path) {
       if (publisher.batched_frames() == 0) first_batched = now;
       const std::vector<std::uint8_t> bytes = sensors::encode_frame(received->frame);
       publisher.publish(received->frame.wearer_id, bytes.data(), bytes.size());
-    } else if (stopping) {
+    } else if (queue_closed) {
       break;  // closed and drained; flush() below publishes what gathered
+    }
+    if (stopping && !queue_closed && !ingest.reading()) {
+      queue.close();
+      queue_closed = true;
     }
     if (publisher.batched_frames() > 0 && now - first_batched >= kBatchLinger) publisher.flush_batches();
     if (now - last_report > std::chrono::seconds(10)) {

@@ -57,6 +57,7 @@ nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
           {"tcp_idle_closed", tcp_idle_closed.load()},
           {"accept_errors", accept_errors.load()},
           {"queue_dropped", queue.dropped()},
+          {"queue_refused_closed", queue.refused_closed()},
           {"queue_depth", queue.size()},
           {"queue_high_water", queue.high_water()}};
 }
@@ -80,6 +81,14 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   static constexpr Clock::duration kShrinkAfter = std::chrono::seconds(1);
   // The timer looks at the connection at least this often.
   static constexpr Clock::duration kCheckEvery = std::chrono::seconds(2);
+  // After Ingest::stop() a connection reads on until its peer closes, or
+  // until nothing came for kFinishQuiet, or kFinishLimit after the stop:
+  // what a peer sent before the stop (a sender that has already exited
+  // leaves its last frames in the socket buffers) is queued, not lost,
+  // and a peer that keeps sending cannot hold the stop up.
+  static constexpr Clock::duration kFinishQuiet = std::chrono::milliseconds(100);
+  static constexpr Clock::duration kFinishLimit = std::chrono::seconds(1);
+  static constexpr Clock::duration kFinishCheck = std::chrono::milliseconds(20);
 
   TcpSession(Ingest& owner, tcp::socket socket, const Address& sender, int zone)
       : owner(owner), socket(std::move(socket)), sender(sender), zone(zone),
@@ -99,10 +108,12 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
     socket.async_read_some(asio::buffer(buffer.data() + filled, buffer.size() - filled),
                            [self](const boost::system::error_code& ec, std::size_t n) {
                              if (ec) return;
-                             self->last_read = Clock::now();
                              const bool was_full = self->filled + n == self->buffer.size();
                              self->filled += n;
                              if (!self->take_frames()) return;  // closed: bad length
+                             // After the frames are queued: a wait for room in
+                             // a full queue is not idleness.
+                             self->last_read = Clock::now();
                              if (was_full && self->buffer.size() < kBusyBytes) {
                                self->buffer.resize(std::min(kBusyBytes, self->buffer.size() * 2));
                                self->last_grown = self->last_read;
@@ -117,7 +128,7 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   // a session whose read has ended (peer gone, stop()) goes at once.
   void watch() {
     const double idle_s = owner.config_.ingest.tcp.idle_timeout_s;
-    Clock::duration next = kCheckEvery;
+    Clock::duration next = finishing ? kFinishCheck : kCheckEvery;
     if (idle_s > 0) {
       const auto idle_limit = std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(idle_s));
@@ -132,9 +143,22 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
     });
   }
 
+  // Ingest::stop(): read on until the peer closes or kFinish* says done.
+  void finish() {
+    if (finishing) return;
+    finishing = true;
+    finish_by = Clock::now() + kFinishLimit;
+    watch();  // sooner: the wait in progress ends with operation_aborted
+  }
+
   void on_timer() {
     const double idle_s = owner.config_.ingest.tcp.idle_timeout_s;
     const auto now = Clock::now();
+    if (finishing && (now - last_read >= kFinishQuiet || now >= finish_by)) {
+      boost::system::error_code ignored;
+      socket.close(ignored);  // the read ends with an error and lets the session go
+      return;
+    }
     if (idle_s > 0 && now - last_read >= std::chrono::duration<double>(idle_s)) {
       const std::uint64_t total = ++owner.counters_.tcp_idle_closed;
       if (const auto since = owner.idle_log_.due(total))
@@ -220,6 +244,8 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   asio::steady_timer timer;
   Clock::time_point last_read;   // the last read that brought bytes (or the start)
   Clock::time_point last_grown;  // the buffer's last growth
+  bool finishing = false;        // Ingest::stop() was called
+  Clock::time_point finish_by;   // closed by then at the latest, once finishing
 };
 
 // An ingest thread of its own (ingest.threads > 1): an io_context kept
@@ -308,22 +334,21 @@ Ingest::~Ingest() {
 
 void Ingest::stop() {
   boost::system::error_code ignored;
+  stopped_ = true;
   if (udp_) udp_->close(ignored);
+  // Connections the kernel completed before the stop are read as well.
+  if (accept_loop_) accept_loop_->stop_taking_waiting();
   if (acceptor_) acceptor_->close(ignored);
-  if (accept_loop_) accept_loop_->stop();
   std::vector<std::weak_ptr<TcpSession>> sessions;
   {
     std::lock_guard<std::mutex> lock(sessions_mu_);
     sessions.swap(sessions_);
   }
-  // A socket is closed on its own io_context's thread (asio sockets are not
+  // A session finishes on its own io_context's thread (asio sockets are not
   // thread-safe); a worker's run() then returns once its sessions are gone.
   for (auto& weak : sessions)
     if (auto session = weak.lock())
-      asio::post(session->socket.get_executor(), [session] {
-        boost::system::error_code ignored_there;
-        session->socket.close(ignored_there);
-      });
+      asio::post(session->socket.get_executor(), [session] { session->finish(); });
   for (auto& worker : workers_) worker->guard.reset();
 }
 
@@ -384,8 +409,12 @@ void Ingest::on_tcp_accepted(tcp::socket socket) {
                     sessions_.end());
     sessions_.push_back(session);
   }
-  // Its first read starts on its own thread.
-  asio::post(session->socket.get_executor(), [session] { session->start(); });
+  // Its first read starts on its own thread; one accepted at or after the
+  // stop reads what its peer sent and finishes.
+  asio::post(session->socket.get_executor(), [session, finish = stopped_] {
+    session->start();
+    if (finish) session->finish();
+  });
 }
 
 Ingest::Address Ingest::address_bytes(const asio::ip::address& sender) {

@@ -93,7 +93,17 @@ class Ingest {
   // bound or a key file is unreadable, malformed or not private.
   Ingest(boost::asio::io_context& io, const config::Config& config, FrameQueue& queue);
   ~Ingest();
-  void stop();  // closes the sockets; pending handlers finish with errors
+  // Closes the UDP socket and the acceptor, first taking the connections
+  // the kernel completed (their peers may have sent already and gone). Each
+  // TCP connection reads on until its peer closes it, or briefly after its
+  // last bytes (at most a second), and queues what it read before it
+  // closes. The frames' consumer keeps taking from the queue until
+  // reading() is false, then closes it (what a closed queue refuses is
+  // counted as queue_refused_closed).
+  void stop();
+  // True while a TCP connection is open: after stop(), while connections
+  // finish reading. Any thread.
+  bool reading() const { return counters_.tcp_open.load() > 0; }
   // A frame from the JetStream frame stream (ingest.nats): decoded and
   // checked against the profiles like a received one, without admission
   // (the gateway that published it admitted it), zone 0, and queued,
@@ -149,6 +159,7 @@ class Ingest {
   std::unique_ptr<boost::asio::ip::udp::socket> udp_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   std::shared_ptr<AcceptLoop> accept_loop_;
+  bool stopped_ = false;  // stop() was called; the io_context's thread only
   LogThrottle refused_log_, idle_log_, accept_error_log_;
   std::vector<std::uint8_t> udp_buffer_;
   boost::asio::ip::udp::endpoint udp_sender_;

@@ -2,8 +2,10 @@
 // frames replayed for three wearers are all published, acknowledged and
 // stored in the stream, each wearer's on its own subject under its
 // partition, or gathered per partition into batches (cluster/frame_batch.h)
-// that hold every frame once, each wearer's in order; an unreachable server
-// or a config without `nats:` stops it at start with the reason.
+// that hold every frame once, each wearer's in order; stopped just after
+// its TCP senders finish, with a queue of a few frames, it still publishes
+// every frame they sent; an unreachable server or a config without `nats:`
+// stops it at start with the reason.
 #include <catch2/catch.hpp>
 
 #include <nats/nats.h>
@@ -11,7 +13,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <regex>
 #include <thread>
 
 #include "cluster/frame_batch.h"
@@ -26,19 +27,13 @@ namespace {
 using gw::test::DaemonFixture;
 using gw::test::json;
 using gw::test::kDaemon;
+using gw::test::replayed_frames;
 
 constexpr std::uint32_t kPartitions = 4;
 
 gw::Process start_gateway(const DaemonFixture& fx) {
   return gw::Process({kDaemon, "--gateway", "--config", fx.config_path.string()}, fx.dir / "gateway.out",
                      fx.dir / "gateway.err");
-}
-
-// The frame count `gaitwatch replay` reports ("replayed N frames ...").
-std::uint64_t replayed_frames(const std::string& err) {
-  std::smatch m;
-  REQUIRE(std::regex_search(err, m, std::regex("replayed ([0-9]+) frames")));
-  return std::stoull(m[1].str());
 }
 
 // Stops the gateway (SIGTERM) and returns its final counters, having checked
@@ -196,20 +191,7 @@ TEST_CASE("gaitwatchd --gateway gathers a partition's frames into batches: every
   // Three wearers at once, as fast as TCP takes them: the gateway's queue
   // holds several frames at a time, so batches form.
   const std::vector<std::uint32_t> wearers = {3, 4, 5};
-  std::vector<std::unique_ptr<gw::Process>> replays;
-  for (const std::uint32_t w : wearers)
-    replays.push_back(std::make_unique<gw::Process>(
-        std::vector<std::string>{gw::test::kTool, "replay", "--file", gw::test::kRecording, "--format", "daphnet",
-                                 "--start", std::to_string(gw::test::kStart), "--end", std::to_string(gw::test::kEnd),
-                                 "--speed", "0", "--wearer", std::to_string(w), "--to", fx.tcp()},
-        fx.dir / ("replay" + std::to_string(w) + ".out"), fx.dir / ("replay" + std::to_string(w) + ".err")));
-  std::uint64_t sent = 0;
-  for (const auto& r : replays) {
-    const auto code = r->wait(std::chrono::seconds(60));
-    REQUIRE(code.has_value());
-    CHECK(*code == 0);
-    sent += replayed_frames(r->err());
-  }
+  const std::uint64_t sent = gw::test::replay_at_once(fx, wearers, fx.tcp());
   REQUIRE(sent > 100);
 
   const json final_counters = stop_with_every_frame_acked(gateway, sent);
@@ -234,6 +216,36 @@ TEST_CASE("gaitwatchd --gateway gathers a partition's frames into batches: every
     CHECK(seqs.size() == sent / wearers.size());
     for (std::size_t i = 1; i < seqs.size(); ++i) CHECK(seqs[i] == seqs[i - 1] + 1);
   }
+}
+
+TEST_CASE("gaitwatchd --gateway stopped just after its TCP senders finish publishes every frame they sent",
+          "[integration][cluster]") {
+  if (gw::test::nats_server_missing()) return;
+  const gw::test::TempNatsServer nats("gw_nats_stop");
+  DaemonFixture fx;
+  fx.config["nats"]["url"] = nats.url();
+  fx.config["nats"]["partitions"] = kPartitions;
+  // A queue of a few frames that blocks: at the stop the connections wait
+  // for room, and the senders' last frames are still in the socket buffers.
+  fx.config["ingest"]["queue_capacity"] = 4;
+  fx.config["ingest"]["queue_overflow"] = "block";
+  fx.write_config(fx.config);
+
+  gw::Process gateway = start_gateway(fx);
+  INFO(gateway.err());
+  REQUIRE(gw::test::eventually([&] { return gateway.err().find("gaitwatchd gateway ready") != std::string::npos; },
+                               std::chrono::seconds(20)));
+  const std::uint64_t sent = gw::test::replay_at_once(fx, {7, 8}, fx.tcp());
+  REQUIRE(sent > 100);
+
+  const json final_counters = stop_with_every_frame_acked(gateway, sent);
+  INFO(final_counters.dump());
+  CHECK(final_counters["ingest"]["tcp_frames"] == sent);
+  CHECK(final_counters["ingest"]["queue_refused_closed"] == 0);
+  CHECK(final_counters["publisher"]["dropped"] == 0);
+  JetStreamReader reader(nats.url());
+  std::uint64_t batches = 0;
+  CHECK(reader.all_frames("GW_FRAMES", batches).size() == sent);
 }
 
 TEST_CASE("gaitwatchd --gateway stops at start with the reason: no nats section, no server", "[integration][cluster]") {

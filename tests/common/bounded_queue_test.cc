@@ -88,6 +88,7 @@ TEST_CASE("push_waiting waits for room under any policy, loses nothing, and stop
   CHECK_FALSE(queued_after_close);
   CHECK(full.size() == 1);
   CHECK(full.dropped() == 0);
+  CHECK(full.refused_closed() == 1);
 }
 
 TEST_CASE("close wakes a blocked consumer and refuses pushes", "[queue]") {
@@ -95,6 +96,8 @@ TEST_CASE("close wakes a blocked consumer and refuses pushes", "[queue]") {
   q.push(7);
   q.close();
   CHECK_FALSE(q.push(8));
+  CHECK(q.refused_closed() == 1);
+  CHECK(q.dropped() == 0);
   auto v = q.pop_for(std::chrono::milliseconds(10));
   REQUIRE(v);
   CHECK(*v == 7);
@@ -144,4 +147,30 @@ TEST_CASE("push_all blocks for room in order and wakes a consumer that waits", "
   CHECK(q.dropped() == 0);
   CHECK(q.high_water() == 4);  // it was full while the producer blocked
   for (int i = 0; i < 200; ++i) CHECK(got[i] == i);
+}
+
+TEST_CASE("a close counts what blocked pushes held as refused, apart from overflow drops", "[queue]") {
+  // A producer waiting for room in a full kBlock queue when the consumer
+  // closes it: what it was pushing is refused and counted, item by item.
+  BoundedQueue<int> q(2, OverflowPolicy::kBlock);
+  std::size_t queued = 0;  // read after join
+  std::thread producer([&] {
+    std::vector<int> items{1, 2, 3, 4, 5};
+    queued = q.push_all(items);
+  });
+  while (q.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the producer waits for room
+  q.close();
+  producer.join();
+  CHECK(queued == 2);
+  CHECK(q.refused_closed() == 3);
+  CHECK(q.dropped() == 0);
+  BoundedQueue<int> newest(1, OverflowPolicy::kDropNewest);
+  std::vector<int> items{1, 2};
+  CHECK(newest.push_all(items) == 1);
+  newest.close();
+  items = {3, 4, 5};
+  CHECK(newest.push_all(items) == 0);
+  CHECK(newest.dropped() == 1);
+  CHECK(newest.refused_closed() == 3);
 }

@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -216,6 +219,36 @@ inline void replay_daphnet(const DaemonFixture& fx, const std::string& file, int
                        fx.dir, "replay", std::chrono::seconds(60));
   INFO(r.err);
   REQUIRE(r.code == 0);
+}
+
+// The frame count `gaitwatch replay` reports on stderr ("replayed N frames ...").
+inline std::uint64_t replayed_frames(const std::string& err) {
+  std::smatch m;
+  REQUIRE(std::regex_search(err, m, std::regex("replayed ([0-9]+) frames")));
+  return std::stoull(m[1].str());
+}
+
+// `gaitwatch replay` of samples [kStart, kEnd) of the bundled recording for
+// each of `wearers` at once, as fast as `to` takes them (speed 0); waits for
+// every sender to exit with 0 and returns how many frames they sent.
+inline std::uint64_t replay_at_once(const DaemonFixture& fx, const std::vector<std::uint32_t>& wearers,
+                                    const std::string& to) {
+  std::vector<std::unique_ptr<Process>> senders;
+  for (const std::uint32_t w : wearers)
+    senders.push_back(std::make_unique<Process>(
+        std::vector<std::string>{kTool, "replay", "--file", kRecording, "--format", "daphnet", "--start",
+                                 std::to_string(kStart), "--end", std::to_string(kEnd), "--speed", "0",
+                                 "--wearer", std::to_string(w), "--to", to},
+        fx.dir / ("replay" + std::to_string(w) + ".out"), fx.dir / ("replay" + std::to_string(w) + ".err")));
+  std::uint64_t sent = 0;
+  for (const auto& sender : senders) {
+    const auto code = sender->wait(std::chrono::seconds(60));
+    INFO(sender->err());
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+    sent += replayed_frames(sender->err());
+  }
+  return sent;
 }
 
 // One JSON value per non-empty line (the CLI's --json output).

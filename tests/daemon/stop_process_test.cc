@@ -4,6 +4,9 @@
 //    /metrics alive: the connection is closed and the daemon exits at once.
 //  - SIGTERM under overload with a small daemon.stop_timeout_s: the drain
 //    stops at the limit, what it leaves is counted, the exit code is 0.
+//  - SIGTERM just after TCP senders have sent their last frames into a
+//    small, full queue: their connections finish reading, and every frame
+//    sent is queued and taken by the engine; none is refused at the close.
 //  - A database at its size limit (storage.max_size_mb: SQLITE_FULL, as on
 //    a full disk): detection and the control interface keep going, and the
 //    final counters match the rows in the file.
@@ -212,6 +215,39 @@ TEST_CASE("SIGTERM under overload: the drain ends at daemon.stop_timeout_s, what
             engine["dropped_windows"].get<std::uint64_t>() +
             engine["lost_windows"].get<std::uint64_t>() + abandoned_windows);
   CHECK(daemon.err().find("left no time to search") != std::string::npos);
+}
+
+TEST_CASE("SIGTERM just after TCP senders finish: every frame they sent is read, queued and taken",
+          "[integration]") {
+  DaemonFixture fx;
+  // A small queue that blocks: the connections wait for room while the
+  // senders' last frames still sit in the socket buffers at the stop.
+  fx.config["ingest"]["queue_capacity"] = 8;
+  fx.config["ingest"]["queue_overflow"] = "block";
+  fx.config["daemon"]["stop_timeout_s"] = 20;
+  fx.config["search"]["backend"] = "cpu";
+  fx.config["history"]["enabled"] = false;
+  fx.write_config(fx.config);
+  Process daemon = start_daemon(fx);
+  INFO(daemon.err());
+  ControlClient client(fx.control_endpoint(), 5s);
+  wait_ready(client, daemon);
+
+  const std::uint64_t sent = gw::test::replay_at_once(fx, {200, 201, 202, 203, 204, 205}, fx.tcp());
+  REQUIRE(sent > 100);
+
+  const auto [code, took] = terminate(daemon, 30s);
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  const json stats = final_counters(daemon.err());
+  INFO(stats.dump());
+  const json& ingest = stats["ingest"];
+  CHECK(ingest["tcp_frames"] == sent);
+  CHECK(ingest["queued"] == sent);
+  CHECK(ingest["queue_refused_closed"] == 0);
+  CHECK(ingest["queue_dropped"] == 0);
+  CHECK(stats["engine"]["frames_accepted"] == sent);
+  CHECK(stats["engine"]["stop_abandoned_frames"] == 0);
 }
 
 TEST_CASE("a database at its size limit: detection and status go on, final counts match the rows",
