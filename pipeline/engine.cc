@@ -774,9 +774,16 @@ std::shared_ptr<const AlertWindow> Engine::cut_alert_window(const Stream& stream
     return nullptr;
   rows.clear();
   stream.state.copy(first, end + 1, rows);
-  return std::make_shared<const AlertWindow>(window_from_rows(
-      pattern.config, *channels.device, stream.wearer, rows.data(), stream.state.channels(),
-      channels.columns));
+  AlertWindow window = window_from_rows(pattern.config, *channels.device, stream.wearer, rows.data(),
+                                        stream.state.channels(), channels.columns);
+  // A normalised pattern alerts only once its view's baseline is learned.
+  if (library_.views[pattern.view].normalise.enabled) {
+    const ViewBaseline& baseline = stream.baselines[pattern.view];
+    if (!baseline.learned()) return nullptr;
+    window.baseline_center = baseline.baseline.center;
+    window.baseline_spread = baseline.baseline.spread;
+  }
+  return std::make_shared<const AlertWindow>(std::move(window));
 }
 
 std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {

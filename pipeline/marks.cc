@@ -47,6 +47,13 @@ std::string pattern_shape_key(const config::PatternConfig& pattern, double sampl
                           ? 0
                           : config::transform_history(pattern.transforms, sample_rate_hz);
   key += ";lead_in=" + std::to_string(lead_in);
+  // A window's baseline was learned under these settings (windows of
+  // patterns without normalisation keep their key).
+  const config::NormaliseConfig& n = pattern.normalise;
+  if (n.enabled)
+    key += ";normalise=(learn_s=" + number(n.learn_s) + ",statistic=" +
+           config::NormaliseConfig::name(n.statistic) + ",scale=" +
+           config::NormaliseConfig::name(n.scale) + ",active_above=" + number(n.active_above) + ")";
   return key;
 }
 
@@ -113,11 +120,6 @@ config::PatternExample example_from_window(const config::PatternConfig& pattern,
   if (window.pattern != pattern.name)
     throw Error("the window was cut for pattern '" + window.pattern + "', not '" + pattern.name +
                 "'");
-  // An alert window keeps no baseline of its wearer, which a normalised
-  // pattern's example needs.
-  if (pattern.normalise.enabled)
-    throw Error("pattern '" + pattern.name +
-                "' normalises per wearer (normalise); marks of its alerts are not supported");
   const std::string shape = pattern_shape_key(pattern, sample_rate_hz);
   if (window.shape != shape)
     throw Error("pattern '" + pattern.name + "' changed its shape since the window was cut (" +
@@ -132,7 +134,35 @@ config::PatternExample example_from_window(const config::PatternConfig& pattern,
   if (!std::all_of(window.values.begin(), window.values.end(),
                    [](float v) { return std::isfinite(v); }))
     throw Error("pattern '" + pattern.name + "': the window holds a value that is not finite");
+  // A normalised pattern's example is normalised with its wearer's
+  // baseline: the one the stream had when the alert was raised.
+  const bool has_baseline = !window.baseline_center.empty() || !window.baseline_spread.empty();
+  if (pattern.normalise.enabled) {
+    if (!has_baseline)
+      throw Error("pattern '" + pattern.name +
+                  "' normalises per wearer (normalise), and the window keeps no baseline of its "
+                  "wearer");
+    const auto finite = [](const std::vector<float>& v) {
+      return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+    };
+    // Its size against the pattern's transformed channels is checked where
+    // the example is compiled (pipeline/library.h).
+    if (window.baseline_center.size() != window.baseline_spread.size() ||
+        !finite(window.baseline_center) ||
+        !std::all_of(window.baseline_spread.begin(), window.baseline_spread.end(),
+                     [](float x) { return std::isfinite(x) && x > 0; }))
+      throw Error("pattern '" + pattern.name + "': the window's baseline holds " +
+                  std::to_string(window.baseline_center.size()) + " centers and " +
+                  std::to_string(window.baseline_spread.size()) +
+                  " spreads; it needs one finite center and one finite spread above 0 per "
+                  "transformed channel");
+  } else if (has_baseline) {
+    throw Error("pattern '" + pattern.name +
+                "': the window keeps a baseline, and the pattern does not normalise");
+  }
   config::PatternExample example;
+  if (pattern.normalise.enabled)
+    example.baseline = config::ChannelBaseline{window.baseline_center, window.baseline_spread};
   example.negative = verdict == MarkVerdict::kFalse;
   example.lead_in = window.lead_in;
   example.raw = window.values;

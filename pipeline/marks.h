@@ -16,7 +16,10 @@
 //   add_marked_examples(config, {{mark_id, pattern.name, e}}, max_per_wearer);
 //
 // (the daemon's engine cuts `w` from a stream's ring with window_from_rows()
-// instead, at the alert's end_index).
+// instead, at the alert's end_index, and adds the stream's baseline for a
+// normalised pattern: a window cut from a recording has none, so offline
+// tools take a normalised pattern's windows from the engine's alerts,
+// Alert::window).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -32,9 +35,11 @@
 namespace gw::pipeline {
 
 // What an example of `pattern` must look like, as text: its channels, its
-// transform chain with every option, its length and the transforms' lead-in
-// at `sample_rate_hz`. Two shapes equal = a window cut for one fits the
-// other. Stored with each window (AlertWindow::shape).
+// transform chain with every option, its length, the transforms' lead-in
+// at `sample_rate_hz` and, for a normalised pattern, its normalise settings
+// (the window's baseline was learned under them). Two shapes equal = a
+// window cut for one fits the other. Stored with each window
+// (AlertWindow::shape).
 std::string pattern_shape_key(const config::PatternConfig& pattern, double sample_rate_hz);
 
 // Raw samples before a window that the pattern's transforms read: their
@@ -54,17 +59,21 @@ AlertWindow window_from_rows(const config::PatternConfig& pattern,
 // The window of an alert of `pattern` whose match ends at recording sample
 // `end_index` (inclusive), cut from a recording (offline): samples
 // [end_index - length + 1 - lead_in, end_index], the pattern's channels
-// found by name among the recording's. Throws gw::Error when the recording
-// lacks a channel or the samples (the lead-in included) are not all in it.
+// found by name among the recording's, without a baseline. Throws
+// gw::Error when the recording lacks a channel or the samples (the lead-in
+// included) are not all in it.
 AlertWindow window_from_recording(const config::PatternConfig& pattern,
                                   const config::DeviceProfile& device,
                                   const sensors::Recording& recording, std::int64_t end_index,
                                   std::uint32_t wearer);
 
 // The example a mark of the alert makes: the window's samples, negative for
-// MarkVerdict::kFalse, positive for kTrue, scoped to window.wearer. Throws
-// gw::Error (saying why) when the window was cut for another pattern name or
-// shape (pattern_shape_key at `sample_rate_hz`), or its sizes are off.
+// MarkVerdict::kFalse, positive for kTrue, scoped to window.wearer; for a
+// normalised pattern with the window's baseline (the stream's when the
+// alert was raised). Throws gw::Error (saying why) when the window was cut
+// for another pattern name or shape (pattern_shape_key at
+// `sample_rate_hz`), its sizes are off, or a normalised pattern's window
+// keeps no baseline (or another pattern's keeps one).
 config::PatternExample example_from_window(const config::PatternConfig& pattern,
                                            double sample_rate_hz, const AlertWindow& window,
                                            MarkVerdict verdict);

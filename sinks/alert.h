@@ -45,6 +45,12 @@ struct AlertWindow {
   // pattern whose shape changed since cannot use it.
   std::string shape;
   std::vector<float> values;
+  // A normalised pattern's alert: the wearer's baseline the stream's
+  // samples were normalised with, one center and one spread per transformed
+  // channel (the pattern's dims), so that a marked window becomes an
+  // example normalised as the stream was. Both empty for other patterns.
+  std::vector<float> baseline_center;
+  std::vector<float> baseline_spread;
 };
 
 struct Alert {

@@ -199,6 +199,8 @@ void Statement::bind_blob(int index, const void* data, std::size_t bytes) {
                             static_cast<sqlite3_uint64>(bytes), SQLITE_STATIC));
 }
 
+void Statement::bind_null(int index) { check(sqlite3_bind_null(stmt_, index)); }
+
 bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;

@@ -69,6 +69,7 @@ class Statement {
   // unchanged until step() is done and the binding is replaced or reset.
   void bind_static(int index, const std::string& value);
   void bind_blob(int index, const void* data, std::size_t bytes);
+  void bind_null(int index);
 
   // True when a row is ready, false when the statement is done.
   bool step();

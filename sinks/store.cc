@@ -145,6 +145,11 @@ const char* const kMigrations[] = {
     // this index that lookup read every row of the wearer, a cost that grows
     // with the store and is paid once per ended episode on the writer.
     "CREATE INDEX hits_wearer_end_index ON hits(wearer, end_index);",
+    // 8 -> 9: a normalised pattern's window keeps the wearer's baseline
+    // (AlertWindow::baseline_center, baseline_spread): float32 centers, one
+    // per transformed channel, then as many spreads, host byte order; NULL
+    // for other patterns' windows.
+    "ALTER TABLE alert_windows ADD COLUMN baseline BLOB;",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");
@@ -170,10 +175,11 @@ const char* const kInsertSql =
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
 
 const char* const kInsertWindowSql =
-    "INSERT INTO alert_windows(seq, pattern, wearer, lead_in, length, channels, shape, samples) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    "INSERT INTO alert_windows(seq, pattern, wearer, lead_in, length, channels, shape, samples, "
+    "baseline) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 const char* const kSelectWindowColumns =
-    "SELECT seq, pattern, wearer, lead_in, length, channels, shape, samples FROM alert_windows";
+    "SELECT seq, pattern, wearer, lead_in, length, channels, shape, samples, baseline FROM "
+    "alert_windows";
 const char* const kInsertEventSql =
     "INSERT INTO events(type, wearer, alert_seq, actor, at, details) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 const char* const kSelectEventColumns =
@@ -213,6 +219,19 @@ AlertWindow row_to_window(const Statement& stmt, const std::string& label) {
                 std::to_string(expected * sizeof(float)));
   w.values.resize(expected);
   if (bytes > 0) std::memcpy(w.values.data(), data, bytes);
+  std::size_t baseline_bytes = 0;
+  const void* baseline = stmt.column_blob(8, baseline_bytes);
+  if (baseline != nullptr) {
+    // As many centers as spreads: one of each per transformed channel.
+    if (baseline_bytes % (2 * sizeof(float)) != 0)
+      throw Error(label + ": window of seq " + std::to_string(seq) + " has a baseline of " +
+                  std::to_string(baseline_bytes) + " bytes, not pairs of float32 values");
+    const std::size_t dims = baseline_bytes / (2 * sizeof(float));
+    std::vector<float> both(2 * dims);
+    std::memcpy(both.data(), baseline, baseline_bytes);
+    w.baseline_center.assign(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(dims));
+    w.baseline_spread.assign(both.begin() + static_cast<std::ptrdiff_t>(dims), both.end());
+  }
   return w;
 }
 
@@ -425,6 +444,13 @@ std::uint64_t HitStore::insert_rows(const std::vector<Alert>& alerts, const Dims
       insert_window.bind(6, json_text(json(w.channels)));
       insert_window.bind(7, w.shape);
       insert_window.bind_blob(8, w.values.data(), w.values.size() * sizeof(float));
+      // Bound without a copy: alive until run().
+      std::vector<float> baseline = w.baseline_center;
+      baseline.insert(baseline.end(), w.baseline_spread.begin(), w.baseline_spread.end());
+      if (baseline.empty())
+        insert_window.bind_null(9);
+      else
+        insert_window.bind_blob(9, baseline.data(), baseline.size() * sizeof(float));
       insert_window.run();
       insert_window.reset();
     }

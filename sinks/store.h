@@ -21,7 +21,7 @@ struct sqlite3;
 
 namespace gw::pipeline {
 
-inline constexpr int kStoreSchemaVersion = 8;
+inline constexpr int kStoreSchemaVersion = 9;
 
 struct HitQuery {
   std::optional<std::uint32_t> wearer;

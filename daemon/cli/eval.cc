@@ -180,14 +180,19 @@ std::int64_t tolerance_of(const EvalOptions& o, const ScoredFile& f) {
   return static_cast<std::int64_t>(std::llround(o.tolerance_s * f.rec.sample_rate_hz));
 }
 
-// A negative example of `pattern` from the window an alert completed at
-// `last` (a recording index): the pattern's channels, lead-in first; scoped
-// to `wearer` when given (a simulated carer's mark).
+// A negative example of `pattern` from the window of `alert`, which
+// completed at `last` (a recording index): the pattern's channels, lead-in
+// first; scoped to `wearer` when given (a simulated carer's mark). The
+// window the engine cut, as the daemon stores it (with the stream's
+// baseline for a normalised pattern); cut from the recording when the
+// engine kept none.
 config::PatternExample window_example(const config::PatternConfig& pattern, const ScoredFile& f,
-                                      std::int64_t last, const config::DeviceProfile& device,
+                                      const pipeline::Alert& alert, std::int64_t last,
+                                      const config::DeviceProfile& device,
                                       std::optional<std::uint32_t> wearer = std::nullopt) {
   const pipeline::AlertWindow window =
-      pipeline::window_from_recording(pattern, device, f.rec, last, wearer.value_or(0));
+      alert.window ? *alert.window
+                   : pipeline::window_from_recording(pattern, device, f.rec, last, wearer.value_or(0));
   config::PatternExample example = pipeline::example_from_window(
       pattern, device.sample_rate_hz, window, pipeline::MarkVerdict::kFalse);
   const std::int64_t start = last + 1 - pattern.length;
@@ -430,9 +435,10 @@ int run_eval(const EvalOptions& o) {
                    f.name.activity[0] == 'F', static_cast<int>(a.scored.size())};
       }
       if (!o.mine_negatives.empty())
-        for (const auto& s : a.scored)
-          if (is_false_alert(s, f, tolerance_of(o, f)))
-            mined[p->name][f.name.recording].push_back(window_example(*p, f, s.last, device));
+        for (std::size_t k = 0; k < a.scored.size(); ++k)
+          if (is_false_alert(a.scored[k], f, tolerance_of(o, f)))
+            mined[p->name][f.name.recording].push_back(
+                window_example(*p, f, a.raw[k], a.scored[k].last, device));
       results[p->name].push_back(std::move(r));
     }
   }
@@ -456,10 +462,12 @@ int run_eval(const EvalOptions& o) {
           std::vector<config::PatternConfig> fold = {fold_for(o, *p, leave_out, group)};
           add_agreeing_views(cfg, leave_out, group, fold);
           before.push_back(run_file(o, cfg, fold, f));
-          for (const auto& s : before.back()[p->name].scored) {
+          const FileAlerts& alerts = before.back()[p->name];
+          for (std::size_t k = 0; k < alerts.scored.size(); ++k) {
+            const pipeline::ScoredAlert& s = alerts.scored[k];
             if (static_cast<int>(negatives.size()) >= o.simulate_marks) break;
             if (!is_false_alert(s, f, tolerance_of(o, f))) continue;
-            negatives.push_back(window_example(*p, f, s.last, device, o.run.wearer));
+            negatives.push_back(window_example(*p, f, alerts.raw[k], s.last, device, o.run.wearer));
             mark_file = i;
             mark_last = s.last;
           }

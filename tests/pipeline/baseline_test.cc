@@ -20,6 +20,8 @@
 #include "kernels/search.h"
 #include "pipeline/detector.h"
 #include "pipeline/engine.h"
+#include "pipeline/library.h"
+#include "pipeline/marks.h"
 #include "pipeline/transforms.h"
 
 namespace fs = std::filesystem;
@@ -475,6 +477,66 @@ TEST_CASE("a baseline learned from active samples reads the wearer at their movi
   Engine engine(config, gw::kernels::make_cpu_backend(1));
   feed(engine, still_then_active(2000, 2000, {}, 12), 10, 1);
   CHECK(engine.counters().due_windows == 0);
+}
+
+TEST_CASE("a normalised pattern's alert window keeps the stream's baseline, and marked false it stops "
+          "that wearer's alert on the same samples",
+          "[baseline][marks][engine]") {
+  Fixture fx;
+  const auto config = fx.config(kNormalise, kExampleBaseline);
+  const auto v = wearer_stream(1000, 25.f, {600}, 1);
+  const auto alerts_of = [&](const gw::config::Config& c) {
+    Engine engine(c, gw::kernels::make_cpu_backend(1));
+    std::vector<Alert> out;
+    for (int first = 0, seq = 0; first < 1000; first += 10, ++seq) {
+      engine.on_frame(frame_of(v, first, 10, static_cast<std::uint32_t>(seq)), 0.5);
+      for (Alert& a : engine.run_batch([] { return 1.0; })) out.push_back(std::move(a));
+    }
+    return out;
+  };
+  const std::vector<Alert> before = alerts_of(config);
+  REQUIRE(before.size() == 1);
+  REQUIRE(before[0].window);
+  const gw::pipeline::AlertWindow& window = *before[0].window;
+  // The baseline the stream learned: the one learned from the stream's first
+  // rows by the function the pattern compiler uses for examples.
+  const gw::pipeline::CompiledLibrary library = gw::pipeline::compile_library(config);
+  const ChannelBaseline learned =
+      gw::pipeline::learn_view_baseline(library.views.at(0), v.data(), 1000, kRate);
+  CHECK(window.baseline_center == learned.center);
+  CHECK(window.baseline_spread == learned.spread);
+  CHECK(window.baseline_center.size() == 2);
+  CHECK(std::fabs(window.baseline_center[0] - 25.f) < 0.5f);  // the wearer's level
+
+  const auto& pattern = config.patterns[0];
+  const gw::config::PatternExample negative =
+      gw::pipeline::example_from_window(pattern, kRate, window, gw::pipeline::MarkVerdict::kFalse);
+  REQUIRE(negative.baseline);
+  CHECK(negative.baseline->center == learned.center);
+  gw::config::Config marked = config;
+  CHECK(gw::pipeline::add_marked_examples(marked, {{1, "bump", negative}}, 50).applied.size() == 1);
+  CHECK(alerts_of(marked).empty());
+
+  // The same window without its baseline (as cut from a recording) cannot
+  // become a normalised pattern's example, nor a window with one another's.
+  gw::pipeline::AlertWindow bare = window;
+  bare.baseline_center.clear();
+  bare.baseline_spread.clear();
+  CHECK_THROWS_WITH(
+      gw::pipeline::example_from_window(pattern, kRate, bare, gw::pipeline::MarkVerdict::kFalse),
+      Catch::Contains("keeps no baseline"));
+  gw::pipeline::AlertWindow zero_spread = window;
+  zero_spread.baseline_spread[1] = 0;
+  CHECK_THROWS_WITH(
+      gw::pipeline::example_from_window(pattern, kRate, zero_spread, gw::pipeline::MarkVerdict::kFalse),
+      Catch::Contains("spread above 0"));
+  // Other normalise settings: another shape (the baseline was learned under
+  // these).
+  gw::config::PatternConfig relearned = pattern;
+  relearned.normalise.learn_s = 4;
+  CHECK_THROWS_WITH(
+      gw::pipeline::example_from_window(relearned, kRate, window, gw::pipeline::MarkVerdict::kFalse),
+      Catch::Contains("changed its shape"));
 }
 
 TEST_CASE("an example's baseline learned from its recording's active samples",

@@ -766,6 +766,53 @@ TEST_CASE("HitStore: retention removes windows with their alerts, except marked 
   CHECK_FALSE(store.window(1));
 }
 
+TEST_CASE("HitStore: a normalised pattern's window keeps its baseline, other windows keep none",
+          "[store][marks]") {
+  TempDir dir;
+  const std::string path = dir.file("hits.db");
+  std::vector<Alert> alerts{make_alert(0), make_alert(1), make_alert(2)};
+  auto with_baseline = std::make_shared<AlertWindow>(*make_window(alerts[0], 1.25f));
+  with_baseline->baseline_center = {0.5f, -1.0f / 3.0f, 7.0f};
+  with_baseline->baseline_spread = {0.125f, 2.0f, 1e-6f};
+  alerts[0].window = with_baseline;
+  alerts[1].window = make_window(alerts[1], 2.5f);  // after one with a baseline, in one insert
+  {
+    HitStore store(path);
+    store.insert(alerts);
+  }
+  {
+    HitStore store(path);
+    const auto w = store.window(alerts[0].seq);
+    REQUIRE(w);
+    CHECK(w->baseline_center == with_baseline->baseline_center);
+    CHECK(w->baseline_spread == with_baseline->baseline_spread);
+    CHECK(w->values == with_baseline->values);
+    const auto plain = store.window(alerts[1].seq);
+    REQUIRE(plain);
+    CHECK(plain->baseline_center.empty());
+    CHECK(plain->baseline_spread.empty());
+  }
+  // A version 8 store (no baseline column) keeps its windows, without one.
+  {
+    RawDb raw(path);
+    raw.exec("ALTER TABLE alert_windows DROP COLUMN baseline; PRAGMA user_version = 8;");
+  }
+  HitStore migrated(path);
+  CHECK(migrated.schema_version() == kStoreSchemaVersion);
+  CHECK(migrated.window_count() == 2);
+  const auto kept = migrated.window(alerts[0].seq);
+  REQUIRE(kept);
+  CHECK(kept->values == with_baseline->values);
+  CHECK(kept->baseline_center.empty());
+  // A baseline blob of odd float32 count is malformed, and says so.
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE alert_windows SET baseline = x'0000803f' WHERE seq = " +
+             std::to_string(alerts[1].seq));
+  }
+  CHECK_THROWS_WITH(migrated.window(alerts[1].seq), Catch::Contains("not pairs of float32 values"));
+}
+
 TEST_CASE("HitStore: a version 1 store is migrated with its rows kept", "[store][marks]") {
   TempDir dir;
   const std::string path = dir.file("hits.db");
