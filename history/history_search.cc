@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "common/error.h"
+#include "pipeline/baseline.h"
 
 namespace gw::pipeline {
 namespace {
@@ -24,11 +25,6 @@ HistoryPattern compile_single(const config::Config& config, const config::Patter
                 " mode; the history search needs a window-mode pattern");
   const config::DeviceProfile* device = config.device_by_name(pc.device);
   if (!device) throw Error("pattern '" + pc.name + "': unknown device '" + pc.device + "'");
-  // The history holds no learned baselines: its windows would be compared
-  // unnormalised with normalised examples.
-  if (pc.normalise.enabled)
-    throw Error("pattern '" + pc.name +
-                "' normalises per wearer (normalise); the history search does not support that");
   bool positive = false;
   for (const auto& e : pc.examples) positive = positive || !e.negative;
   if (!positive) throw Error("pattern '" + pc.name + "' has no positive example");
@@ -89,6 +85,20 @@ struct SliceSource {
   HistoryChunk chunk;  // metadata only: the window times are computed from it
   std::int64_t first_index;
   int length;
+  // A normalised pattern: window ends before this (an index of the chunk's
+  // run) are not searched, the baseline being learned from later samples.
+  std::int64_t first_end = std::numeric_limits<std::int64_t>::min();
+};
+
+// A normalised pattern's baseline of the stream being searched: learned from
+// the stream's view samples from the range's start on, in time order, as a
+// stream replayed from there into a daemon learns it.
+struct StreamBaseline {
+  BaselineLearner learner;
+  config::ChannelBaseline baseline;
+  std::int64_t learned_run = -1;  // the run and index after its last learned sample
+  std::int64_t learned_at = 0;
+  bool learned() const { return learned_run >= 0; }
 };
 
 // The last samples of the previous chunk of the stream being searched, so
@@ -152,6 +162,11 @@ class Search {
     if (request_.from < request_.to) {
       for (const auto& s : streams) {
         carry_ = Carry{};
+        if (view_.normalise.enabled)
+          baseline_ = StreamBaseline{BaselineLearner(view_.normalise,
+                                                     static_cast<int>(view_.channel_names.size()),
+                                                     s.sample_rate_hz),
+                                     {}, -1, 0};
         for (HistoryChunk& chunk :
              store_.list_chunks(s.wearer, s.device, range_from(s), request_.to)) {
           if (pending_samples_ >= slice_limit_ && !run_slice()) return finish();
@@ -207,11 +222,38 @@ class Search {
     const int length = rows - view_.history;
     if (length < m_) return;  // no window ends in this chunk
     const std::int64_t first_index = chunk.run_offset - carried + view_.history;
+    std::int64_t first_end = std::numeric_limits<std::int64_t>::min();
+    if (view_.normalise.enabled) {
+      if (!learn_baseline(chunk, view_values, first_index, length)) return;
+      apply_baseline(baseline_.baseline, view_values.data(), static_cast<std::size_t>(length));
+      if (baseline_.learned_run == chunk.run) first_end = baseline_.learned_at;
+    }
     batch_.add_slice(view_.profile, static_cast<int>(view_.channel_names.size()),
                      view_values.data(), length, first_index, chunk.run_offset);
     chunk.values.clear();
     chunk.values.shrink_to_fit();
-    sources_.push_back({s.wearer, s.device, std::move(chunk), first_index, length});
+    sources_.push_back({s.wearer, s.device, std::move(chunk), first_index, length, first_end});
+  }
+
+  // Feeds the learner the chunk's new view samples (those at or after its
+  // run_offset; the carried ones were fed with the previous chunk) whose
+  // device time is at or after the range's start. True once learned.
+  bool learn_baseline(const HistoryChunk& chunk, const std::vector<float>& view_values,
+                      std::int64_t first_index, int length) {
+    if (baseline_.learned()) return true;
+    const auto width = static_cast<std::int64_t>(view_.channel_names.size());
+    std::int64_t from = std::max(first_index, chunk.run_offset);
+    const std::int64_t end = first_index + length;
+    while (from < end && chunk.time_of(from - chunk.run_offset) < request_.from) ++from;
+    if (from >= end) return false;
+    const int read = baseline_.learner.add(
+        view_values.data() + static_cast<std::size_t>((from - first_index) * width),
+        static_cast<int>(end - from));
+    if (!baseline_.learner.learned()) return false;
+    baseline_.baseline = baseline_.learner.finish();
+    baseline_.learned_run = chunk.run;
+    baseline_.learned_at = from + read;
+    return true;
   }
 
   // Searches the pending slice; false when cancelled first.
@@ -292,6 +334,7 @@ class Search {
       }
       if (static_cast<int>(best.edges.size()) < dims_ || best.distance > bound_) continue;
       const SliceSource& source = sources_[head.slice];
+      if (head.end < source.first_end) continue;  // before the baseline was learned
       const double t_end = source.chunk.time_of(head.end - source.chunk.run_offset);
       const double t_start = source.chunk.time_of(head.end - m_ + 1 - source.chunk.run_offset);
       if (t_start < request_.from || t_end >= request_.to) continue;
@@ -358,6 +401,7 @@ class Search {
   bool one_pair_per_dim_ = false;
 
   Carry carry_;
+  StreamBaseline baseline_;  // a normalised pattern's, of the stream being searched
   kernels::SearchBatch batch_;
   std::vector<SliceSource> sources_;
   std::size_t pending_samples_ = 0;

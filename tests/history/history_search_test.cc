@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "config/config.h"
 #include "kernels/dtw.h"
 #include "kernels/search.h"
+#include "pipeline/baseline.h"
 #include "history/history_recorder.h"
 #include "sensors/recording.h"
 #include "tests/common/temp_dir.h"
@@ -88,6 +90,16 @@ patterns:
     threshold: 8
     example: )" +
          window(kExample0) + R"(
+  - name: magnitude_normalised
+    device: body
+    channels: [ankle_fwd, ankle_vert, ankle_lat, thigh_fwd, thigh_vert, thigh_lat,
+               trunk_fwd, trunk_vert, trunk_lat]
+    transforms: [magnitude, {kind: lowpass, cutoff_hz: 8}]
+    normalise: {learn_s: 4, statistic: median, scale: std}
+    band: 0.2
+    threshold: 8
+    example: )" +
+         window(kExample0) + R"(
   - name: streaming
     device: body
     channels: [ankle_vert]
@@ -148,9 +160,19 @@ struct RefWindow {
 
 // Every window of every piece, its distance the definition of
 // history_search.h computed from scratch: reference DTW per (example, pair),
-// the best assignment of pattern dims to view channels by enumeration.
+// the best assignment of pattern dims to view channels by enumeration. A
+// normalised pattern's wearer baseline is learned from the wearer's view
+// samples from `from` on, across its pieces in order; windows ending before
+// the last sample learned from are left out, the others normalised.
 std::vector<RefWindow> brute_force(const HistoryPattern& hp, const std::vector<Piece>& pieces,
                                    double from, double to) {
+  struct Learning {
+    gw::pipeline::BaselineLearner learner;
+    gw::config::ChannelBaseline baseline;
+    std::size_t piece = 0;
+    std::int64_t learned_at = -1;  // raw index in `piece` after the last learned sample
+  };
+  std::map<std::uint32_t, Learning> learning;
   const auto& view = hp.view();
   const auto& cp = hp.pattern();
   const int m = hp.length();
@@ -168,6 +190,27 @@ std::vector<RefWindow> brute_force(const HistoryPattern& hp, const std::vector<P
                                channels, view_values);
     const int rows = n - view.history;
     const int width = static_cast<int>(view.channel_names.size());
+    std::int64_t first_raw_end = 0;
+    if (view.normalise.enabled) {
+      auto [it, added] = learning.try_emplace(piece.wearer);
+      Learning& l = it->second;
+      if (added) l.learner = gw::pipeline::BaselineLearner(view.normalise, width, kRate);
+      if (l.learned_at < 0) {
+        int t = 0;  // the first view sample at or after `from`
+        while (t < rows && static_cast<double>(piece.begin + t + view.history) / kRate < from) ++t;
+        if (t < rows) {
+          const int read = l.learner.add(&view_values[static_cast<std::size_t>(t * width)], rows - t);
+          if (l.learner.learned()) {
+            l.baseline = l.learner.finish();
+            l.piece = p;
+            l.learned_at = t + read + view.history;
+          }
+        }
+        if (l.learned_at < 0) continue;  // no window of this piece is searched
+      }
+      gw::pipeline::apply_baseline(l.baseline, view_values.data(), static_cast<std::size_t>(std::max(rows, 0)));
+      if (l.piece == p) first_raw_end = l.learned_at;
+    }
     if (rows < m) continue;
     std::vector<std::vector<float>> series(static_cast<std::size_t>(width));
     for (int c = 0; c < width; ++c)
@@ -187,6 +230,7 @@ std::vector<RefWindow> brute_force(const HistoryPattern& hp, const std::vector<P
     }
     for (int t = m - 1; t < rows; ++t) {
       const std::int64_t raw_end = t + view.history;
+      if (raw_end < first_raw_end) continue;
       const double t_end = static_cast<double>(piece.begin + raw_end) / kRate;
       const double t_start = static_cast<double>(piece.begin + raw_end - m + 1) / kRate;
       if (t_start < from || t_end >= to) continue;
@@ -361,6 +405,45 @@ TEST_CASE("history search: a planted copy of the example is found first, at dist
   REQUIRE_FALSE(again.matches.empty());
   CHECK(again.matches[0].t_start == Approx(first.t_start).margin(1e-9));
   CHECK(again.matches[0].distance < 1e-3);
+}
+
+TEST_CASE("history search: a normalised pattern learns each wearer's baseline from the range's start",
+          "[pipeline][history]") {
+  Fixture fx;
+  const HistoryPattern pattern = gw::pipeline::history_pattern_from_config(fx.config, "magnitude_normalised");
+  REQUIRE(pattern.view().normalise.enabled);
+  // The whole history, then a range from 100 samples before wearer 2's lost
+  // frame: its learning starts there and goes on after the gap, in the
+  // stream's next run (wearer 1's history lies after it all).
+  for (const auto& [from, to] :
+       std::vector<std::pair<double, double>>{{-kInf, kInf}, {46400 / kRate, kInf}}) {
+    const auto expected = top_k(brute_force(pattern, fx.pieces, from, to), 6, 32);
+    REQUIRE(expected.size() == 6);
+    for (const std::size_t slice : {std::size_t{128}, std::size_t{1} << 18}) {
+      INFO("from " << from << ", slices of " << slice);
+      HistorySearchRequest request;
+      request.k = 6;
+      request.from = from;
+      request.to = to;
+      request.slice_samples = slice;
+      require_same(search(fx, pattern, request).matches, expected);
+    }
+    // Each wearer has windows in the range, wearer 2's only after its
+    // baseline was learned across the lost frame.
+    const auto everything = brute_force(pattern, fx.pieces, from, to);
+    CHECK(std::any_of(everything.begin(), everything.end(), [](const RefWindow& w) { return w.wearer == 1; }));
+    CHECK(std::any_of(everything.begin(), everything.end(), [](const RefWindow& w) { return w.wearer == 2; }));
+    if (from > 0)
+      CHECK(std::none_of(everything.begin(), everything.end(),
+                         [](const RefWindow& w) { return w.wearer == 2 && w.piece == 1; }));
+  }
+  // Learned from 4 s at each wearer's start, nothing ends in those 4 s: no
+  // window of wearer 1 ends before sample 50000 + the lowpass's history +
+  // 256.
+  HistorySearchRequest all;
+  all.k = 200;
+  for (const auto& match : search(fx, pattern, all).matches)
+    if (match.wearer == 1) CHECK(match.t_end * kRate >= 50000 + pattern.view().history + 256 - 1e-6);
 }
 
 TEST_CASE("history search: progress is monotone and reaches 1 with every window searched",
