@@ -128,8 +128,9 @@ std::string normal(const fs::path& path) { return path.lexically_normal().string
 
 // The shipped config whose fog pack has each template exported from a
 // Daphnet window (config/patterns/fog/{positive,negative}_NN_RECORDING_START.csv,
-// `gaitwatch pattern export`) replaced by that window of the recording: a
-// copy of the pack written to `dir`, included instead of the shipped one.
+// `gaitwatch pattern export`) replaced by that window of the recording, its
+// baseline (if any) then learned from the recording: a copy of the pack
+// written to `dir`, included instead of the shipped one.
 std::string shipped_config_with_windows(const TempDir& dir) {
   const auto read_text = [](const std::string& path) {
     std::ifstream in(path);
@@ -138,7 +139,8 @@ std::string shipped_config_with_windows(const TempDir& dir) {
   const std::string pack = read_text(kConfigDir + "/patterns/fog.yaml");
   REQUIRE_FALSE(pack.empty());
   const std::regex exported(
-      R"(\{template: fog/(?:positive|negative)_[0-9]+_(S[0-9]+R[0-9]+)_([0-9]+)\.csv\})");
+      R"(\{template: fog/(?:positive|negative)_[0-9]+_(S[0-9]+R[0-9]+)_([0-9]+)\.csv)"
+      R"((?:, baseline: (?:&\w+ \{[^}]*\}|\*\w+))?\})");
   const std::string windows = std::regex_replace(
       pack, exported, "{file: " + kDataDir + "/daphnet/$1.txt, format: daphnet, start: $2}");
   REQUIRE(windows != pack);
@@ -244,10 +246,16 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(fog.band == Approx(0.1));
   CHECK_FALSE(fog.znorm);
   CHECK(fog.nr == 0);
-  CHECK(fog.threshold == 6.0);
+  CHECK(fog.threshold == 12.0);
   CHECK(fog.min_dims == 2);
   CHECK(fog.margin == 0);
-  CHECK(fog.hysteresis == 2);
+  CHECK(fog.hysteresis == 4);
+  // Per wearer, relative to the first 30 s of activity.
+  CHECK(fog.normalise.enabled);
+  CHECK(fog.normalise.learn_s == 30);
+  CHECK(fog.normalise.statistic == gw::config::NormaliseConfig::Statistic::kMedian);
+  CHECK(fog.normalise.scale == gw::config::NormaliseConfig::Scale::kStd);
+  CHECK(fog.normalise.active_above == 0.05);
   CHECK(fog.min_duration_s == 0.5);
   CHECK(fog.cooldown_s == 5);
   // One positive per annotated freeze of S02 and S03 (FOG_EPISODES.tsv), then
@@ -353,6 +361,10 @@ TEST_CASE("the shipped pattern's templates hold the recording windows they were 
       CHECK(templates.examples[e].negative == windows.examples[e].negative);
       CHECK(templates.examples[e].lead_in == windows.examples[e].lead_in);
       CHECK(templates.examples[e].raw == windows.examples[e].raw);  // exact: alerts are unchanged
+      // The pattern normalises per wearer: each template carries its
+      // recording's baseline, each window learns it from its recording.
+      CHECK(templates.examples[e].baseline.has_value());
+      CHECK(windows.examples[e].baseline_rows != nullptr);
     }
   }
 }

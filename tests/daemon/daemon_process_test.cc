@@ -351,9 +351,16 @@ namespace {
 
 // The shipped config with the Daphnet device's groups ankle | thigh and trunk
 // (instead of ankle | thigh | trunk): the freeze pattern's magnitude dims,
-// one per group, become two, so that its alerts change.
+// one per group, become two, so that its alerts change. Its examples'
+// baselines hold one value per dim of three: the pattern's per-wearer
+// normalisation goes with them.
 YAML::Node regrouped(const YAML::Node& config) {
   YAML::Node changed = YAML::Clone(config);
+  YAML::Node fog = changed["patterns"][0];
+  REQUIRE(fog["name"].as<std::string>() == "fog_freeze_index");
+  fog.remove("normalise");
+  for (const char* list : {"examples", "negatives"})
+    for (YAML::Node example : fog[list]) example.remove("baseline");
   YAML::Node groups(YAML::NodeType::Sequence);
   for (const auto& [name, first, last] :
        {std::tuple{"ankle", 0, 2}, std::tuple{"thigh_trunk", 3, 8}}) {

@@ -87,18 +87,28 @@ TEST_CASE("gaitwatch history fill, info, export and search --history", "[integra
   CHECK(count == 640);  // 10 s at 64 Hz
   CHECK_THAT(exported.err, Catch::Contains("1 segments, 0 gaps"));
 
-  // The shipped pattern's positive examples were cut from this part of
-  // S02R01, so its best window is one of them, at distance ~0, on wearer 3.
+  // S02R01 from its start as wearer 5. The shipped pattern normalises per
+  // wearer, and each example carries the baseline of its recording's start:
+  // searched from the start of wearer 5's history, the stream learns that
+  // same baseline, so the best window is one of the examples cut from
+  // samples 54552 on, at distance ~0. (Wearer 3's history starts at 53000:
+  // its baseline is another, and its copy of those windows is not at 0.)
+  filled = run(
+      dir, "fill5",
+      {"history", "fill", "--history", history, "--config", kConfig, "--file", kData + "S02R01.txt",
+       "--format", "daphnet", "--wearer", "5", "--start", "0", "--end", "56000"});
+  REQUIRE(filled.code == 0);
   const auto found =
       run(dir, "search",
           {"search", "--history", history, "--config", kConfig, "--pattern", "fog_freeze_index",
-           "--wearers", "3,4", "-k", "3", "--json", "--slice-samples", "1000"});
+           "--wearers", "3,4,5", "-k", "3", "--json", "--slice-samples", "4000"});
   INFO(found.err);
   REQUIRE(found.code == 0);
   const auto matches = json_lines(found.out);
   REQUIRE(matches.size() == 3);
-  CHECK(matches[0]["wearer"] == 3);
+  CHECK(matches[0]["wearer"] == 5);
   CHECK(matches[0]["distance"].get<double>() < 1e-3);
+  CHECK(matches[0]["t_start"].get<double>() >= 54552 / 64.0 - 1);
   for (std::size_t i = 0; i < matches.size(); ++i) {
     CHECK(matches[i]["rank"] == i + 1);
     CHECK(matches[i]["dims"].size() == 3);
