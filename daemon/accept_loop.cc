@@ -54,11 +54,18 @@ void AcceptLoop::stop_taking_waiting() {
   take_completed_ = true;
   boost::system::error_code ec;
   acceptor_.non_blocking(true, ec);
-  while (!ec && acceptor_.is_open()) {
+  // At most a backlog's worth (a flood must not keep the stop here).
+  for (int taken = 0; !ec && acceptor_.is_open() && taken < tcp::acceptor::max_listen_connections;
+       ++taken) {
     tcp::socket socket = handlers_.socket_executor
                              ? acceptor_.accept(handlers_.socket_executor(), ec)
                              : acceptor_.accept(ec);
-    if (!ec) handlers_.accepted(std::move(socket));
+    if (!ec) {
+      handlers_.accepted(std::move(socket));
+    } else if (ec != asio::error::would_block && ec != asio::error::try_again &&
+               !is_resource_error(ec)) {
+      ec.clear();  // a peer gone before it was accepted: the ones behind it may be fine
+    }
   }
 }
 

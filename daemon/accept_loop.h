@@ -11,8 +11,8 @@
 // last fd_headroom() descriptors below RLIMIT_NOFILE is closed at once, as
 // one past a connection cap is.
 //
-// Thread safety: start(), stop() and the handlers run on the acceptor's
-// executor's thread (the owner's io_context).
+// Thread safety: start(), stop(), stop_taking_waiting() and the handlers run
+// on the acceptor's executor's thread (the owner's io_context).
 #pragma once
 
 #include <chrono>

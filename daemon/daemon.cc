@@ -921,9 +921,10 @@ class Daemon {
     auto next_liveness = Clock::now();
     auto turn_start = Clock::now();
     // At the stop signal the loop goes on while the TCP connections finish
-    // reading (Ingest::stop() bounds that): a full queue holds their
-    // frames back rather than refusing them.
-    while (!stopping_ || p.ingest.reading()) {
+    // reading (Ingest::stop() bounds that, and so does the searches' share
+    // of daemon.stop_timeout_s): a full queue holds their frames back
+    // rather than refusing them.
+    while (!stopping_ || (p.ingest.reading() && Clock::now() < stop_limits().searches_end)) {
       auto frame = p.queue.pop_for(schedule.frame_wait(turn_start, p.engine.batch_in_flight()));
       const auto popped = Clock::now();
       auto frame_done = popped;

@@ -82,12 +82,15 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   // The timer looks at the connection at least this often.
   static constexpr Clock::duration kCheckEvery = std::chrono::seconds(2);
   // After Ingest::stop() a connection reads on until its peer closes, or
-  // until nothing came for kFinishQuiet, or kFinishLimit after the stop:
-  // what a peer sent before the stop (a sender that has already exited
-  // leaves its last frames in the socket buffers) is queued, not lost,
-  // and a peer that keeps sending cannot hold the stop up.
+  // until nothing came for kFinishQuiet and nothing waits in the socket, or
+  // kFinishLimit after the stop: what a peer sent before the stop (a sender
+  // that has already exited leaves its last frames in the socket buffers)
+  // is queued, not lost, and a peer that keeps sending cannot hold the stop
+  // up. (A session whose thread served another connection's wait for queue
+  // room has not read meanwhile: what waits in its socket says it is not
+  // quiet.)
   static constexpr Clock::duration kFinishQuiet = std::chrono::milliseconds(100);
-  static constexpr Clock::duration kFinishLimit = std::chrono::seconds(1);
+  static constexpr Clock::duration kFinishLimit = std::chrono::seconds(3);
   static constexpr Clock::duration kFinishCheck = std::chrono::milliseconds(20);
 
   TcpSession(Ingest& owner, tcp::socket socket, const Address& sender, int zone)
@@ -154,7 +157,9 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   void on_timer() {
     const double idle_s = owner.config_.ingest.tcp.idle_timeout_s;
     const auto now = Clock::now();
-    if (finishing && (now - last_read >= kFinishQuiet || now >= finish_by)) {
+    boost::system::error_code available_error;
+    const bool waiting = finishing && socket.available(available_error) > 0 && !available_error;
+    if (finishing && ((now - last_read >= kFinishQuiet && !waiting) || now >= finish_by)) {
       boost::system::error_code ignored;
       socket.close(ignored);  // the read ends with an error and lets the session go
       return;
@@ -328,28 +333,55 @@ Ingest::Ingest(asio::io_context& io, const config::Config& config, FrameQueue& q
 }
 
 Ingest::~Ingest() {
-  stop();
+  if (!stopped_) {
+    // Never stopped (an owner that failed): close at once, nothing taken
+    // from the backlog, nothing finished.
+    boost::system::error_code ignored;
+    if (udp_) udp_->close(ignored);
+    if (accept_loop_) accept_loop_->stop();
+    if (acceptor_) acceptor_->close(ignored);
+    for (auto& session : take_sessions())
+      asio::post(session->socket.get_executor(), [session] {
+        boost::system::error_code ignored_there;
+        session->socket.close(ignored_there);
+      });
+  }
+  for (auto& worker : workers_) worker->guard.reset();
   for (auto& worker : workers_) worker->thread.join();
 }
 
+std::vector<std::shared_ptr<Ingest::TcpSession>> Ingest::take_sessions() {
+  std::vector<std::weak_ptr<TcpSession>> weak;
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    weak.swap(sessions_);
+  }
+  std::vector<std::shared_ptr<TcpSession>> live;
+  for (auto& w : weak)
+    if (auto session = w.lock()) live.push_back(std::move(session));
+  return live;
+}
+
 void Ingest::stop() {
+  if (stopped_) return;
   boost::system::error_code ignored;
   stopped_ = true;
+  taking_last_accepts_ = true;
   if (udp_) udp_->close(ignored);
   // Connections the kernel completed before the stop are read as well.
   if (accept_loop_) accept_loop_->stop_taking_waiting();
   if (acceptor_) acceptor_->close(ignored);
-  std::vector<std::weak_ptr<TcpSession>> sessions;
-  {
-    std::lock_guard<std::mutex> lock(sessions_mu_);
-    sessions.swap(sessions_);
-  }
   // A session finishes on its own io_context's thread (asio sockets are not
   // thread-safe); a worker's run() then returns once its sessions are gone.
-  for (auto& weak : sessions)
-    if (auto session = weak.lock())
-      asio::post(session->socket.get_executor(), [session] { session->finish(); });
-  for (auto& worker : workers_) worker->guard.reset();
+  for (auto& session : take_sessions())
+    asio::post(session->socket.get_executor(), [session] { session->finish(); });
+  // An accept that completed before the stop may still wait in this
+  // io_context's queue: it runs before this, and its session must find its
+  // worker running. Until then reading() stays true.
+  asio::post(io_, [this] {
+    for (auto& worker : workers_) worker->guard.reset();
+    taking_last_accepts_ = false;
+  });
 }
 
 std::uint16_t Ingest::udp_port() const { return udp_ ? udp_->local_endpoint().port() : 0; }

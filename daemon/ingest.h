@@ -96,14 +96,15 @@ class Ingest {
   // Closes the UDP socket and the acceptor, first taking the connections
   // the kernel completed (their peers may have sent already and gone). Each
   // TCP connection reads on until its peer closes it, or briefly after its
-  // last bytes (at most a second), and queues what it read before it
+  // last bytes (at most 3 s), and queues what it read before it
   // closes. The frames' consumer keeps taking from the queue until
   // reading() is false, then closes it (what a closed queue refuses is
   // counted as queue_refused_closed).
   void stop();
-  // True while a TCP connection is open: after stop(), while connections
+  // True while a TCP connection is open, and after stop() until the
+  // connections accepted before it have been taken: while connections
   // finish reading. Any thread.
-  bool reading() const { return counters_.tcp_open.load() > 0; }
+  bool reading() const { return taking_last_accepts_.load() || counters_.tcp_open.load() > 0; }
   // A frame from the JetStream frame stream (ingest.nats): decoded and
   // checked against the profiles like a received one, without admission
   // (the gateway that published it admitted it), zone 0, and queued,
@@ -122,6 +123,8 @@ class Ingest {
   // Keeps or refuses (ingest.tcp.max_connections, the fd reserve) an
   // accepted connection; on the accepting thread.
   void on_tcp_accepted(boost::asio::ip::tcp::socket socket);
+  // The open sessions, taken from sessions_ (which is left empty).
+  std::vector<std::shared_ptr<TcpSession>> take_sessions();
   using Address = std::array<std::uint8_t, 16>;  // config::AddressRange's form
   // Decodes, admits and validates against the profiles one frame from
   // `sender`, received in `zone`, into `received` (stamped with its
@@ -160,6 +163,8 @@ class Ingest {
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   std::shared_ptr<AcceptLoop> accept_loop_;
   bool stopped_ = false;  // stop() was called; the io_context's thread only
+  // From stop() until the accepts completed before it have been handed over.
+  std::atomic<bool> taking_last_accepts_{false};
   LogThrottle refused_log_, idle_log_, accept_error_log_;
   std::vector<std::uint8_t> udp_buffer_;
   boost::asio::ip::udp::endpoint udp_sender_;

@@ -113,7 +113,7 @@ std::vector<MetricFamily> make_families() {
               "Frames the full ingest queue dropped (ingest.queue_overflow).",
               leaf("/ingest/queue_dropped")),
       counter("gaitwatch_ingest_queue_refused_closed_frames_total",
-              "Frames read from a connection after the ingest queue closed at the stop.",
+              "Frames refused because the ingest queue had closed at the stop (any source).",
               leaf("/ingest/queue_refused_closed")),
       gauge("gaitwatch_ingest_queue_frames", "Frames waiting in the ingest queue.",
             leaf("/ingest/queue_depth")),

@@ -98,6 +98,8 @@ struct StreamBaseline {
   config::ChannelBaseline baseline;
   std::int64_t learned_run = -1;  // the run and index after its last learned sample
   std::int64_t learned_at = 0;
+  std::int64_t fed_run = -1;  // the run and index after the last view sample read
+  std::int64_t fed_until = 0;
   bool learned() const { return learned_run >= 0; }
 };
 
@@ -166,7 +168,7 @@ class Search {
           baseline_ = StreamBaseline{BaselineLearner(view_.normalise,
                                                      static_cast<int>(view_.channel_names.size()),
                                                      s.sample_rate_hz),
-                                     {}, -1, 0};
+                                     {}, -1, 0, -1, 0};
         for (HistoryChunk& chunk :
              store_.list_chunks(s.wearer, s.device, range_from(s), request_.to)) {
           if (pending_samples_ >= slice_limit_ && !run_slice()) return finish();
@@ -220,14 +222,16 @@ class Search {
     std::vector<float> view_values;
     view_samples(view_, raw.data(), rows, chunk.channels, view_values);
     const int length = rows - view_.history;
-    if (length < m_) return;  // no window ends in this chunk
     const std::int64_t first_index = chunk.run_offset - carried + view_.history;
     std::int64_t first_end = std::numeric_limits<std::int64_t>::min();
+    // A normalised pattern learns from every view sample, also those of a
+    // chunk (or run) too short for a window.
     if (view_.normalise.enabled) {
-      if (!learn_baseline(chunk, view_values, first_index, length)) return;
+      if (length <= 0 || !learn_baseline(chunk, view_values, first_index, length)) return;
       apply_baseline(baseline_.baseline, view_values.data(), static_cast<std::size_t>(length));
       if (baseline_.learned_run == chunk.run) first_end = baseline_.learned_at;
     }
+    if (length < m_) return;  // no window ends in this chunk
     batch_.add_slice(view_.profile, static_cast<int>(view_.channel_names.size()),
                      view_values.data(), length, first_index, chunk.run_offset);
     chunk.values.clear();
@@ -235,15 +239,18 @@ class Search {
     sources_.push_back({s.wearer, s.device, std::move(chunk), first_index, length, first_end});
   }
 
-  // Feeds the learner the chunk's new view samples (those at or after its
-  // run_offset; the carried ones were fed with the previous chunk) whose
-  // device time is at or after the range's start. True once learned.
+  // Feeds the learner the view samples of the chunk it has not read yet
+  // (a chunk repeats the end of its run's previous one) whose device time is
+  // at or after the range's start. True once learned.
   bool learn_baseline(const HistoryChunk& chunk, const std::vector<float>& view_values,
                       std::int64_t first_index, int length) {
     if (baseline_.learned()) return true;
     const auto width = static_cast<std::int64_t>(view_.channel_names.size());
-    std::int64_t from = std::max(first_index, chunk.run_offset);
     const std::int64_t end = first_index + length;
+    std::int64_t from =
+        baseline_.fed_run == chunk.run ? std::max(first_index, baseline_.fed_until) : first_index;
+    baseline_.fed_run = chunk.run;
+    baseline_.fed_until = std::max(from, end);
     while (from < end && chunk.time_of(from - chunk.run_offset) < request_.from) ++from;
     if (from >= end) return false;
     const int read = baseline_.learner.add(

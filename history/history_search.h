@@ -24,13 +24,14 @@
 //   of it (by sample index within a run, by device time across runs: the
 //   trivial-match exclusion of the matrix-profile / UCR literature). So no
 //   two results overlap by more than half a window.
-// * A pattern that normalises per wearer (normalise:) searches each stream
-//   as a daemon fed the stream from the range's start would: the view's
-//   baseline is learned from the stream's first view samples at or after
-//   `from` (its first active ones, with active_above), in time order across
-//   the stream's runs; windows ending before the last sample it learned
-//   from are not searched, the others are normalised with it. (Unlike the
-//   daemon, a device restart inside the range does not learn it again.)
+// * A pattern that normalises per wearer (normalise:) learns each stream's
+//   view baseline from the stream's first view samples at or after `from`
+//   (its first active ones, with active_above; computed with the
+//   transforms' lead-in before `from`), in time order across the stream's
+//   runs; windows ending before the last sample it learned from are not
+//   searched, the others are normalised with it. A range that starts where
+//   the stream did is searched as the daemon searched the stream (but a
+//   device restart inside the range does not learn it again).
 // * Exact: the result equals a brute-force scan's. The per-pair threshold
 //   given to the backend is a bound that a window in the final top k can
 //   never exceed (docs/design.md proves it), so pruning only skips work.

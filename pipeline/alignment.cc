@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "kernels/dtw.h"
+#include "pipeline/baseline.h"
 #include "pipeline/library.h"
 #include "pipeline/marks.h"
 
@@ -126,6 +127,14 @@ AlertExplanation explain_alert(const config::Config& config, const Alert& alert,
   }
   const auto channels = static_cast<int>(view.channel_names.size());
   const int view_rows = channels == 0 ? 0 : static_cast<int>(samples.size()) / channels;
+  // A normalised pattern's window keeps the baseline the stream had: its
+  // samples normalised as the search saw them.
+  const bool has_baseline = view.normalise.enabled &&
+                            window.baseline_center.size() == static_cast<std::size_t>(channels) &&
+                            window.baseline_spread.size() == static_cast<std::size_t>(channels);
+  if (has_baseline)
+    apply_baseline({window.baseline_center, window.baseline_spread}, samples.data(),
+                   static_cast<std::size_t>(view_rows));
   // The window's last raw row is the alert's end_index.
   const std::int64_t window_first = alert.end_index - rows + 1;
 
@@ -152,7 +161,7 @@ AlertExplanation explain_alert(const config::Config& config, const Alert& alert,
   if (!example) throw Error("pattern '" + window.pattern + "' has no positive example");
   AlertExplanation out;
   out.example = *example;
-  out.approximate = view.normalise.enabled || shifted;
+  out.approximate = (view.normalise.enabled && !has_baseline) || shifted;
   const auto& kernel = library.kernel_library->patterns[pattern.examples[*example].kernel];
   for (std::size_t i = 0; i < windows.size(); ++i) {
     const int dim = windows[i].first;

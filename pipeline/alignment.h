@@ -52,8 +52,9 @@ struct AlertExplanation {
   std::size_t example = 0;  // index among the pattern's configured examples
   std::vector<MatchedDim> dims;
   // Not exactly what the search compared: the pattern normalises per wearer
-  // (the wearer's baseline is not stored with the window), or a dim's match
-  // reached before the stored window (the nearest stored window stands in).
+  // and the window keeps no baseline (cut before windows kept one), or a
+  // dim's match reached before the stored window (the nearest stored window
+  // stands in).
   bool approximate = false;
 };
 

@@ -85,9 +85,11 @@ nlohmann::json OfflineRun::run(
                      p.length + config::transform_history(p.transforms, profile.sample_rate_hz)));
   cfg.ingest.ring_capacity_samples = std::max(cfg.ingest.ring_capacity_samples,
                                               static_cast<std::size_t>(batch_samples) + reach + 1);
-  // Every alert keeps its window (what a mark would turn into an example):
-  // the budget bounds what a live alert storm costs, and offline it would
-  // make the windows depend on how fast the recording is read.
+  // Every alert keeps its window (what a mark would turn into an example,
+  // eval --simulate-marks), whatever the config says: the budget bounds what
+  // a live alert storm costs, and offline it would make the windows depend
+  // on how fast the recording is read.
+  cfg.marks.alert_windows = true;
   cfg.marks.window_budget_mb_per_s = 0;
   std::string note;
   pipeline::Engine engine(cfg,

@@ -356,11 +356,8 @@ namespace {
 // normalisation goes with them.
 YAML::Node regrouped(const YAML::Node& config) {
   YAML::Node changed = YAML::Clone(config);
-  YAML::Node fog = changed["patterns"][0];
-  REQUIRE(fog["name"].as<std::string>() == "fog_freeze_index");
-  fog.remove("normalise");
-  for (const char* list : {"examples", "negatives"})
-    for (YAML::Node example : fog[list]) example.remove("baseline");
+  REQUIRE(changed["patterns"][0]["name"].as<std::string>() == "fog_freeze_index");
+  gw::test::without_normalisation(changed["patterns"][0]);
   YAML::Node groups(YAML::NodeType::Sequence);
   for (const auto& [name, first, last] :
        {std::tuple{"ankle", 0, 2}, std::tuple{"thigh_trunk", 3, 8}}) {

@@ -161,6 +161,8 @@ TEST_CASE("SIGTERM under overload: the drain ends at daemon.stop_timeout_s, what
   fx.config["search"]["overload_policy"] = "defer";
   fx.config["history"]["enabled"] = false;
   fx.config["ingest"]["queue_capacity"] = 1 << 20;
+  // Each short replay is searched from its first samples.
+  gw::test::without_normalisation(fx.config["patterns"][0]);
   fx.write_config(fx.config);
   Process daemon = start_daemon(fx);
   INFO(daemon.err());
@@ -219,7 +221,12 @@ TEST_CASE("SIGTERM under overload: the drain ends at daemon.stop_timeout_s, what
 
 TEST_CASE("SIGTERM just after TCP senders finish: every frame they sent is read, queued and taken",
           "[integration]") {
+  // The connections on the I/O thread, and on three ingest threads of
+  // their own.
+  const int ingest_threads = GENERATE(1, 3);
+  INFO("ingest.threads " << ingest_threads);
   DaemonFixture fx;
+  fx.config["ingest"]["threads"] = ingest_threads;
   // A small queue that blocks: the connections wait for room while the
   // senders' last frames still sit in the socket buffers at the stop.
   fx.config["ingest"]["queue_capacity"] = 8;

@@ -126,7 +126,8 @@ struct Fixture {
   Recording planted;  // S03R03, with the copy of example 0 when asked for
   std::vector<Piece> pieces;
 
-  explicit Fixture(bool plant = false) : planted(s03r03()) {
+  // `chunk_s`: the history's chunk length.
+  explicit Fixture(bool plant = false, double chunk_s = 2.0) : planted(s03r03()) {
     config = gw::config::parse_config(config_text(), "history_search_test.yaml", kData);
     if (plant) {
       const std::size_t c = planted.channels();
@@ -134,7 +135,7 @@ struct Fixture {
         for (std::size_t d = 0; d < c; ++d)
           planted.values[(kPlantAt + s) * c + d] = s02r01().at(kExample0 + s, d);
     }
-    auto options = gw::test::test_history_options(path, 2.0);  // 128-sample chunks
+    auto options = gw::test::test_history_options(path, chunk_s);  // 2 s: 128-sample chunks
     gw::pipeline::HistoryRecorder recorder(options);
     gw::test::record(recorder, gw::test::frames_of(s02r01(), 1, 1, 50000, 52000, 6, 0, 0, true));
     auto frames = gw::test::frames_of(planted, 2, 1, 45000, 47994, 6, 0, 0, true);
@@ -409,7 +410,12 @@ TEST_CASE("history search: a planted copy of the example is found first, at dist
 
 TEST_CASE("history search: a normalised pattern learns each wearer's baseline from the range's start",
           "[pipeline][history]") {
-  Fixture fx;
+  // Chunks of 2 s, and of 0.25 s: shorter than the transforms' history plus
+  // a window, so that a run's first chunks hold no window but samples to
+  // learn from.
+  const double chunk_s = GENERATE(2.0, 0.25);
+  INFO("chunks of " << chunk_s << " s");
+  Fixture fx(/*plant=*/false, chunk_s);
   const HistoryPattern pattern = gw::pipeline::history_pattern_from_config(fx.config, "magnitude_normalised");
   REQUIRE(pattern.view().normalise.enabled);
   // The whole history, then a range from 100 samples before wearer 2's lost

@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "kernels/search.h"
 #include "pipeline/detector.h"
+#include "pipeline/alignment.h"
 #include "pipeline/engine.h"
 #include "pipeline/library.h"
 #include "pipeline/marks.h"
@@ -517,14 +518,25 @@ TEST_CASE("a normalised pattern's alert window keeps the stream's baseline, and 
   CHECK(gw::pipeline::add_marked_examples(marked, {{1, "bump", negative}}, 50).applied.size() == 1);
   CHECK(alerts_of(marked).empty());
 
+  // The match explained from the stored window is what the search compared:
+  // the window normalised with its baseline gives each dim's distance.
+  const gw::pipeline::AlertExplanation explained =
+      gw::pipeline::explain_alert(config, before[0], window);
+  CHECK_FALSE(explained.approximate);
+  REQUIRE(explained.dims.size() == before[0].dims.size());
+  for (std::size_t i = 0; i < explained.dims.size(); ++i)
+    CHECK(explained.dims[i].alignment.distance == Approx(before[0].dims[i].distance).epsilon(1e-4));
+
   // The same window without its baseline (as cut from a recording) cannot
-  // become a normalised pattern's example, nor a window with one another's.
+  // become a normalised pattern's example, nor a window with one another's;
+  // its explanation is approximate.
   gw::pipeline::AlertWindow bare = window;
   bare.baseline_center.clear();
   bare.baseline_spread.clear();
   CHECK_THROWS_WITH(
       gw::pipeline::example_from_window(pattern, kRate, bare, gw::pipeline::MarkVerdict::kFalse),
       Catch::Contains("keeps no baseline"));
+  CHECK(gw::pipeline::explain_alert(config, before[0], bare).approximate);
   gw::pipeline::AlertWindow zero_spread = window;
   zero_spread.baseline_spread[1] = 0;
   CHECK_THROWS_WITH(
