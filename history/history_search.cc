@@ -164,11 +164,11 @@ class Search {
     if (request_.from < request_.to) {
       for (const auto& s : streams) {
         carry_ = Carry{};
+        baseline_ = StreamBaseline{};
         if (view_.normalise.enabled)
-          baseline_ = StreamBaseline{BaselineLearner(view_.normalise,
-                                                     static_cast<int>(view_.channel_names.size()),
-                                                     s.sample_rate_hz),
-                                     {}, -1, 0, -1, 0};
+          baseline_.learner = BaselineLearner(view_.normalise,
+                                              static_cast<int>(view_.channel_names.size()),
+                                              s.sample_rate_hz);
         for (HistoryChunk& chunk :
              store_.list_chunks(s.wearer, s.device, range_from(s), request_.to)) {
           if (pending_samples_ >= slice_limit_ && !run_slice()) return finish();

@@ -36,6 +36,18 @@ gw::Process start_gateway(const DaemonFixture& fx) {
                      fx.dir / "gateway.err");
 }
 
+// The fixture's config publishing to `nats` in kPartitions partitions (the
+// caller writes it, after its own changes).
+void publish_to(DaemonFixture& fx, const gw::test::TempNatsServer& nats) {
+  fx.config["nats"]["url"] = nats.url();
+  fx.config["nats"]["partitions"] = kPartitions;
+}
+
+void wait_ready(const gw::Process& gateway) {
+  REQUIRE(gw::test::eventually([&] { return gateway.err().find("gaitwatchd gateway ready") != std::string::npos; },
+                               std::chrono::seconds(20)));
+}
+
 // Stops the gateway (SIGTERM) and returns its final counters, having checked
 // that it exited cleanly and that all `sent` frames were queued, published
 // and acknowledged.
@@ -129,18 +141,13 @@ TEST_CASE("gaitwatchd --gateway publishes every accepted frame to JetStream, eac
   if (gw::test::nats_server_missing()) return;
   const gw::test::TempNatsServer nats("gw_nats");
   DaemonFixture fx;
-  fx.config["nats"]["url"] = nats.url();
-  fx.config["nats"]["partitions"] = kPartitions;
+  publish_to(fx, nats);
   fx.config["nats"]["frames_per_message"] = 1;
   fx.write_config(fx.config);
 
   gw::Process gateway = start_gateway(fx);
   INFO(gateway.err());
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (gateway.err().find("gaitwatchd gateway ready") == std::string::npos && gateway.running() &&
-         std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  REQUIRE(gateway.err().find("gaitwatchd gateway ready") != std::string::npos);
+  wait_ready(gateway);
 
   const std::vector<std::uint32_t> wearers = {3, 4, 5};
   std::uint64_t sent = 0;
@@ -179,15 +186,13 @@ TEST_CASE("gaitwatchd --gateway gathers a partition's frames into batches: every
   if (gw::test::nats_server_missing()) return;
   const gw::test::TempNatsServer nats("gw_nats_batches");
   DaemonFixture fx;
-  fx.config["nats"]["url"] = nats.url();
-  fx.config["nats"]["partitions"] = kPartitions;  // frames_per_message: the default
+  publish_to(fx, nats);  // frames_per_message: the default
   fx.config["ingest"]["queue_overflow"] = "block";
   fx.write_config(fx.config);
 
   gw::Process gateway = start_gateway(fx);
   INFO(gateway.err());
-  REQUIRE(gw::test::eventually([&] { return gateway.err().find("gaitwatchd gateway ready") != std::string::npos; },
-                               std::chrono::seconds(20)));
+  wait_ready(gateway);
   // Three wearers at once, as fast as TCP takes them: the gateway's queue
   // holds several frames at a time, so batches form.
   const std::vector<std::uint32_t> wearers = {3, 4, 5};
@@ -223,8 +228,7 @@ TEST_CASE("gaitwatchd --gateway stopped just after its TCP senders finish publis
   if (gw::test::nats_server_missing()) return;
   const gw::test::TempNatsServer nats("gw_nats_stop");
   DaemonFixture fx;
-  fx.config["nats"]["url"] = nats.url();
-  fx.config["nats"]["partitions"] = kPartitions;
+  publish_to(fx, nats);
   // A queue of a few frames that blocks: at the stop the connections wait
   // for room, and the senders' last frames are still in the socket buffers.
   fx.config["ingest"]["queue_capacity"] = 4;
@@ -233,8 +237,7 @@ TEST_CASE("gaitwatchd --gateway stopped just after its TCP senders finish publis
 
   gw::Process gateway = start_gateway(fx);
   INFO(gateway.err());
-  REQUIRE(gw::test::eventually([&] { return gateway.err().find("gaitwatchd gateway ready") != std::string::npos; },
-                               std::chrono::seconds(20)));
+  wait_ready(gateway);
   const std::uint64_t sent = gw::test::replay_at_once(fx, {7, 8}, fx.tcp());
   REQUIRE(sent > 100);
 
