@@ -4,12 +4,15 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -17,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -98,8 +102,61 @@ inline RunResult run_process(std::vector<std::string> argv, const std::filesyste
   return {*code, p.out(), p.err()};
 }
 
-// A loopback port that was free a moment ago (the OS picks it).
+namespace detail {
+
+// Below the kernel's ephemeral range, so that no outgoing connection (a
+// client's local port) can take a port between its choice and its bind.
+inline std::pair<int, int> test_port_range() {
+  int ephemeral_low = 32768;
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  if (int low = 0; in >> low && low > 2048) ephemeral_low = low;
+  return {std::max(1024, ephemeral_low - 12000), ephemeral_low};
+}
+
+inline bool loopback_port_bindable(int port) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  const auto address = asio::ip::make_address("127.0.0.1");
+  boost::system::error_code ec;
+  asio::ip::tcp::acceptor tcp(io);
+  tcp.open(asio::ip::tcp::v4(), ec);
+  if (!ec) tcp.bind({address, static_cast<unsigned short>(port)}, ec);
+  if (ec) return false;
+  asio::ip::udp::socket udp(io);
+  udp.open(asio::ip::udp::v4(), ec);
+  if (!ec) udp.bind({address, static_cast<unsigned short>(port)}, ec);
+  return !ec;
+}
+
+}  // namespace detail
+
+// A loopback port, free for TCP and UDP a moment ago, that no other test
+// process on this machine was handed recently: ports are dealt in turn from a
+// counter file shared under a lock (tests/console/browser_test.py deals from
+// the same file), so concurrent tests never pick the same one before the
+// range wraps. Falls back to the OS's choice if the file cannot be used.
 inline int free_port(bool udp) {
+  const auto [low, high] = detail::test_port_range();
+  const auto counter = std::filesystem::temp_directory_path() / "gaitwatch-test-ports";
+  const int fd = ::open(counter.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd >= 0 && ::flock(fd, LOCK_EX) == 0) {
+    char text[32] = {};
+    const auto got = ::pread(fd, text, sizeof text - 1, 0);
+    int last = got > 0 ? std::atoi(text) : low + static_cast<int>(::getpid()) % (high - low);
+    int port = 0;
+    for (int tries = 0; tries < high - low && port == 0; ++tries) {
+      last = last + 1 < low || last + 1 >= high ? low : last + 1;
+      if (detail::loopback_port_bindable(last)) port = last;
+    }
+    const std::string out = std::to_string(last) + "\n";
+    const bool written = ::ftruncate(fd, 0) == 0 &&
+                         ::pwrite(fd, out.data(), out.size(), 0) == static_cast<ssize_t>(out.size());
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+    if (port != 0 && written) return port;
+  } else if (fd >= 0) {
+    ::close(fd);
+  }
   namespace asio = boost::asio;
   asio::io_context io;
   if (udp) {

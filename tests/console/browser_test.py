@@ -19,6 +19,7 @@ python3-selenium: Debian packages chromium, chromium-driver, python3-selenium).
 """
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -36,7 +37,47 @@ import yaml
 SKIP = 77
 
 
+def loopback_port_bindable(port):
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET, kind) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
 def free_port(kind=socket.SOCK_STREAM):
+    """A loopback port dealt in turn from the counter file the C++ tests share
+    (gw::free_port in common/child_process.h): below the ephemeral range, so
+    no client connection takes it, and not handed to another test recently."""
+    ephemeral_low = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+            if low > 2048:
+                ephemeral_low = low
+    except (OSError, ValueError, IndexError):
+        pass
+    low, high = max(1024, ephemeral_low - 12000), ephemeral_low
+    path = os.path.join(tempfile.gettempdir(), "gaitwatch-test-ports")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        fd = -1
+    if fd >= 0:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            text = os.pread(fd, 31, 0).decode(errors="replace").strip()
+            last = int(text) if text.isdigit() else low + os.getpid() % (high - low)
+            for _ in range(high - low):
+                last = low if last + 1 < low or last + 1 >= high else last + 1
+                if loopback_port_bindable(last):
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, ("%d\n" % last).encode(), 0)
+                    return last
+        finally:
+            os.close(fd)
     with socket.socket(socket.AF_INET, kind) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
