@@ -208,6 +208,13 @@ std::string exact_text(double value);
 // A pattern example as a template CSV: a header of the pattern's channels,
 // then the lead-in rows and the window, each value written so that it reads
 // back as the same float. Throws gw::Error when the file cannot be written.
+// An example's baseline as a config item's `baseline:` value: `{learn_s: ..,
+// statistic: .., scale: .., [active_above: ..,] center: [..], spread: [..]}`,
+// the values exact as floats, so that a config reading it back normalises the
+// template exactly as the engine did.
+std::string baseline_yaml(const config::NormaliseConfig& normalise,
+                          const config::ChannelBaseline& baseline);
+
 void write_template_csv(const std::string& file, const config::PatternConfig& pattern,
                         const config::PatternExample& example);
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -186,6 +187,27 @@ void write_template_csv(const std::string& file, const config::PatternConfig& pa
   }
   out.close();
   if (!out) throw Error("cannot write " + file);
+}
+
+std::string baseline_yaml(const config::NormaliseConfig& normalise,
+                          const config::ChannelBaseline& baseline) {
+  const auto list = [](const std::vector<float>& values) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.9g", static_cast<double>(values[i]));
+      out += (i == 0 ? "" : ", ") + std::string(text);
+    }
+    return out + "]";
+  };
+  std::string out = "{learn_s: " + exact_text(normalise.learn_s) +
+                    ", statistic: " + config::NormaliseConfig::name(normalise.statistic) +
+                    ", scale: " + config::NormaliseConfig::name(normalise.scale);
+  if (normalise.gated()) out += ", active_above: " + exact_text(normalise.active_above);
+  out += ", center: " + list(baseline.center);
+  if (normalise.scale != config::NormaliseConfig::Scale::kNone)
+    out += ", spread: " + list(baseline.spread);
+  return out + "}";
 }
 
 std::string client_config_path(const std::string& explicit_path) {

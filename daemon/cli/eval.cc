@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -512,18 +513,31 @@ int run_eval(const EvalOptions& o) {
     if (ec) throw Error("cannot create " + o.mine_negatives + ": " + ec.message());
     for (const auto* p : evaluated) {
       int written = 0;
+      // The items for a pattern's `negatives:`, each with the subject it came
+      // from (so that --loso leaves it out with that subject) and, for a
+      // normalised pattern, the baseline its window was normalised with.
+      const fs::path items_file = fs::path(o.mine_negatives) / (p->name + "_hard.yaml");
+      std::ofstream items(items_file, std::ios::trunc);
+      items << "# False alerts of '" << p->name << "' mined by gaitwatch eval, as items of the\n"
+            << "# pattern's `negatives:`; template paths are relative to this file's folder.\n";
       for (const auto& [recording, examples] : mined[p->name]) {
         for (std::size_t n = 0; n < examples.size(); ++n) {
           const auto& e = examples[n];
-          const fs::path file = fs::path(o.mine_negatives) /
-                                (p->name + "_hard_" + recording + "_" +
-                                 std::to_string(e.source->start) + ".csv");
-          write_template_csv(file, *p, e);
+          const std::string name =
+              p->name + "_hard_" + recording + "_" + std::to_string(e.source->start) + ".csv";
+          write_template_csv((fs::path(o.mine_negatives) / name).string(), *p, e);
+          items << "- {template: " << name << ", subject: " << e.subject;
+          if (e.baseline) items << ", baseline: " << baseline_yaml(p->normalise, *e.baseline);
+          items << "}  # " << fs::path(e.source->file).filename().string() << ":"
+                << e.source->start << ":" << e.source->end << "\n";
           ++written;
         }
       }
+      items.close();
+      if (!items) throw Error("cannot write " + items_file.string());
       std::cerr << "eval: " << written << " false-alert windows of '" << p->name
-                << "' written to " << o.mine_negatives << "\n";
+                << "' written to " << o.mine_negatives << " (items in " << items_file.string()
+                << ")\n";
     }
   }
 
@@ -678,7 +692,8 @@ void add_eval(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--mine-negatives", options->mine_negatives,
                   "write every false alert's window as a template CSV into this directory "
-                  "(hard negatives)");
+                  "(hard negatives), and PATTERN_hard.yaml: the items for the pattern's "
+                  "negatives, with subject and baseline");
   on_run(*cmd, exit_code, [options] { return run_eval(*options); });
 }
 

@@ -34,29 +34,6 @@ std::string template_name(const config::PatternExample& example, int number) {
   return name + ".csv";
 }
 
-// `{learn_s: .., statistic: .., scale: .., [active_above: ..,] center: [..],
-// spread: [..]}`, the values exact as floats.
-std::string baseline_yaml(const config::NormaliseConfig& normalise,
-                          const config::ChannelBaseline& baseline) {
-  const auto list = [](const std::vector<float>& values) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.9g", static_cast<double>(values[i]));
-      out += (i == 0 ? "" : ", ") + std::string(text);
-    }
-    return out + "]";
-  };
-  std::string out = "{learn_s: " + exact_text(normalise.learn_s) +
-                    ", statistic: " + config::NormaliseConfig::name(normalise.statistic) +
-                    ", scale: " + config::NormaliseConfig::name(normalise.scale);
-  if (normalise.gated()) out += ", active_above: " + exact_text(normalise.active_above);
-  out += ", center: " + list(baseline.center);
-  if (normalise.scale != config::NormaliseConfig::Scale::kNone)
-    out += ", spread: " + list(baseline.spread);
-  return out + "}";
-}
-
 int run(const ExportOptions& o) {
   const config::Config cfg = config::load_config(o.config_path);
   const config::PatternConfig* pattern = nullptr;

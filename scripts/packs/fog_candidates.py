@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Candidate configs for the FoG pack (docs/detection.md §6): one pattern whose examples
 are windows of the bundled Daphnet recordings, tagged by subject through their file names."""
-import argparse, csv, os
+import argparse, csv, os, sys
 ap = argparse.ArgumentParser()
 ap.add_argument('--out', required=True)
 ap.add_argument('--pos-step', type=float, default=0)   # extra positives every N s inside an episode (0 = one)
@@ -18,7 +18,7 @@ ap.add_argument('--length', type=int, default=128)
 ap.add_argument('--window-s', type=float, default=3)
 ap.add_argument('--power-floor', type=float, default=3000)
 ap.add_argument('--band', type=float, default=0.1)
-ap.add_argument('--extra-neg', action='append', default=[])  # template CSV dirs
+ap.add_argument('--extra-neg', action='append', default=[])  # eval --mine-negatives folders
 ap.add_argument('--transforms', default='')
 ap.add_argument('--subjects', default='S02,S03')
 ap.add_argument('--pos-offset', type=float, default=1.0)
@@ -78,9 +78,19 @@ out.append('    examples:\n')
 for p in pos: out.append(f'      - {{file: {p[0]}, format: daphnet, start: {p[1]}, end: {p[2]}}}\n')
 out.append('    negatives:\n')
 for p in neg: out.append(f'      - {{file: {p[0]}, format: daphnet, start: {p[1]}, end: {p[2]}}}\n')
+# A folder of `gaitwatch eval --mine-negatives`: its *_hard.yaml items (with each window's
+# subject and, for a normalised pattern, baseline), the template paths made relative to --out.
 for d in a.extra_neg:
-    for fn in sorted(os.listdir(d)):
-        out.append(f'      - {{template: {os.path.relpath(os.path.join(d, fn), os.path.dirname(os.path.abspath(a.out)))}}}\n')
+    here = os.path.dirname(os.path.abspath(a.out))
+    manifests = sorted(fn for fn in os.listdir(d) if fn.endswith('_hard.yaml'))
+    if not manifests:
+        sys.exit(f'{d}: no *_hard.yaml (written by gaitwatch eval --mine-negatives)')
+    for fn in manifests:
+        for line in open(os.path.join(d, fn)):
+            if not line.startswith('- {template: '):
+                continue
+            name, rest = line[len('- {template: '):].split(',', 1)
+            out.append(f'      - {{template: {os.path.relpath(os.path.join(d, name), here)},{rest}')
 if a.view:
     allch = ['ankle_fwd', 'ankle_vert', 'ankle_lat', 'thigh_fwd', 'thigh_vert', 'thigh_lat', 'trunk_fwd', 'trunk_vert', 'trunk_lat']
     vs = []

@@ -14,6 +14,7 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "tests/daemon/process.h"
@@ -279,6 +280,76 @@ TEST_CASE("eval --simulate-marks: a marked false alert's window stops its repeat
   // Bob had no false alert to mark.
   REQUIRE(subject_row(marked, "bob")["simulated_marks"]["marks"] == 0);
   CHECK(m["false_alerts_after_with_marks"] == 0);
+}
+
+// Hard negatives from a normalised pattern: the mined items carry the subject
+// and the baseline each window was normalised with, so that a config taking
+// them back loads (a normalised template without a baseline is refused),
+// no longer alerts on exactly those windows, and --loso leaves them out with
+// their subject.
+TEST_CASE("eval --mine-negatives writes items with subject and baseline that a config takes",
+          "[integration]") {
+  const People people;
+  const fs::path config = people.dir / "gaitwatch.yaml";
+  std::string text = gw::test::read_file(config);
+  const std::string examples = "    examples:\n";
+  REQUIRE(text.find(examples) != std::string::npos);
+  text.insert(text.find(examples),
+              "    transforms: [{kind: lowpass, cutoff_hz: 40}]\n"
+              "    normalise: {learn_s: 3, statistic: median, scale: none}\n");
+  std::ofstream(config, std::ios::trunc) << text;
+  // Alert ends on alice's recording, as `detect` reports them.
+  const auto alert_ends = [&] {
+    const auto r = gw::test::run_process({kTool, "detect", "--config", config.string(), "--file",
+                                          (people.dir / "alice.csv").string(), "--format", "csv",
+                                          "--json"},
+                                         people.dir, "detect", std::chrono::seconds(60));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    std::set<std::int64_t> ends;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty() && line[0] == '{') ends.insert(json::parse(line).at("end_index").get<std::int64_t>());
+    return ends;
+  };
+
+  const fs::path mined = people.dir / "mined";
+  const json before = people.eval({"--mine-negatives", mined.string()});
+  REQUIRE(subject_row(before, "alice")["false_alerts"] == 2);
+  const json loso_before = people.eval({"--loso"});
+  const std::set<std::int64_t> ends_before = alert_ends();
+  std::istringstream in(gw::test::read_file(mined / "shapes_hard.yaml"));
+  std::vector<std::string> items;
+  std::vector<std::int64_t> mined_ends;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("- {template: ", 0) != 0) continue;
+    CHECK_THAT(line, Catch::Contains("subject: alice"));
+    CHECK_THAT(line, Catch::Contains("baseline: {learn_s: 3, statistic: median, scale: none, center: ["));
+    const std::string name = line.substr(13, line.find(',') - 13);
+    CHECK(fs::is_regular_file(mined / name));
+    items.push_back(line.substr(13));
+    // "# alice.csv:START:END": the window's last sample is END - 1.
+    mined_ends.push_back(std::stoll(line.substr(line.rfind(':') + 1)) - 1);
+  }
+  REQUIRE(items.size() == 2);
+  for (const std::int64_t end : mined_ends) CHECK(ends_before.count(end) == 1);
+
+  // The same config with the mined items as negatives (paths from the
+  // config's folder, as scripts/packs/fog_candidates.py --extra-neg writes them).
+  std::string with_negatives = text + "    negatives:\n";
+  for (const std::string& item : items) with_negatives += "      - {template: mined/" + item + "\n";
+  std::ofstream(config, std::ios::trunc) << with_negatives;
+  const std::set<std::int64_t> ends_after = alert_ends();
+  for (const std::int64_t end : mined_ends) CHECK(ends_after.count(end) == 0);
+  const json after = people.eval({});
+  CHECK(subject_row(after, "alice")["detected"] == 1);
+  CHECK(subject_row(after, "bob")["detected"] == 1);
+  // Scoring alice leaves her own mined windows out with her example.
+  const json loso = people.eval({"--loso"});
+  CHECK(subject_row(loso, "alice")["examples_left_out"] ==
+        subject_row(loso_before, "alice")["examples_left_out"].get<int>() + 2);
+  CHECK(subject_row(loso, "alice")["false_alerts"] == subject_row(loso_before, "alice")["false_alerts"]);
+  CHECK(subject_row(loso, "alice")["detected"] == subject_row(loso_before, "alice")["detected"]);
 }
 
 // gaitwatch train on the same people: the decision file it writes, a config
