@@ -75,6 +75,7 @@ std::unique_ptr<pipeline::HistoryRecorder> make_history(const config::Config& co
   options.overflow = config.history.queue_overflow;
   options.commit_interval_ms = config.history.commit_interval_ms;
   options.config_path = config.source_file;
+  options.stream_idle_s = config.ingest.stream_idle_s;
   return std::make_unique<pipeline::HistoryRecorder>(std::move(options));
 }
 

@@ -59,6 +59,7 @@ struct HistoryRecorder::Impl {
     int channels = 0;
     double next_time_us = 0;  // device time the next sample should have
     double last_arrival = 0;
+    bool relearns = false;  // the open run's HistoryChunk::run_relearns
     HistoryChunk pending;  // the open chunk; samples == 0 when none
   };
 
@@ -84,11 +85,15 @@ struct HistoryRecorder::Impl {
     const double rate = frame.sample_rate_hz;
     const double period_us = 1e6 / rate;
     const auto t0 = static_cast<double>(frame.device_time_us);
-    const bool continues = s.run >= 0 && verdict == FrameVerdict::kAccepted && rate == s.rate &&
+    const bool relearns = s.run < 0 || verdict == FrameVerdict::kRestarted ||
+                          (options.stream_idle_s > 0 &&
+                           arrival_s - s.last_arrival >= options.stream_idle_s);
+    const bool continues = !relearns && verdict == FrameVerdict::kAccepted && rate == s.rate &&
                            frame.channels == s.channels &&
                            std::abs(t0 - s.next_time_us) <= 0.5 * period_us;
     if (!continues) {
       finish(s);
+      s.relearns = relearns;
       s.run = next_run++;
       s.next_offset = 0;
       s.rate = rate;
@@ -104,6 +109,7 @@ struct HistoryRecorder::Impl {
         c.device = frame.device_id;
         c.run = s.run;
         c.run_offset = s.next_offset;
+        c.run_relearns = s.relearns;
         c.t0_us = std::llround(t0 + k * period_us);
         c.sample_rate_hz = rate;
         c.channels = frame.channels;

@@ -39,6 +39,10 @@ struct HistoryOptions {
   int commit_interval_ms = 1000;       // longest a finished chunk waits for its transaction
   std::size_t max_batch_chunks = 256;  // most chunks in one transaction (>= 1)
   std::string config_path;             // recorded in the file (meta "config_path") for the CLI
+  // The engine's ingest.stream_idle_s: a stream silent this long was removed
+  // by the engine, so its next frame starts afresh there (baselines learned
+  // again) and a run that relearns here; 0 = streams are never removed.
+  double stream_idle_s = 0;
   // The daemon's clock in unix seconds (received_at, retention). An
   // Env-like seam: tests pass their own; empty = the system clock.
   std::function<double()> clock;
@@ -71,6 +75,10 @@ class HistoryRecorder {
   // anything but kAccepted (a sequence gap, a restart) starts a new run, as
   // does a frame whose device time is more than half a sample period off
   // the end of the previous one or whose rate or channel count changed.
+  // The run relearns (HistoryChunk::run_relearns) where the engine learns
+  // the stream's baselines again: the stream's first frame in this recorder
+  // (a daemon that starts learns afresh), a device restart, or a frame
+  // after stream_idle_s of silence.
   void append(const sensors::Frame& frame, FrameVerdict verdict, double arrival_s);
   // Finishes the open chunk of every stream whose last frame arrived more
   // than chunk_s before `now_s` (unix s), so a stream that went quiet is

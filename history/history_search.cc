@@ -100,6 +100,7 @@ struct StreamBaseline {
   std::int64_t learned_at = 0;
   std::int64_t fed_run = -1;  // the run and index after the last view sample read
   std::int64_t fed_until = 0;
+  std::int64_t begun_run = -1;  // the relearning run this learning began with, if any
   bool learned() const { return learned_run >= 0; }
 };
 
@@ -164,11 +165,7 @@ class Search {
     if (request_.from < request_.to) {
       for (const auto& s : streams) {
         carry_ = Carry{};
-        baseline_ = StreamBaseline{};
-        if (view_.normalise.enabled)
-          baseline_.learner = BaselineLearner(view_.normalise,
-                                              static_cast<int>(view_.channel_names.size()),
-                                              s.sample_rate_hz);
+        baseline_ = fresh_baseline(s.sample_rate_hz);
         for (HistoryChunk& chunk :
              store_.list_chunks(s.wearer, s.device, range_from(s), request_.to)) {
           if (pending_samples_ >= slice_limit_ && !run_slice()) return finish();
@@ -183,6 +180,14 @@ class Search {
   }
 
  private:
+  StreamBaseline fresh_baseline(double sample_rate_hz) const {
+    StreamBaseline b;
+    if (view_.normalise.enabled)
+      b.learner = BaselineLearner(view_.normalise, static_cast<int>(view_.channel_names.size()),
+                                  sample_rate_hz);
+    return b;
+  }
+
   // The earliest time whose samples a window in range may read (lead-in).
   double range_from(const HistoryStreamSummary& s) const {
     return request_.from - static_cast<double>(lead_) / s.sample_rate_hz;
@@ -227,6 +232,12 @@ class Search {
     // A normalised pattern learns from every view sample, also those of a
     // chunk (or run) too short for a window.
     if (view_.normalise.enabled) {
+      // Where the daemon's engine learned the stream's baseline again (a
+      // device restart, a daemon start), so does the search.
+      if (chunk.run_relearns && baseline_.begun_run != chunk.run) {
+        baseline_ = fresh_baseline(chunk.sample_rate_hz);
+        baseline_.begun_run = chunk.run;
+      }
       if (length <= 0 || !learn_baseline(chunk, view_values, first_index, length)) return;
       apply_baseline(baseline_.baseline, view_values.data(), static_cast<std::size_t>(length));
       if (baseline_.learned_run == chunk.run) first_end = baseline_.learned_at;

@@ -45,13 +45,18 @@ const char* const kMigrations[] = {
     "CREATE INDEX chunks_stream_time ON chunks(wearer, device, t0_us);"
     "CREATE INDEX chunks_received_at ON chunks(received_at);"
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    // 1 -> 2: the runs that begin where the engine learns baselines again
+    // (a table of its own: a column after `data` would make listings read
+    // the BLOBs' overflow pages). A file of version 1 has none: its runs
+    // search as one learning, as before.
+    "CREATE TABLE relearn_runs (run INTEGER PRIMARY KEY);",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kHistorySchemaVersion,
               "one migration per schema version");
 
 const char* const kChunkColumns =
     "SELECT id, wearer, device, run, run_offset, t0_us, sample_rate_hz, channels, samples, "
-    "received_at FROM chunks";
+    "received_at, EXISTS (SELECT 1 FROM relearn_runs r WHERE r.run = chunks.run) FROM chunks";
 
 HistoryChunk chunk_from_row(const Statement& row) {
   HistoryChunk c;
@@ -65,6 +70,7 @@ HistoryChunk chunk_from_row(const Statement& row) {
   c.channels = static_cast<int>(row.column_int64(7));
   c.samples = static_cast<int>(row.column_int64(8));
   c.received_at = row.column_double(9);
+  c.run_relearns = row.column_int64(10) != 0;
   return c;
 }
 
@@ -166,8 +172,14 @@ std::size_t HistoryStore::append(std::vector<HistoryChunk>& chunks, int zlib_lev
                      "INSERT INTO chunks(wearer, device, run, run_offset, t0_us, t_end_us, "
                      "sample_rate_hz, channels, samples, received_at, encoding, data) VALUES "
                      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+    Statement relearns(db_, label_, "INSERT OR IGNORE INTO relearn_runs(run) VALUES (?1)");
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       const HistoryChunk& c = chunks[i];
+      if (c.run_relearns) {
+        relearns.bind(1, c.run);
+        relearns.run();
+        relearns.reset();
+      }
       insert.bind(1, static_cast<std::int64_t>(c.wearer));
       insert.bind(2, static_cast<std::int64_t>(c.device));
       insert.bind(3, c.run);
@@ -201,12 +213,17 @@ std::int64_t HistoryStore::delete_received_before(double cutoff_unix_s) {
     remove.run();
     deleted = static_cast<std::int64_t>(sqlite3_changes64(db_));
   }
-  if (deleted > 0) sqlite::exec(db_, label_, "PRAGMA incremental_vacuum");
+  if (deleted > 0) {
+    sqlite::exec(db_, label_,
+                 "DELETE FROM relearn_runs WHERE run NOT IN (SELECT run FROM chunks)");
+    sqlite::exec(db_, label_, "PRAGMA incremental_vacuum");
+  }
   return deleted;
 }
 
 std::int64_t HistoryStore::next_run() const {
-  return sqlite::single_integer(db_, label_, "SELECT coalesce(max(run), 0) + 1 FROM chunks");
+  return sqlite::single_integer(db_, label_, "SELECT max(coalesce((SELECT max(run) FROM chunks), 0), "
+                              "coalesce((SELECT max(run) FROM relearn_runs), 0)) + 1");
 }
 
 void HistoryStore::set_meta(const std::string& key, const std::string& value) {

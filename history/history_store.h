@@ -34,7 +34,7 @@ struct sqlite3;
 
 namespace gw::pipeline {
 
-inline constexpr int kHistorySchemaVersion = 1;
+inline constexpr int kHistorySchemaVersion = 2;
 
 // Consecutive samples of one stream.
 struct HistoryChunk {
@@ -48,6 +48,11 @@ struct HistoryChunk {
   int channels = 0;
   int samples = 0;
   double received_at = 0;     // daemon clock (unix s) when the first sample arrived
+  // The run began where the daemon's engine learns a stream's baselines
+  // again (HistoryRecorder::append): a history search of a normalised
+  // pattern learns again at its start. Recorded for the run, so every chunk
+  // of the run reads back true.
+  bool run_relearns = false;
   std::vector<float> values;  // samples x channels, sample-major; empty in listings
 
   double t_start() const { return static_cast<double>(t0_us) * 1e-6; }

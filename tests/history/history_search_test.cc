@@ -115,10 +115,12 @@ struct Piece {
   std::uint32_t wearer;
   const Recording* rec;
   std::size_t begin, end;
+  bool relearns;  // a normalised pattern learns the wearer's baseline again here
 };
 
 // A history of two wearers: S02R01 50000..52000 as wearer 1, S03R03
-// 45000..47994 as wearer 2 with one 6-sample frame lost in the middle.
+// 45000..47994 as wearer 2 with one 6-sample frame lost in the middle; with
+// `restart`, wearer 2's device restarts where the frame was lost.
 struct Fixture {
   gw::test::TempDir dir{"gw_history_search"};
   gw::config::Config config;
@@ -127,7 +129,8 @@ struct Fixture {
   std::vector<Piece> pieces;
 
   // `chunk_s`: the history's chunk length.
-  explicit Fixture(bool plant = false, double chunk_s = 2.0) : planted(s03r03()) {
+  explicit Fixture(bool plant = false, double chunk_s = 2.0, bool restart = false)
+      : planted(s03r03()) {
     config = gw::config::parse_config(config_text(), "history_search_test.yaml", kData);
     if (plant) {
       const std::size_t c = planted.channels();
@@ -140,11 +143,19 @@ struct Fixture {
     gw::test::record(recorder, gw::test::frames_of(s02r01(), 1, 1, 50000, 52000, 6, 0, 0, true));
     auto frames = gw::test::frames_of(planted, 2, 1, 45000, 47994, 6, 0, 0, true);
     frames.erase(frames.begin() + 250);  // samples 46500 .. 46505
-    gw::test::record(recorder, frames);
+    if (restart) {
+      gw::test::record(recorder, {frames.begin(), frames.begin() + 250});
+      recorder.append(frames[250], gw::pipeline::FrameVerdict::kRestarted, 1000);
+      gw::test::record(recorder, {frames.begin() + 251, frames.end()});
+    } else {
+      gw::test::record(recorder, frames);
+    }
     recorder.stop();
     REQUIRE(recorder.counters().samples_written == 2000 + 2994 - 6);
-    pieces = {
-        {1, &s02r01(), 50000, 52000}, {2, &planted, 45000, 46500}, {2, &planted, 46506, 47994}};
+    // Each stream's first run relearns, as a daemon that starts learns afresh.
+    pieces = {{1, &s02r01(), 50000, 52000, true},
+              {2, &planted, 45000, 46500, true},
+              {2, &planted, 46506, 47994, restart}};
   }
 };
 
@@ -163,8 +174,9 @@ struct RefWindow {
 // history_search.h computed from scratch: reference DTW per (example, pair),
 // the best assignment of pattern dims to view channels by enumeration. A
 // normalised pattern's wearer baseline is learned from the wearer's view
-// samples from `from` on, across its pieces in order; windows ending before
-// the last sample learned from are left out, the others normalised.
+// samples from `from` on, across its pieces in order, afresh at a piece that
+// relearns; windows ending before the last sample learned from are left out,
+// the others normalised.
 std::vector<RefWindow> brute_force(const HistoryPattern& hp, const std::vector<Piece>& pieces,
                                    double from, double to) {
   struct Learning {
@@ -195,7 +207,10 @@ std::vector<RefWindow> brute_force(const HistoryPattern& hp, const std::vector<P
     if (view.normalise.enabled) {
       auto [it, added] = learning.try_emplace(piece.wearer);
       Learning& l = it->second;
-      if (added) l.learner = gw::pipeline::BaselineLearner(view.normalise, width, kRate);
+      if (added || piece.relearns) {
+        l = Learning{};
+        l.learner = gw::pipeline::BaselineLearner(view.normalise, width, kRate);
+      }
       if (l.learned_at < 0) {
         int t = 0;  // the first view sample at or after `from`
         while (t < rows && static_cast<double>(piece.begin + t + view.history) / kRate < from) ++t;
@@ -450,6 +465,56 @@ TEST_CASE("history search: a normalised pattern learns each wearer's baseline fr
   all.k = 200;
   for (const auto& match : search(fx, pattern, all).matches)
     if (match.wearer == 1) CHECK(match.t_end * kRate >= 50000 + pattern.view().history + 256 - 1e-6);
+}
+
+// A device restart: the daemon's engine learns the stream's baseline again,
+// and the history records that its run relearns, so the search does too.
+TEST_CASE("history search: a device restart in the range learns the baseline again",
+          "[pipeline][history]") {
+  const double chunk_s = GENERATE(2.0, 0.25);
+  INFO("chunks of " << chunk_s << " s");
+  Fixture restarted(/*plant=*/false, chunk_s, /*restart=*/true);
+  Fixture gap(/*plant=*/false, chunk_s, /*restart=*/false);
+  {
+    const gw::pipeline::HistoryStore store(restarted.path, /*read_only=*/true);
+    const auto chunks = store.list_chunks(2, 1, -kInf, kInf);
+    REQUIRE(chunks.size() >= 2);
+    CHECK(chunks.front().run_relearns);
+    CHECK(chunks.back().run_relearns);
+    CHECK(chunks.front().run != chunks.back().run);
+    const gw::pipeline::HistoryStore gap_store(gap.path, /*read_only=*/true);
+    CHECK_FALSE(gap_store.list_chunks(2, 1, -kInf, kInf).back().run_relearns);
+  }
+  const HistoryPattern pattern =
+      gw::pipeline::history_pattern_from_config(restarted.config, "magnitude_normalised");
+  for (const double from : {-kInf, 46400 / kRate}) {
+    INFO("from " << from);
+    const auto expected = brute_force(pattern, restarted.pieces, from, kInf);
+    HistorySearchRequest request;
+    request.k = 200;  // every window apart, those after the restart among them
+    request.from = from;
+    request.slice_samples = 128;
+    const auto found = search(restarted, pattern, request).matches;
+    require_same(found, top_k(expected, 200, 32));
+    // After the restart no window ends before 4 s of samples were learned
+    // again; across a mere gap the learning goes on, and windows end sooner.
+    const auto restart_end = [](const std::vector<RefWindow>& windows) {
+      std::int64_t first = std::numeric_limits<std::int64_t>::max();
+      for (const RefWindow& w : windows)
+        if (w.wearer == 2 && w.piece == 2) first = std::min(first, w.end);
+      return first;
+    };
+    const std::int64_t learned = static_cast<std::int64_t>(4 * kRate) + pattern.view().history;
+    CHECK(restart_end(expected) >= learned);
+    bool after_restart = false;
+    for (const auto& match : found) {
+      if (match.wearer != 2 || match.t_end * kRate < 46506) continue;
+      after_restart = true;
+      CHECK(match.t_end * kRate >= 46506 + learned - 1e-6);
+    }
+    CHECK(after_restart);
+    if (from < 0) CHECK(restart_end(brute_force(pattern, gap.pieces, from, kInf)) < learned);
+  }
 }
 
 TEST_CASE("history search: progress is monotone and reaches 1 with every window searched",

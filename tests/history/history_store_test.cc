@@ -9,9 +9,11 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "history/history_recorder.h"
@@ -253,6 +255,41 @@ TEST_CASE("history recorder: a lost frame and a device clock jump start new runs
   std::set<std::int64_t> runs;
   for (const auto& c : store.list_chunks(1, 1, -kInf, kInf)) runs.insert(c.run);
   CHECK(runs.size() == 3);
+}
+
+// Where the daemon's engine learns a stream's baselines again, the run is
+// marked so that a history search learns again there too.
+TEST_CASE("history recorder: a run relearns at the stream's first frame, a device restart and "
+          "after stream_idle_s of silence, not after a lost frame",
+          "[pipeline][history]") {
+  TempDir dir("gw_history_relearn");
+  const auto& rec = s02r01();
+  auto frames = frames_of(rec, 1, 1, 53000, 54600, 8, 0, 0, true);  // 200 frames
+  frames.erase(frames.begin() + 50);  // a lost frame: a new run, learning goes on
+  {
+    auto options = gw::test::test_history_options(dir.file("h.db"), 10.0);
+    options.stream_idle_s = 60;
+    HistoryRecorder recorder(options);
+    record(recorder, {frames.begin(), frames.begin() + 100}, /*arrival_s=*/1000);
+    recorder.append(frames[100], gw::pipeline::FrameVerdict::kRestarted, 1000);
+    record(recorder, {frames.begin() + 101, frames.begin() + 150}, 1000);
+    // The same stream, its clock and sequence going on, after 100 s of silence.
+    record(recorder, {frames.begin() + 150, frames.end()}, 1100);
+  }
+  {
+    // A daemon that starts again learns afresh: so does its first run here.
+    HistoryRecorder recorder(gw::test::test_history_options(dir.file("h.db"), 10.0));
+    record(recorder, frames_of(rec, 1, 1, 54600, 54800, 8, 200, 0, true), 1200);
+  }
+  const HistoryStore store(dir.file("h.db"), true);
+  std::map<std::int64_t, bool> relearns;  // by run, in run order
+  for (const auto& c : store.list_chunks(1, 1, -kInf, kInf)) {
+    const auto [it, added] = relearns.emplace(c.run, c.run_relearns);
+    CHECK(it->second == c.run_relearns);  // every chunk of a run says the same
+  }
+  std::vector<bool> in_order;
+  for (const auto& [run, flag] : relearns) in_order.push_back(flag);
+  CHECK(in_order == std::vector<bool>{true, false, true, true, true});
 }
 
 TEST_CASE("history retention deletes the chunks received before the cutoff",
