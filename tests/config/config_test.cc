@@ -17,6 +17,7 @@
 #include "catch2/catch.hpp"
 #include "gait/hotspots.h"
 #include "sensors/recording.h"
+#include "tests/common/shipped_pack.h"
 
 namespace {
 
@@ -125,34 +126,6 @@ class TempDir {
 };
 
 std::string normal(const fs::path& path) { return path.lexically_normal().string(); }
-
-// The shipped config whose fog pack has each template exported from a
-// Daphnet window (config/patterns/fog/{positive,negative}_NN_RECORDING_START.csv,
-// `gaitwatch pattern export`) replaced by that window of the recording, its
-// baseline (if any) then learned from the recording: a copy of the pack
-// written to `dir`, included instead of the shipped one.
-std::string shipped_config_with_windows(const TempDir& dir) {
-  const auto read_text = [](const std::string& path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  const std::string pack = read_text(kConfigDir + "/patterns/fog.yaml");
-  REQUIRE_FALSE(pack.empty());
-  const std::regex exported(
-      R"(\{template: fog/(?:positive|negative)_[0-9]+_(S[0-9]+R[0-9]+)_([0-9]+)\.csv)"
-      R"((?:, baseline: (?:&\w+ \{[^}]*\}|\*\w+))?\})");
-  const std::string windows = std::regex_replace(
-      pack, exported, "{file: " + kDataDir + "/daphnet/$1.txt, format: daphnet, start: $2}");
-  REQUIRE(windows != pack);
-  dir.write("fog_windows.yaml", windows);
-
-  const std::string config = read_text(kConfigDir + "/gaitwatch.yaml");
-  const std::string shipped_include = "- include: patterns/fog.yaml";
-  const std::size_t at = config.find(shipped_include);
-  REQUIRE(at != std::string::npos);
-  return config.substr(0, at) + "- include: " + (dir.path() / "fog_windows.yaml").string() +
-         config.substr(at + shipped_include.size());
-}
 
 }  // namespace
 
@@ -315,7 +288,7 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
 
 TEST_CASE("the example's raw values are the recording's, lead-in first", "[config]") {
   const TempDir dir;
-  const Config config = parse_config(shipped_config_with_windows(dir), "windows.yaml", kConfigDir);
+  const Config config = parse_config(gw::test::shipped_config_with_windows(dir.path()), "windows.yaml", kConfigDir);
   const gw::config::PatternConfig& fog = config.patterns.at(0);
   const gw::config::PatternExample& example = fog.examples.at(0);
   const gw::sensors::Recording recording =
@@ -345,7 +318,7 @@ TEST_CASE("the shipped pattern's templates hold the recording windows they were 
   const Config from_templates = load_config(kConfigDir + "/gaitwatch.yaml");
   const TempDir dir;
   const Config from_windows =
-      parse_config(shipped_config_with_windows(dir), "windows.yaml", kConfigDir);
+      parse_config(gw::test::shipped_config_with_windows(dir.path()), "windows.yaml", kConfigDir);
   REQUIRE(from_templates.patterns.size() == from_windows.patterns.size());
   // The fog pack's pattern comes first (the falls pack's templates were cut
   // from resampled SisFall recordings, not from Daphnet windows).

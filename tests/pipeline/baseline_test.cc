@@ -24,6 +24,7 @@
 #include "pipeline/library.h"
 #include "pipeline/marks.h"
 #include "pipeline/transforms.h"
+#include "tests/common/shipped_pack.h"
 
 namespace fs = std::filesystem;
 using gw::config::ChannelBaseline;
@@ -586,4 +587,35 @@ TEST_CASE("an example's baseline learned from its recording's active samples",
   CHECK_THROWS_WITH(gw::pipeline::compile_library(still),
                     Catch::Matchers::Contains("pattern 'bump': example") &&
                         Catch::Matchers::Contains("1190 transformed samples hold 0 active ones"));
+}
+
+// The shipped freeze pack gives each template the baseline of the recording
+// it was exported from (`pattern export`): those written in the pack must be
+// the ones the compiler learns from the recordings today, or the pack
+// compares every wearer against stale examples.
+TEST_CASE("the shipped freeze pack's baselines are those learned from its recordings",
+          "[pipeline][baseline]") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gw_shipped_baselines_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto first_pattern = [](gw::config::Config config) {
+    config.patterns.resize(1);  // the fog pack comes first
+    REQUIRE(config.patterns[0].name == "fog_freeze_index");
+    REQUIRE(config.patterns[0].normalise.enabled);
+    return gw::pipeline::compile_library(config).patterns.at(0).examples;
+  };
+  const auto from_pack = first_pattern(gw::config::load_config(std::string(GW_CONFIG_DIR) + "/gaitwatch.yaml"));
+  const auto learned = first_pattern(gw::config::parse_config(
+      gw::test::shipped_config_with_windows(dir), "windows.yaml", GW_CONFIG_DIR));
+  std::filesystem::remove_all(dir);
+  REQUIRE(from_pack.size() == learned.size());
+  REQUIRE(from_pack.size() > 100);
+  for (std::size_t e = 0; e < from_pack.size(); ++e) {
+    INFO("example " << e);
+    REQUIRE(from_pack[e].baseline.has_value());
+    REQUIRE(learned[e].baseline.has_value());
+    // The pack writes 9 significant digits: the same float.
+    CHECK(from_pack[e].baseline->center == learned[e].baseline->center);
+    CHECK(from_pack[e].baseline->spread == learned[e].baseline->spread);
+  }
 }
