@@ -134,10 +134,11 @@ class TableJobs {
   // a second, expires what is older than the retention.
   // Returns how many wearer-seconds it recorded: every pending one when
   // `final`, else up to `max_seconds` complete ones.
-  std::size_t record_slots(double now_s, bool final, std::size_t max_seconds) {
+  // The seconds' summaries are made on `pool` when one is given.
+  std::size_t record_slots(double now_s, bool final, std::size_t max_seconds, WorkerPool* pool) {
     if (!recorder_) return 0;
     const std::vector<pipeline::SlotEntry> entries =
-        final ? recorder_->take_all() : recorder_->take_complete(now_s, max_seconds);
+        final ? recorder_->take_all() : recorder_->take_complete(now_s, max_seconds, pool);
     try {
       if (!entries.empty()) slots_->record(entries);
       if (now_s >= next_expiry_s_) {
@@ -755,7 +756,7 @@ class Daemon {
       // are queued is late here, not silent.
       const std::size_t seconds_recorded =
           p.jobs.record_slots(p.queue.size() > 0 ? newest_arrival : unix_now(), final,
-                              TickScheduler::kSlotSecondsPerStep);
+                              TickScheduler::kSlotSecondsPerStep, p.engine.spare_host_pool());
       const auto ended = Clock::now();
       const double step_ms = ms_between(started, ended);
       pipeline_seconds_.after_batch += seconds_between(started, ended);

@@ -288,20 +288,44 @@ SlotEntry SlotRecorder::finish(std::uint32_t wearer, std::int64_t second,
   return entry;
 }
 
-std::vector<SlotEntry> SlotRecorder::take_complete(double now_s, std::size_t max_entries) {
+std::vector<SlotEntry> SlotRecorder::take_complete(double now_s, std::size_t max_entries,
+                                                   WorkerPool* pool) {
   if (max_entries == 0) throw Error("slot recorder: take_complete needs max_entries > 0");
-  std::vector<SlotEntry> out;
+  // In order on this thread: which seconds are complete (a second's
+  // completeness does not depend on the seconds before it being taken).
+  complete_runs_.clear();
+  std::size_t taken = 0;
   for (auto& [id, wearer] : wearers_) {
-    if (out.size() >= max_entries) break;
-    auto it = wearer.pending.begin();
-    while (it != wearer.pending.end() && out.size() < max_entries &&
-           complete(wearer, it->first, it->second, now_s)) {
-      out.push_back(finish(id, it->first, it->second));
-      wearer.any_returned = true;
-      wearer.returned_through = it->first;
-      it = wearer.pending.erase(it);
+    if (taken >= max_entries) break;
+    std::size_t seconds = 0;
+    for (auto it = wearer.pending.begin(); it != wearer.pending.end() && taken < max_entries &&
+                                           complete(wearer, it->first, it->second, now_s);
+         ++it, ++seconds, ++taken) {
     }
+    if (seconds > 0) complete_runs_.push_back({id, &wearer, seconds, taken - seconds});
   }
+  // The summaries, and the seconds out of their wearers' maps: each run
+  // touches its own wearer only.
+  std::vector<SlotEntry> out(taken);
+  const auto finish_runs = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      const CompleteRun& run = complete_runs_[r];
+      auto it = run.wearer->pending.begin();
+      for (std::size_t k = 0; k < run.seconds; ++k) {
+        out[run.first_entry + k] = finish(run.id, it->first, it->second);
+        run.wearer->any_returned = true;
+        run.wearer->returned_through = it->first;
+        it = run.wearer->pending.erase(it);
+      }
+    }
+  };
+  // Below this, waking the pool costs more than it saves.
+  constexpr std::size_t kSecondsForPool = 64;
+  constexpr std::size_t kRunsPerChunk = 16;
+  if (pool == nullptr || pool->size() == 1 || taken < kSecondsForPool)
+    finish_runs(0, complete_runs_.size());
+  else
+    pool->for_ranges(complete_runs_.size(), kRunsPerChunk, finish_runs);
   counters_.seconds += out.size();
   return out;
 }

@@ -148,8 +148,13 @@ class SlotRecorder {
   // silent stream. At most `max_entries` (> 0) per call: the rest stay
   // pending, complete, for the next call (at 10,000 wearers all seconds
   // complete at once, and the caller spreads them over its turns).
+  // With a `pool` of more than one worker, the seconds' summaries (the
+  // per-sample part) are made on its workers, one wearer's seconds on one
+  // worker; the entries and counters are those of the call without it. The
+  // pool's contract as in on_frames().
   std::vector<SlotEntry> take_complete(
-      double now_s, std::size_t max_entries = std::numeric_limits<std::size_t>::max());
+      double now_s, std::size_t max_entries = std::numeric_limits<std::size_t>::max(),
+      WorkerPool* pool = nullptr);
   // Every pending wearer-second, complete or not (at shutdown).
   std::vector<SlotEntry> take_all();
 
@@ -212,6 +217,15 @@ class SlotRecorder {
     WearerState* wearer;
     const Source* source;
   };
+  // take_complete's: a wearer whose first `seconds` pending seconds are
+  // complete, and where their entries go in the result.
+  struct CompleteRun {
+    std::uint32_t id;
+    WearerState* wearer;
+    std::size_t seconds;
+    std::size_t first_entry;
+  };
+  std::vector<CompleteRun> complete_runs_;
   struct Bunch {
     std::vector<BunchTarget> targets;
     std::vector<std::vector<std::size_t>> by_bucket;

@@ -361,7 +361,7 @@ TEST_CASE("frames spread over a pool record what they record one at a time",
   // already returned (device clocks), frames of a device without sources and
   // of a wearer the key cannot hold: on_frames over four workers gives what
   // on_frame of each frame in turn gives, entry for entry and counter for
-  // counter, with either clock.
+  // counter, with either clock; so do its complete seconds taken on the pool.
   SlotSources accel = accel_xyz();
   SlotSources feet;
   feet.left_load = {0, 1};
@@ -377,7 +377,7 @@ TEST_CASE("frames spread over a pool record what they record one at a time",
   std::vector<sensors::Frame> frames;
   std::vector<int> zones;
   std::vector<double> arrivals;
-  constexpr std::uint32_t kWearers = 40;
+  constexpr std::uint32_t kWearers = 100;
   for (int k = 0; k < 25; ++k)
     for (std::uint32_t w = 1; w <= kWearers; ++w) {
       // Wearer 7 restarts its accelerometer at k = 12 (its clock goes back).
@@ -432,9 +432,17 @@ TEST_CASE("frames spread over a pool record what they record one at a time",
     }
   };
   feed(0, half);
+  // Enough complete seconds that their summaries go to the pool as well; a
+  // bounded step first, so that a wearer's seconds are split between calls.
   const std::vector<SlotEntry> first = serial.take_complete(5003.0);
-  CHECK_FALSE(first.empty());
-  same(spread.take_complete(5003.0), first);
+  REQUIRE(first.size() >= 2 * 64 + 2);
+  const std::size_t step = first.size() / 2 + 1;
+  std::vector<SlotEntry> spread_first = spread.take_complete(5003.0, step, &pool);
+  CHECK(spread_first.size() == step);
+  const std::vector<SlotEntry> rest = spread.take_complete(5003.0, first.size(), &pool);
+  spread_first.insert(spread_first.end(), rest.begin(), rest.end());
+  same(spread_first, first);
+  CHECK(spread.take_complete(5003.0, first.size(), &pool).empty());
   // Late samples: frames of seconds already returned, again for every wearer.
   for (std::uint32_t w = 1; w <= kWearers; ++w) {
     frames.push_back(frame(w, 1, 1000.0 + w, 10, 3, body));
