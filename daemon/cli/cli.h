@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -205,15 +206,25 @@ std::string hit_row(const pipeline::Alert& hit);
 std::string exact_text(float value);
 std::string exact_text(double value);
 
-// A pattern example as a template CSV: a header of the pattern's channels,
-// then the lead-in rows and the window, each value written so that it reads
-// back as the same float. Throws gw::Error when the file cannot be written.
 // An example's baseline as a config item's `baseline:` value: `{learn_s: ..,
 // statistic: .., scale: .., [active_above: ..,] center: [..], spread: [..]}`,
 // the values exact as floats, so that a config reading it back normalises the
 // template exactly as the engine did.
 std::string baseline_yaml(const config::NormaliseConfig& normalise,
                           const config::ChannelBaseline& baseline);
+
+// An example as an item of a pattern's `examples:` or `negatives:`:
+// `{template: PATH[, subject: S][, baseline: {..}]}`, the subject when not
+// empty, the baseline (baseline_yaml) when given, then `  # FILE:START:END`
+// when the example is a window of a recording.
+std::string example_item_yaml(const std::string& template_path, const std::string& subject,
+                              const config::ChannelBaseline* baseline,
+                              const config::NormaliseConfig& normalise,
+                              const std::optional<config::ExampleSource>& source);
+
+// A pattern example as a template CSV: a header of the pattern's channels,
+// then the lead-in rows and the window, each value written so that it reads
+// back as the same float. Throws gw::Error when the file cannot be written.
 
 void write_template_csv(const std::string& file, const config::PatternConfig& pattern,
                         const config::PatternExample& example);

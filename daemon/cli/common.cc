@@ -210,6 +210,20 @@ std::string baseline_yaml(const config::NormaliseConfig& normalise,
   return out + "}";
 }
 
+std::string example_item_yaml(const std::string& template_path, const std::string& subject,
+                              const config::ChannelBaseline* baseline,
+                              const config::NormaliseConfig& normalise,
+                              const std::optional<config::ExampleSource>& source) {
+  std::string item = "{template: " + template_path;
+  if (!subject.empty()) item += ", subject: " + subject;
+  if (baseline) item += ", baseline: " + baseline_yaml(normalise, *baseline);
+  item += "}";
+  if (source)
+    item += "  # " + std::filesystem::path(source->file).filename().string() + ":" +
+            std::to_string(source->start) + ":" + std::to_string(source->end);
+  return item;
+}
+
 std::string client_config_path(const std::string& explicit_path) {
   if (!explicit_path.empty()) return explicit_path;
   std::error_code error;

@@ -526,10 +526,10 @@ int run_eval(const EvalOptions& o) {
           const std::string name =
               p->name + "_hard_" + recording + "_" + std::to_string(e.source->start) + ".csv";
           write_template_csv((fs::path(o.mine_negatives) / name).string(), *p, e);
-          items << "- {template: " << name << ", subject: " << e.subject;
-          if (e.baseline) items << ", baseline: " << baseline_yaml(p->normalise, *e.baseline);
-          items << "}  # " << fs::path(e.source->file).filename().string() << ":"
-                << e.source->start << ":" << e.source->end << "\n";
+          items << "- "
+                << example_item_yaml(name, e.subject, e.baseline ? &*e.baseline : nullptr,
+                                     p->normalise, e.source)
+                << "\n";
           ++written;
         }
       }

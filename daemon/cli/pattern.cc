@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "daemon/cli/cli.h"
 #include "pipeline/detector.h"
+#include "pipeline/evaluation.h"
 
 namespace gw::cli {
 namespace {
@@ -63,15 +64,21 @@ int run(const ExportOptions& o) {
     const int number = example.negative ? ++negative_count : ++positive_count;
     const fs::path file = out_dir / template_name(example, number);
     write_template_csv(file.string(), *pattern, example);
-    std::string item = "      - {template: " +
-                       file.lexically_normal().lexically_relative(config_dir).string();
-    if (!compiled.empty() && compiled[e].baseline)
-      item += ", baseline: " + baseline_yaml(pattern->normalise, *compiled[e].baseline);
-    item += "}";
-    if (example.source)
-      item += "  # " + fs::path(example.source->file).filename().string() + ":" +
-              std::to_string(example.source->start) + ":" + std::to_string(example.source->end);
-    (example.negative ? negatives : positives) += item + "\n";
+    const config::ChannelBaseline* baseline =
+        !compiled.empty() && compiled[e].baseline ? &*compiled[e].baseline : nullptr;
+    // The template's own name does not say whose window it is: the item
+    // does, so that --loso leaves it out with its subject.
+    std::string subject = example.subject;
+    if (subject.empty()) {
+      const pipeline::RecordingName named = pipeline::recording_name(
+          example.source ? example.source->file : example.template_file);
+      if (named.known) subject = named.subject;
+    }
+    (example.negative ? negatives : positives) +=
+        "      - " +
+        example_item_yaml(file.lexically_normal().lexically_relative(config_dir).string(),
+                          subject, baseline, pattern->normalise, example.source) +
+        "\n";
   }
   std::cout << "    examples:\n" << positives;
   if (!negatives.empty()) std::cout << "    negatives:\n" << negatives;

@@ -480,7 +480,9 @@ TEST_CASE("eval on trials: a kind with two patterns is scored as any of them", "
 // active samples only: each template carries that baseline, active_above
 // included, and a config of the templates alerts exactly as the recording
 // windows they came from (the wearer is still for its first seconds, so a
-// baseline learned from every sample would differ).
+// baseline learned from every sample would differ). The recording's name
+// says whose it is (Daphnet's rule), and so does each item: the templates'
+// names do not.
 TEST_CASE("pattern export keeps a baseline learned from active samples", "[integration]") {
   const fs::path dir = fs::temp_directory_path() / ("gw_export_gated_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -488,7 +490,7 @@ TEST_CASE("pattern export keeps a baseline learned from active samples", "[integ
   {
     std::mt19937 rng(8);
     std::normal_distribution<double> noise(0, 0.5);
-    std::ofstream csv(dir / "wearer.csv");
+    std::ofstream csv(dir / "S05R01.csv");
     csv << "a\n" << std::setprecision(9);
     for (int s = 0; s < 2000; ++s) {
       double x = s < 400 ? 0.01 * noise(rng) : 25 + noise(rng);
@@ -512,7 +514,7 @@ TEST_CASE("pattern export keeps a baseline learned from active samples", "[integ
       "    cooldown_s: 1\n"
       "    normalise: {learn_s: 3, statistic: median, scale: none, active_above: 5}\n";
   std::ofstream(dir / "windows.yaml")
-      << head << "    examples:\n      - {file: wearer.csv, format: csv, start: 900, end: 940}\n";
+      << head << "    examples:\n      - {file: S05R01.csv, format: csv, start: 900, end: 940}\n";
   const auto exported = gw::test::run_process(
       {kTool, "pattern", "export", "--config", (dir / "windows.yaml").string(), "--pattern", "bump",
        "--out", (dir / "templates").string()},
@@ -520,11 +522,12 @@ TEST_CASE("pattern export keeps a baseline learned from active samples", "[integ
   INFO(exported.err);
   REQUIRE(exported.code == 0);
   REQUIRE_THAT(exported.out, Catch::Contains("active_above: 5, center: ["));
+  CHECK_THAT(exported.out, Catch::Contains(", subject: S05, baseline: {"));
   std::ofstream(dir / "templates.yaml") << head << exported.out;  // its `examples:` list
   const auto detect = [&](const char* config) {
     const auto r = gw::test::run_process(
         {kTool, "detect", "--config", (dir / config).string(), "--file",
-         (dir / "wearer.csv").string(), "--format", "csv", "--json"},
+         (dir / "S05R01.csv").string(), "--format", "csv", "--json"},
         dir, "detect", std::chrono::seconds(60));
     INFO(r.err);
     REQUIRE(r.code == 0);
