@@ -304,10 +304,24 @@ std::vector<SlotEntry> SlotRecorder::take_complete(double now_s, std::size_t max
     }
     if (seconds > 0) complete_runs_.push_back({id, &wearer, seconds, taken - seconds});
   }
-  // The summaries, and the seconds out of their wearers' maps: each run
-  // touches its own wearer only.
-  std::vector<SlotEntry> out(taken);
-  const auto finish_runs = [&](std::size_t begin, std::size_t end) {
+  return finish_runs(taken, pool);
+}
+
+std::vector<SlotEntry> SlotRecorder::take_all() {
+  complete_runs_.clear();
+  std::size_t taken = 0;
+  for (auto& [id, wearer] : wearers_) {
+    if (wearer.pending.empty()) continue;
+    complete_runs_.push_back({id, &wearer, wearer.pending.size(), taken});
+    taken += wearer.pending.size();
+  }
+  return finish_runs(taken, nullptr);
+}
+
+std::vector<SlotEntry> SlotRecorder::finish_runs(std::size_t seconds, WorkerPool* pool) {
+  // Each run touches its own wearer only.
+  std::vector<SlotEntry> out(seconds);
+  const auto finish_range = [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) {
       const CompleteRun& run = complete_runs_[r];
       auto it = run.wearer->pending.begin();
@@ -322,24 +336,10 @@ std::vector<SlotEntry> SlotRecorder::take_complete(double now_s, std::size_t max
   // Below this, waking the pool costs more than it saves.
   constexpr std::size_t kSecondsForPool = 64;
   constexpr std::size_t kRunsPerChunk = 16;
-  if (pool == nullptr || pool->size() == 1 || taken < kSecondsForPool)
-    finish_runs(0, complete_runs_.size());
+  if (pool == nullptr || pool->size() == 1 || seconds < kSecondsForPool)
+    finish_range(0, complete_runs_.size());
   else
-    pool->for_ranges(complete_runs_.size(), kRunsPerChunk, finish_runs);
-  counters_.seconds += out.size();
-  return out;
-}
-
-std::vector<SlotEntry> SlotRecorder::take_all() {
-  std::vector<SlotEntry> out;
-  for (auto& [id, wearer] : wearers_) {
-    for (const auto& [second, pending] : wearer.pending) {
-      out.push_back(finish(id, second, pending));
-      wearer.any_returned = true;
-      wearer.returned_through = second;
-    }
-    wearer.pending.clear();
-  }
+    pool->for_ranges(complete_runs_.size(), kRunsPerChunk, finish_range);
   counters_.seconds += out.size();
   return out;
 }

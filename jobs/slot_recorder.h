@@ -200,6 +200,11 @@ class SlotRecorder {
   const Source* admit(const sensors::Frame& frame);
 
   SlotEntry finish(std::uint32_t wearer, std::int64_t second, const PendingSecond& pending) const;
+  struct CompleteRun;
+  // The first `seconds` pending seconds of each of complete_runs_' wearers
+  // (`seconds` in all) as entries, marked returned and erased; on `pool`
+  // when one is given (take_complete's contract).
+  std::vector<SlotEntry> finish_runs(std::size_t seconds, WorkerPool* pool);
   bool complete(const WearerState& wearer, std::int64_t second, const PendingSecond& pending,
                 double now_s) const;
 
@@ -217,8 +222,8 @@ class SlotRecorder {
     WearerState* wearer;
     const Source* source;
   };
-  // take_complete's: a wearer whose first `seconds` pending seconds are
-  // complete, and where their entries go in the result.
+  // take_complete's and take_all's: a wearer whose first `seconds` pending
+  // seconds are taken, and where their entries go in the result.
   struct CompleteRun {
     std::uint32_t id;
     WearerState* wearer;

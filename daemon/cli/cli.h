@@ -225,7 +225,6 @@ std::string example_item_yaml(const std::string& template_path, const std::strin
 // A pattern example as a template CSV: a header of the pattern's channels,
 // then the lead-in rows and the window, each value written so that it reads
 // back as the same float. Throws gw::Error when the file cannot be written.
-
 void write_template_csv(const std::string& file, const config::PatternConfig& pattern,
                         const config::PatternExample& example);
 
