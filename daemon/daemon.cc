@@ -438,6 +438,8 @@ class Daemon {
                        {"stop_abandoned", c.stop_abandoned}, {"published", c.published},
                        {"transactions", c.transactions}, {"last_seq", c.last_seq},
                        {"store_errors", c.store_errors}, {"checkpoints", c.checkpoints},
+                       {"wal_truncations", c.wal_truncations},
+                       {"wal_truncations_busy", c.wal_truncations_busy},
                        {"windows_shed", c.windows_shed},
                        {"commit_s", c.commit_s},
                        {"publish_s", c.publish_s},
@@ -693,9 +695,7 @@ class Daemon {
     //                                whether a search ran meanwhile
     //   F t frames ms                a turn's frames, when > 2 ms
     //   P t ms                       control requests, when > 1 ms
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> tick_log(nullptr, &std::fclose);
-    if (const std::string& path = diagnostics().daemon_tick_log; !path.empty())
-      tick_log.reset(std::fopen(path.c_str(), "a"));
+    DiagnosticLog tick_log(diagnostics().daemon_tick_log, "GW_DAEMON_TICK_LOG");
     const auto ms_between = [](Clock::time_point a, Clock::time_point b) {
       return 1e3 * seconds_between(a, b);
     };
@@ -762,8 +762,8 @@ class Daemon {
       pipeline_seconds_.after_batch += seconds_between(started, ended);
       schedule.on_slot_step(seconds_recorded, step_ms, final);
       if (tick_log)
-        fmt::print(tick_log.get(), "R {:.3f} {:.2f} {} {}\n", unix_now(), step_ms,
-                   seconds_recorded, p.engine.batch_in_flight() ? 1 : 0);
+        tick_log.write(fmt::format("R {:.3f} {:.2f} {} {}\n", unix_now(), step_ms,
+                   seconds_recorded, p.engine.batch_in_flight() ? 1 : 0));
     };
     // Phase 2 of the searched batch (if any), and its alerts out.
     auto detect_and_send = [&](bool final) {
@@ -827,10 +827,10 @@ class Daemon {
       pipeline_seconds_.after_batch += seconds_between(batch_end, after_end);
       if (final) record_slots(/*final=*/true);  // counts its own time
       if (tick_log)
-        fmt::print(tick_log.get(), "D {:.3f} {:.2f} {:.2f} {:.2f} {:.2f} {:.2f}\n", unix_now(),
+        tick_log.write(fmt::format("D {:.3f} {:.2f} {:.2f} {:.2f} {:.2f} {:.2f}\n", unix_now(),
                    ms_between(batch_start, batch_end), ms_between(batch_end, admitted),
                    ms_between(admitted, submitted), ms_between(published, metrics_done),
-                   ms_between(metrics_done, after_end));
+                   ms_between(metrics_done, after_end)));
     };
     auto end_tick = [&](bool final) {
       end_search();
@@ -893,9 +893,9 @@ class Daemon {
       pipeline_seconds_.frames += seconds_between(tick_start, taken);
       begin_tick();
       if (tick_log)
-        fmt::print(tick_log.get(), "S {:.3f} {} {:.2f} {:.2f} {:.2f}\n", unix_now(), drained,
+        tick_log.write(fmt::format("S {:.3f} {} {:.2f} {:.2f} {:.2f}\n", unix_now(), drained,
                    ms_between(tick_start, taken), ms_between(taken, Clock::now()),
-                   ms_between(schedule.next_tick(), tick_start));
+                   ms_between(schedule.next_tick(), tick_start)));
       if (schedule.finish_at_start(p.engine.batch_in_flight())) end_tick(/*final=*/false);
       schedule.on_batch_started(now, p.engine.tick_ms());
     };
@@ -937,8 +937,8 @@ class Daemon {
         take_all(arrived);
         frame_done = Clock::now();
         if (tick_log && frame_done - popped > std::chrono::milliseconds(2))
-          fmt::print(tick_log.get(), "F {:.3f} {} {:.2f}\n", unix_now(), arrived.size(),
-                     ms_between(popped, frame_done));
+          tick_log.write(fmt::format("F {:.3f} {} {:.2f}\n", unix_now(), arrived.size(),
+                     ms_between(popped, frame_done)));
       }
       // Ticks' time (the frames a tick takes included; the turn's own
       // frames are added below).
@@ -947,7 +947,7 @@ class Daemon {
       p.tasks.run_pending();  // control requests, between frames and ticks
       const auto now = Clock::now();
       if (tick_log && now - frame_done > std::chrono::milliseconds(1))
-        fmt::print(tick_log.get(), "P {:.3f} {:.2f}\n", unix_now(), ms_between(frame_done, now));
+        tick_log.write(fmt::format("P {:.3f} {:.2f}\n", unix_now(), ms_between(frame_done, now)));
       // A search still running at the tick is not waited for: the next batch
       // starts as soon as it ends (so with a short tick_ms the batches run
       // back to back, each taking what arrived during the one before).

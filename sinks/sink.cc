@@ -30,6 +30,14 @@ using nlohmann::json;
 
 constexpr auto kRetentionPeriod = std::chrono::minutes(1);
 constexpr auto kCheckpointPeriod = std::chrono::milliseconds(500);
+// A WAL past SinkOptions::wal_truncate_bytes: the checkpointer's PASSIVE
+// passes (at most kWalCatchUpPasses, until at most kWalTruncateRestBytes
+// are left to copy) leave little for the writer, which then empties it
+// between two transactions, waiting at most kWalTruncateWaitMs for readers
+// of older snapshots.
+constexpr int kWalCatchUpPasses = 4;
+constexpr std::uint64_t kWalTruncateRestBytes = 8u << 20;
+constexpr int kWalTruncateWaitMs = 10;
 // How long closing the socket may wait for queued messages to reach
 // subscribers; bounds how long stop() can take on the ZeroMQ side.
 constexpr int kLingerMs = 1000;
@@ -210,6 +218,7 @@ void validate(const SinkOptions& options) {
   if (options.send_hwm < 0)
     fail("send_hwm must be >= 0 (0 = no limit), got " + std::to_string(options.send_hwm));
   if (options.max_pending_alerts < 1) fail("max_pending_alerts must be >= 1");
+  if (options.wal_truncate_bytes < 1) fail("wal_truncate_bytes must be >= 1");
 }
 
 }  // namespace
@@ -264,10 +273,18 @@ struct AlertSink::Impl {
   }
 
   // Every kCheckpointPeriod (and once at stop), a PASSIVE checkpoint on a
-  // connection of its own: it never blocks the writer, and the WAL stays
-  // small. A failure is reported and retried at the next period.
+  // connection of its own: it never blocks the writer. A failure is reported
+  // and retried at the next period.
+  //
+  // A PASSIVE checkpoint copies what was committed when it began, and SQLite
+  // starts the WAL again from its beginning only when a transaction begins
+  // with every frame copied. A writer that commits without a pause (an alert
+  // storm) never lets that happen, and the WAL would grow until the disk is
+  // full. So past options.wal_truncate_bytes the passes go on until little
+  // is left to copy, and the writer is asked to empty it (empty_wal_if_asked).
   void checkpoint_loop() {
     std::optional<HitStore> connection;
+    std::uint64_t page_bytes = 0;
     bool last_failed = false;
     while (true) {
       bool stop_now = false;
@@ -276,9 +293,20 @@ struct AlertSink::Impl {
         stop_now = sleep_cv.wait_for(lock, kCheckpointPeriod, [&] { return stopping.load(); });
       }
       try {
-        if (!connection) connection.emplace(options.db_path);
-        connection->checkpoint();
+        if (!connection) {
+          connection.emplace(options.db_path);
+          page_bytes = connection->page_size();
+        }
+        HitStore::WalState wal = connection->checkpoint();
         ++checkpoints;
+        if (wal.frames * page_bytes > options.wal_truncate_bytes) {
+          const auto left = [&] { return (wal.frames - std::min(wal.copied, wal.frames)) * page_bytes; };
+          for (int pass = 0; pass < kWalCatchUpPasses && left() > kWalTruncateRestBytes; ++pass) {
+            wal = connection->checkpoint();
+            ++checkpoints;
+          }
+          wal_bytes_to_empty = wal.frames * page_bytes;
+        }
         last_failed = false;
       } catch (const std::exception& e) {
         if (!last_failed) log_error(std::string("WAL checkpoint: ") + e.what());
@@ -287,6 +315,32 @@ struct AlertSink::Impl {
       }
       if (stop_now) return;
     }
+  }
+
+  // Between two transactions, when the checkpointer asked for it: copies
+  // what is left of the WAL and empties it (the next transaction starts it
+  // again). A reader of an older snapshot can keep it from finishing within
+  // kWalTruncateWaitMs: then it is counted and logged (at most every
+  // kSinkReportPeriod), and the checkpointer asks again.
+  void empty_wal_if_asked() {
+    const std::uint64_t bytes = wal_bytes_to_empty.exchange(0);
+    if (bytes == 0) return;
+    std::string failure;
+    try {
+      if (!store.truncate_wal(kWalTruncateWaitMs).busy) {
+        ++wal_truncations;
+        return;
+      }
+      failure = "a reader of an older snapshot held it for more than " +
+                std::to_string(kWalTruncateWaitMs) + " ms";
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    const std::uint64_t total = ++wal_truncations_busy;
+    if (const auto since = wal_busy_report.due(Clock::now(), total))
+      log_error("the WAL (" + std::to_string(bytes >> 20) + " MiB) could not be emptied " +
+                std::to_string(*since) + " times since the last report (" + std::to_string(total) +
+                " in all; tried again): " + failure);
   }
 
   // The writer thread: the only user of `store` and `publisher` after the
@@ -493,6 +547,7 @@ struct AlertSink::Impl {
     }
     batch.clear();
     publish_ns += nanoseconds_between(publish_start, Clock::now());
+    empty_wal_if_asked();
   }
 
   // Returns the first alert's seq once the alerts and the events are
@@ -720,6 +775,12 @@ struct AlertSink::Impl {
   std::atomic<std::uint64_t> publish_ns{0};
 
   std::atomic<std::uint64_t> checkpoints{0};
+  // Set by the checkpointer to the WAL's size in bytes when the writer is to
+  // empty it; 0 = nothing asked.
+  std::atomic<std::uint64_t> wal_bytes_to_empty{0};
+  std::atomic<std::uint64_t> wal_truncations{0};
+  std::atomic<std::uint64_t> wal_truncations_busy{0};
+  CountReport wal_busy_report;
   std::thread checkpointer;
   std::thread writer;  // last: started when everything above exists
 };
@@ -852,6 +913,8 @@ SinkCounters AlertSink::counters() const {
   c.last_seq = impl_->last_seq.load();
   c.store_errors = impl_->store_errors.load();
   c.checkpoints = impl_->checkpoints.load();
+  c.wal_truncations = impl_->wal_truncations.load();
+  c.wal_truncations_busy = impl_->wal_truncations_busy.load();
   c.windows_shed = impl_->windows_shed.load();
   c.wearer_devices_saved = impl_->wearer_devices_saved.load();
   c.wearer_devices_errors = impl_->wearer_devices_errors.load();

@@ -12,10 +12,6 @@
 namespace gw::pipeline::sqlite {
 namespace {
 
-// How long a statement waits for another connection's lock (the CLI reading,
-// a second daemon by mistake) before it fails with SQLITE_BUSY.
-constexpr int kBusyTimeoutMs = 5000;
-
 sqlite3_stmt* cached_statement(sqlite3* db, const std::string& label, const std::string& sql) {
   // The list holds at most a few dozen statements, so the scan costs nothing
   // next to the statement itself.

@@ -18,6 +18,11 @@ struct sqlite3_stmt;
 
 namespace gw::pipeline::sqlite {
 
+// How long a statement waits for another connection's lock (the CLI reading,
+// a second daemon by mistake, a truncating checkpoint) before it fails with
+// SQLITE_BUSY; every connection open() makes has it.
+inline constexpr int kBusyTimeoutMs = 5000;
+
 // How a file is opened and brought to its schema.
 struct SchemaSpec {
   std::string kind;  // "hit store", "history store": first words of every message

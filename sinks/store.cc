@@ -603,11 +603,41 @@ void HitStore::disable_auto_checkpoint() {
   sqlite::exec(db_, label_, "PRAGMA wal_autocheckpoint=0");
 }
 
-void HitStore::checkpoint() {
-  const int rc =
-      sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+namespace {
+
+HitStore::WalState run_checkpoint(sqlite3* db, const std::string& label, int mode) {
+  int frames = 0;
+  int copied = 0;
+  const int rc = sqlite3_wal_checkpoint_v2(db, nullptr, mode, &frames, &copied);
   if (rc != SQLITE_OK && rc != SQLITE_BUSY)
-    throw Error(label_ + ": WAL checkpoint failed: " + sqlite3_errmsg(db_));
+    throw Error(label + ": WAL checkpoint failed: " + sqlite3_errmsg(db));
+  HitStore::WalState state;
+  state.frames = static_cast<std::uint64_t>(std::max(frames, 0));
+  state.copied = static_cast<std::uint64_t>(std::max(copied, 0));
+  state.busy = rc == SQLITE_BUSY;
+  return state;
+}
+
+}  // namespace
+
+HitStore::WalState HitStore::checkpoint() {
+  return run_checkpoint(db_, label_, SQLITE_CHECKPOINT_PASSIVE);
+}
+
+HitStore::WalState HitStore::truncate_wal(int wait_ms) {
+  sqlite3_busy_timeout(db_, std::max(wait_ms, 0));
+  try {
+    const WalState state = run_checkpoint(db_, label_, SQLITE_CHECKPOINT_TRUNCATE);
+    sqlite3_busy_timeout(db_, sqlite::kBusyTimeoutMs);
+    return state;
+  } catch (...) {
+    sqlite3_busy_timeout(db_, sqlite::kBusyTimeoutMs);
+    throw;
+  }
+}
+
+std::uint64_t HitStore::page_size() const {
+  return static_cast<std::uint64_t>(sqlite::single_integer(db_, label_, "PRAGMA page_size"));
 }
 
 std::uint64_t HitStore::limit_size(std::uint64_t max_bytes) {
