@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <utility>
 
 namespace gw {
 
@@ -33,6 +35,32 @@ const Diagnostics& diagnostics() {
   static const Diagnostics from_environment =
       Diagnostics::read([](const char* name) { return std::getenv(name); });
   return from_environment;
+}
+
+DiagnosticLog::DiagnosticLog(const std::string& path, std::string name)
+    : name_(std::move(name)), path_(path) {
+  if (path.empty()) return;
+  file_ = std::fopen(path.c_str(), "a");
+  if (file_ == nullptr)
+    std::fprintf(stderr, "%s: cannot open '%s' (%s); no lines are written\n", name_.c_str(),
+                 path_.c_str(), std::strerror(errno));
+}
+
+DiagnosticLog::~DiagnosticLog() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void DiagnosticLog::write(std::string_view text) {
+  if (file_ == nullptr || text.empty()) return;
+  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size()) close_after_failure("write");
+}
+
+void DiagnosticLog::close_after_failure(const char* what) {
+  const int error = errno;
+  std::fclose(file_);
+  file_ = nullptr;
+  std::fprintf(stderr, "%s: %s to '%s' failed (%s); no more lines are written\n", name_.c_str(), what,
+               path_.c_str(), std::strerror(error));
 }
 
 }  // namespace gw

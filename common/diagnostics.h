@@ -11,8 +11,10 @@
 // start, before its other threads, by logging the switches that are set.
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gw {
@@ -49,5 +51,33 @@ struct Diagnostics {
 
 // The process's switches, read from the environment on the first call.
 const Diagnostics& diagnostics();
+
+// A diagnostics file that lines are appended to (daemon_tick_log,
+// engine_batch_log). A diagnostic must never stop the daemon: writing never
+// throws, and at the first write that fails (a full disk) the file is
+// closed, one line says so on stderr, and later lines are dropped. Not
+// thread-safe: one writer thread.
+class DiagnosticLog {
+ public:
+  DiagnosticLog() = default;
+  // Appends to `path`; an empty path is no log, one that cannot be opened
+  // is no log and a line on stderr. `name` names it in those lines
+  // (e.g. "GW_DAEMON_TICK_LOG").
+  DiagnosticLog(const std::string& path, std::string name);
+  ~DiagnosticLog();
+  DiagnosticLog(const DiagnosticLog&) = delete;
+  DiagnosticLog& operator=(const DiagnosticLog&) = delete;
+
+  explicit operator bool() const { return file_ != nullptr; }
+  // Appends `text` as it is (the caller ends its lines).
+  void write(std::string_view text);
+
+ private:
+  void close_after_failure(const char* what);
+
+  std::FILE* file_ = nullptr;
+  std::string name_;
+  std::string path_;
+};
 
 }  // namespace gw

@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/diagnostics.h"
 #include "config/config.h"
 #include "kernels/multi_device_backend.h"
 #include "kernels/search.h"
@@ -565,10 +566,7 @@ class Engine {
   // model sees it, search ms, phase 2 ms, matches, deferred streams so far,
   // the backend's buffer growths), to see where a slow batch lost its time;
   // warm_up() writes a "# warm-up" comment line per batch. Diagnostics only.
-  struct FileCloser {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-  };
-  std::unique_ptr<std::FILE, FileCloser> batch_log_;
+  DiagnosticLog batch_log_;
   std::vector<std::vector<float>> scratch_;                          // per worker
   std::vector<std::vector<float>> baseline_scratch_;                 // per worker
   std::vector<Phase2Scratch> phase2_scratch_;  // per worker

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "common/error.h"
 #include "kernels/multi_device_backend.h"
 #include "pipeline/engine.h"
@@ -149,11 +151,10 @@ Engine::WarmUp Engine::warm_up(std::size_t streams, const std::function<double()
       // GW_ENGINE_BATCH_LOG: a comment line per warm-up batch (start, slices,
       // values sent, ms in all, search ms, matches, buffer growths).
       if (batch_log_)
-        std::fprintf(batch_log_.get(), "# warm-up %.3f %zu %llu %.2f %.2f %zu %llu\n", started,
-                     batch.streams.size(), static_cast<unsigned long long>(data_size),
-                     (ended - started) * 1000.0, (ended - searched_from) * 1000.0,
-                     result.matches.size(),
-                     static_cast<unsigned long long>(result.stats.buffer_growths));
+        batch_log_.write(fmt::format("# warm-up {:.3f} {} {} {:.2f} {:.2f} {} {}\n", started,
+                                     batch.streams.size(), data_size, (ended - started) * 1000.0,
+                                     (ended - searched_from) * 1000.0, result.matches.size(),
+                                     result.stats.buffer_growths));
     }
   } catch (const kernels::SearchDeviceLost& lost) {
     // The GPU is gone from the multi-device backend: counted and noted as a

@@ -4,8 +4,13 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+
+#include "tests/common/temp_dir.h"
 
 namespace {
 
@@ -70,4 +75,40 @@ TEST_CASE("diagnostics: the process's switches come from the environment, read o
   CHECK(&gw::diagnostics() == &first);
   CHECK(gw::diagnostics().cuda_dtw_candidates_per_lane == 7);
   unsetenv("GW_CUDA_DTW_PER_LANE");
+}
+
+TEST_CASE("DiagnosticLog: lines are appended; a write that fails closes it and never throws",
+          "[diagnostics]") {
+  gw::test::TempDir dir("gw_diagnostic_log");
+  const std::string path = (dir.path() / "tick.log").string();
+  {
+    gw::DiagnosticLog log(path, "GW_DAEMON_TICK_LOG");
+    REQUIRE(static_cast<bool>(log));
+    log.write("one\n");
+  }
+  {
+    gw::DiagnosticLog log(path, "GW_DAEMON_TICK_LOG");
+    log.write("two\n");
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str() == "one\ntwo\n");
+
+  CHECK_FALSE(static_cast<bool>(gw::DiagnosticLog("", "GW_ENGINE_BATCH_LOG")));
+  CHECK_FALSE(static_cast<bool>(gw::DiagnosticLog((dir.path() / "no" / "such.log").string(),
+                                                  "GW_ENGINE_BATCH_LOG")));
+
+  // A full disk: /dev/full takes the open and refuses every write once the
+  // stream's buffer is flushed.
+  if (!std::filesystem::exists("/dev/full")) {
+    WARN("skipped: no /dev/full here");
+    return;
+  }
+  gw::DiagnosticLog full("/dev/full", "GW_DAEMON_TICK_LOG");
+  REQUIRE(static_cast<bool>(full));
+  const std::string line(1000, 'x');
+  for (int i = 0; i < 1000 && full; ++i) CHECK_NOTHROW(full.write(line + "\n"));
+  CHECK_FALSE(static_cast<bool>(full));
+  CHECK_NOTHROW(full.write("after\n"));
 }
