@@ -310,10 +310,10 @@ std::vector<MetricFamily> make_families() {
               leaf("/sink/store_errors")),
       counter("gaitwatch_sink_checkpoints_total", "WAL checkpoints run.",
               leaf("/sink/checkpoints")),
-      counter("gaitwatch_sink_wal_truncations_total",
-              "WALs grown past their limit under a writer that never paused, emptied (done) or "
+      counter("gaitwatch_sink_wal_restarts_total",
+              "WALs grown past their limit under a writer that never paused, started again (done) or "
               "held off by a transaction or an old snapshot's reader (busy, tried again).",
-              by("result", {{"done", "/sink/wal_truncations"}, {"busy", "/sink/wal_truncations_busy"}})),
+              by("result", {{"done", "/sink/wal_restarts"}, {"busy", "/sink/wal_restarts_busy"}})),
       counter("gaitwatch_sink_thread_seconds_total",
               "The alert writer thread's wall time by activity: transactions (rows and fsync) "
               "and publishing committed alerts.",

@@ -30,14 +30,14 @@ using nlohmann::json;
 
 constexpr auto kRetentionPeriod = std::chrono::minutes(1);
 constexpr auto kCheckpointPeriod = std::chrono::milliseconds(500);
-// A WAL past SinkOptions::wal_truncate_bytes: the checkpointer's PASSIVE
-// passes (at most kWalCatchUpPasses, until at most kWalTruncateRestBytes
-// are left to copy) leave little for the writer, which then empties it
-// between two transactions, waiting at most kWalTruncateWaitMs for readers
-// of older snapshots.
+// A WAL past SinkOptions::wal_restart_bytes: the checkpointer's PASSIVE
+// passes (at most kWalCatchUpPasses, until at most kWalRestartRestBytes
+// are left to copy) leave little for the writer, which then copies the rest
+// and has the WAL start again between two transactions, waiting at most
+// kWalRestartWaitMs for readers of older snapshots.
 constexpr int kWalCatchUpPasses = 4;
-constexpr std::uint64_t kWalTruncateRestBytes = 8u << 20;
-constexpr int kWalTruncateWaitMs = 10;
+constexpr std::uint64_t kWalRestartRestBytes = 8u << 20;
+constexpr int kWalRestartWaitMs = 10;
 // How long closing the socket may wait for queued messages to reach
 // subscribers; bounds how long stop() can take on the ZeroMQ side.
 constexpr int kLingerMs = 1000;
@@ -218,7 +218,7 @@ void validate(const SinkOptions& options) {
   if (options.send_hwm < 0)
     fail("send_hwm must be >= 0 (0 = no limit), got " + std::to_string(options.send_hwm));
   if (options.max_pending_alerts < 1) fail("max_pending_alerts must be >= 1");
-  if (options.wal_truncate_bytes < 1) fail("wal_truncate_bytes must be >= 1");
+  if (options.wal_restart_bytes < 1) fail("wal_restart_bytes must be >= 1");
 }
 
 }  // namespace
@@ -280,8 +280,8 @@ struct AlertSink::Impl {
   // starts the WAL again from its beginning only when a transaction begins
   // with every frame copied. A writer that commits without a pause (an alert
   // storm) never lets that happen, and the WAL would grow until the disk is
-  // full. So past options.wal_truncate_bytes the passes go on until little
-  // is left to copy, and the writer is asked to empty it (empty_wal_if_asked).
+  // full. So past options.wal_restart_bytes the passes go on until little
+  // is left to copy, and the writer is asked to restart it (restart_wal_if_asked).
   void checkpoint_loop() {
     std::optional<HitStore> connection;
     std::uint64_t page_bytes = 0;
@@ -299,13 +299,13 @@ struct AlertSink::Impl {
         }
         HitStore::WalState wal = connection->checkpoint();
         ++checkpoints;
-        if (wal.frames * page_bytes > options.wal_truncate_bytes) {
+        if (wal.frames * page_bytes > options.wal_restart_bytes) {
           const auto left = [&] { return (wal.frames - std::min(wal.copied, wal.frames)) * page_bytes; };
-          for (int pass = 0; pass < kWalCatchUpPasses && left() > kWalTruncateRestBytes; ++pass) {
+          for (int pass = 0; pass < kWalCatchUpPasses && left() > kWalRestartRestBytes; ++pass) {
             wal = connection->checkpoint();
             ++checkpoints;
           }
-          wal_bytes_to_empty = wal.frames * page_bytes;
+          wal_bytes_to_restart = wal.frames * page_bytes;
         }
         last_failed = false;
       } catch (const std::exception& e) {
@@ -318,27 +318,28 @@ struct AlertSink::Impl {
   }
 
   // Between two transactions, when the checkpointer asked for it: copies
-  // what is left of the WAL and empties it (the next transaction starts it
-  // again). A reader of an older snapshot can keep it from finishing within
-  // kWalTruncateWaitMs: then it is counted and logged (at most every
-  // kSinkReportPeriod), and the checkpointer asks again.
-  void empty_wal_if_asked() {
-    const std::uint64_t bytes = wal_bytes_to_empty.exchange(0);
+  // what is left of the WAL, so that the next transaction writes it from its
+  // start again (the file keeps its size, which bounds it; not truncating it
+  // keeps this pause short). A reader of an older snapshot can keep it from
+  // finishing within kWalRestartWaitMs: then it is counted and logged (at
+  // most every kSinkReportPeriod), and the checkpointer asks again.
+  void restart_wal_if_asked() {
+    const std::uint64_t bytes = wal_bytes_to_restart.exchange(0);
     if (bytes == 0) return;
     std::string failure;
     try {
-      if (!store.truncate_wal(kWalTruncateWaitMs).busy) {
-        ++wal_truncations;
+      if (!store.restart_wal(kWalRestartWaitMs).busy) {
+        ++wal_restarts;
         return;
       }
       failure = "a reader of an older snapshot held it for more than " +
-                std::to_string(kWalTruncateWaitMs) + " ms";
+                std::to_string(kWalRestartWaitMs) + " ms";
     } catch (const std::exception& e) {
       failure = e.what();
     }
-    const std::uint64_t total = ++wal_truncations_busy;
+    const std::uint64_t total = ++wal_restarts_busy;
     if (const auto since = wal_busy_report.due(Clock::now(), total))
-      log_error("the WAL (" + std::to_string(bytes >> 20) + " MiB) could not be emptied " +
+      log_error("the WAL (" + std::to_string(bytes >> 20) + " MiB) could not be restarted " +
                 std::to_string(*since) + " times since the last report (" + std::to_string(total) +
                 " in all; tried again): " + failure);
   }
@@ -547,7 +548,7 @@ struct AlertSink::Impl {
     }
     batch.clear();
     publish_ns += nanoseconds_between(publish_start, Clock::now());
-    empty_wal_if_asked();
+    restart_wal_if_asked();
   }
 
   // Returns the first alert's seq once the alerts and the events are
@@ -776,10 +777,10 @@ struct AlertSink::Impl {
 
   std::atomic<std::uint64_t> checkpoints{0};
   // Set by the checkpointer to the WAL's size in bytes when the writer is to
-  // empty it; 0 = nothing asked.
-  std::atomic<std::uint64_t> wal_bytes_to_empty{0};
-  std::atomic<std::uint64_t> wal_truncations{0};
-  std::atomic<std::uint64_t> wal_truncations_busy{0};
+  // restart it; 0 = nothing asked.
+  std::atomic<std::uint64_t> wal_bytes_to_restart{0};
+  std::atomic<std::uint64_t> wal_restarts{0};
+  std::atomic<std::uint64_t> wal_restarts_busy{0};
   CountReport wal_busy_report;
   std::thread checkpointer;
   std::thread writer;  // last: started when everything above exists
@@ -913,8 +914,8 @@ SinkCounters AlertSink::counters() const {
   c.last_seq = impl_->last_seq.load();
   c.store_errors = impl_->store_errors.load();
   c.checkpoints = impl_->checkpoints.load();
-  c.wal_truncations = impl_->wal_truncations.load();
-  c.wal_truncations_busy = impl_->wal_truncations_busy.load();
+  c.wal_restarts = impl_->wal_restarts.load();
+  c.wal_restarts_busy = impl_->wal_restarts_busy.load();
   c.windows_shed = impl_->windows_shed.load();
   c.wearer_devices_saved = impl_->wearer_devices_saved.load();
   c.wearer_devices_errors = impl_->wearer_devices_errors.load();

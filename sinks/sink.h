@@ -56,10 +56,11 @@ struct SinkOptions {
   std::size_t max_pending_alerts = 100000;
   // The database's size limit in bytes (HitStore::limit_size); 0 = none.
   std::uint64_t max_size_bytes = 0;
-  // A WAL larger than this after a checkpoint is emptied by the writer
-  // between two transactions (it copies what the checkpointer has not), so
-  // that a writer that never pauses cannot grow it without bound. > 0.
-  std::uint64_t wal_truncate_bytes = 64u << 20;
+  // A WAL larger than this after a checkpoint is started again by the
+  // writer between two transactions (it copies what the checkpointer has
+  // not), so that a writer that never pauses cannot grow it without bound:
+  // the file stays at about this size plus a checkpoint period's writes. > 0.
+  std::uint64_t wal_restart_bytes = 64u << 20;
   // Called on the writer thread with [topic, body] of every alert and event
   // once its row is committed, in commit order, whether or not there is a
   // publish_endpoint (the bridges take alerts this way). It must not block:
@@ -100,11 +101,11 @@ struct SinkCounters {
   std::uint64_t last_seq = 0;
   std::uint64_t store_errors = 0;
   std::uint64_t checkpoints = 0;  // WAL checkpoints run (off the writer thread)
-  // WALs past SinkOptions::wal_truncate_bytes emptied, and tries at it that
+  // WALs past SinkOptions::wal_restart_bytes started again, and tries that
   // failed, mostly because a reader of an older snapshot held it (tried
   // again).
-  std::uint64_t wal_truncations = 0;
-  std::uint64_t wal_truncations_busy = 0;
+  std::uint64_t wal_restarts = 0;
+  std::uint64_t wal_restarts_busy = 0;
   // Alerts committed without their windows because the writer was behind
   // (alerts waiting behind a transaction): the rows keep up, the windows
   // give way; such an alert cannot be marked.

@@ -624,10 +624,10 @@ HitStore::WalState HitStore::checkpoint() {
   return run_checkpoint(db_, label_, SQLITE_CHECKPOINT_PASSIVE);
 }
 
-HitStore::WalState HitStore::truncate_wal(int wait_ms) {
+HitStore::WalState HitStore::restart_wal(int wait_ms) {
   sqlite3_busy_timeout(db_, std::max(wait_ms, 0));
   try {
-    const WalState state = run_checkpoint(db_, label_, SQLITE_CHECKPOINT_TRUNCATE);
+    const WalState state = run_checkpoint(db_, label_, SQLITE_CHECKPOINT_RESTART);
     sqlite3_busy_timeout(db_, sqlite::kBusyTimeoutMs);
     return state;
   } catch (...) {

@@ -258,7 +258,7 @@ class HitStore {
   // off and has checkpoint() called on another connection instead.
   void disable_auto_checkpoint();
   // What a checkpoint left: the WAL's frames (pages) and how many of them
-  // are copied into the database file; `busy` when a truncating checkpoint
+  // are copied into the database file; `busy` when a restarting checkpoint
   // could not finish within its wait (it then copied what it could).
   struct WalState {
     std::uint64_t frames = 0;
@@ -268,13 +268,13 @@ class HitStore {
   // A PASSIVE checkpoint (never waits for, nor blocks, the writer): copies
   // what it can of the WAL into the database file; throws gw::Error on failure.
   WalState checkpoint();
-  // A TRUNCATE checkpoint: waits up to `wait_ms` for the writer's open
-  // transaction and for readers of older snapshots, copies the rest of the
-  // WAL (new writers wait meanwhile) and empties the WAL file, so that the
-  // next transaction starts it again. On a timeout it copies what it can,
-  // returns with `busy` set and blocks no one further. Throws gw::Error on
-  // other failures.
-  WalState truncate_wal(int wait_ms);
+  // A RESTART checkpoint: waits up to `wait_ms` for another connection's
+  // open transaction and for readers of older snapshots, copies the rest of
+  // the WAL (new writers wait meanwhile), so that the next transaction
+  // writes the WAL from its start again; the file keeps its size. On a
+  // timeout it copies what it can, returns with `busy` set and blocks no one
+  // further. Throws gw::Error on other failures.
+  WalState restart_wal(int wait_ms);
   // The database's page size in bytes (a WAL frame holds one page).
   std::uint64_t page_size() const;
   // Caps the database at `max_bytes` for this connection (PRAGMA
