@@ -59,8 +59,8 @@ void DiagnosticLog::close_after_failure(const char* what) {
   const int error = errno;
   std::fclose(file_);
   file_ = nullptr;
-  std::fprintf(stderr, "%s: %s to '%s' failed (%s); no more lines are written\n", name_.c_str(), what,
-               path_.c_str(), std::strerror(error));
+  std::fprintf(stderr, "%s: %s to '%s' failed (%s); no more lines are written\n", name_.c_str(),
+               what, path_.c_str(), std::strerror(error));
 }
 
 }  // namespace gw

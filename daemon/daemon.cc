@@ -762,8 +762,8 @@ class Daemon {
       pipeline_seconds_.after_batch += seconds_between(started, ended);
       schedule.on_slot_step(seconds_recorded, step_ms, final);
       if (tick_log)
-        tick_log.write(fmt::format("R {:.3f} {:.2f} {} {}\n", unix_now(), step_ms,
-                   seconds_recorded, p.engine.batch_in_flight() ? 1 : 0));
+        tick_log.write(fmt::format("R {:.3f} {:.2f} {} {}\n", unix_now(), step_ms, seconds_recorded,
+                                   p.engine.batch_in_flight() ? 1 : 0));
     };
     // Phase 2 of the searched batch (if any), and its alerts out.
     auto detect_and_send = [&](bool final) {
@@ -828,9 +828,10 @@ class Daemon {
       if (final) record_slots(/*final=*/true);  // counts its own time
       if (tick_log)
         tick_log.write(fmt::format("D {:.3f} {:.2f} {:.2f} {:.2f} {:.2f} {:.2f}\n", unix_now(),
-                   ms_between(batch_start, batch_end), ms_between(batch_end, admitted),
-                   ms_between(admitted, submitted), ms_between(published, metrics_done),
-                   ms_between(metrics_done, after_end)));
+                                   ms_between(batch_start, batch_end),
+                                   ms_between(batch_end, admitted), ms_between(admitted, submitted),
+                                   ms_between(published, metrics_done),
+                                   ms_between(metrics_done, after_end)));
     };
     auto end_tick = [&](bool final) {
       end_search();
@@ -894,8 +895,8 @@ class Daemon {
       begin_tick();
       if (tick_log)
         tick_log.write(fmt::format("S {:.3f} {} {:.2f} {:.2f} {:.2f}\n", unix_now(), drained,
-                   ms_between(tick_start, taken), ms_between(taken, Clock::now()),
-                   ms_between(schedule.next_tick(), tick_start)));
+                                   ms_between(tick_start, taken), ms_between(taken, Clock::now()),
+                                   ms_between(schedule.next_tick(), tick_start)));
       if (schedule.finish_at_start(p.engine.batch_in_flight())) end_tick(/*final=*/false);
       schedule.on_batch_started(now, p.engine.tick_ms());
     };
@@ -938,7 +939,7 @@ class Daemon {
         frame_done = Clock::now();
         if (tick_log && frame_done - popped > std::chrono::milliseconds(2))
           tick_log.write(fmt::format("F {:.3f} {} {:.2f}\n", unix_now(), arrived.size(),
-                     ms_between(popped, frame_done)));
+                                     ms_between(popped, frame_done)));
       }
       // Ticks' time (the frames a tick takes included; the turn's own
       // frames are added below).

@@ -311,8 +311,9 @@ std::vector<MetricFamily> make_families() {
       counter("gaitwatch_sink_checkpoints_total", "WAL checkpoints run.",
               leaf("/sink/checkpoints")),
       counter("gaitwatch_sink_wal_restarts_total",
-              "WALs grown past their limit under a writer that never paused, started again (done) or "
-              "held off by a transaction or an old snapshot's reader (busy, tried again).",
+              "WALs grown past their limit under a writer that never paused: started again "
+              "(done), or not (busy: held off by an old snapshot's reader or a checkpoint, "
+              "or failed; tried again).",
               by("result", {{"done", "/sink/wal_restarts"}, {"busy", "/sink/wal_restarts_busy"}})),
       counter("gaitwatch_sink_thread_seconds_total",
               "The alert writer thread's wall time by activity: transactions (rows and fsync) "

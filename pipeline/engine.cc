@@ -38,7 +38,8 @@ Event episode_ended_event(const EpisodeEnd& end, double at_s) {
 }
 
 Engine::Engine(const config::Config& config, std::unique_ptr<kernels::SearchBackend> backend)
-    : backend_(std::move(backend)), batch_log_(diagnostics().engine_batch_log, "GW_ENGINE_BATCH_LOG") {
+    : backend_(std::move(backend)),
+      batch_log_(diagnostics().engine_batch_log, "GW_ENGINE_BATCH_LOG") {
   if (!backend_) throw Error("engine: no search backend");
   backend_name_ = backend_->name();
   reconfigure(config);
@@ -1108,12 +1109,11 @@ std::vector<Alert> Engine::detect_searched(const std::function<double()>& now) {
   counters_.last_batch_ms = search_ms + phase2_ms;
   counters_.last_phase2_ms = phase2_ms;
   if (batch_log_)
-    batch_log_.write(fmt::format("{:.3f} {} {:.0f} {:.2f} {:.2f} {:.2f} {:.2f} {} {} {}\n",
-                                 done.batch_start, slices, done.searched_work,
-                                 counters_.last_predicted_ms,
-                                 (done.search_end_s - done.batch_start) * 1000.0, search_ms, phase2_ms,
-                                 result.matches.size(), counters_.deferred_streams,
-                                 result.stats.buffer_growths));
+    batch_log_.write(fmt::format(
+        "{:.3f} {} {:.0f} {:.2f} {:.2f} {:.2f} {:.2f} {} {} {}\n", done.batch_start, slices,
+        done.searched_work, counters_.last_predicted_ms,
+        (done.search_end_s - done.batch_start) * 1000.0, search_ms, phase2_ms,
+        result.matches.size(), counters_.deferred_streams, result.stats.buffer_growths));
   counters_.max_batch_ms = std::max(counters_.max_batch_ms, counters_.last_batch_ms);
   const double latency_ms = (finished - done.newest_arrival) * 1000.0;
   counters_.max_latency_ms = std::max(counters_.max_latency_ms, latency_ms);

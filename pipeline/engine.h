@@ -14,7 +14,6 @@
 #include <chrono>
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <future>
 #include <map>

@@ -32,12 +32,16 @@ constexpr auto kRetentionPeriod = std::chrono::minutes(1);
 constexpr auto kCheckpointPeriod = std::chrono::milliseconds(500);
 // A WAL past SinkOptions::wal_restart_bytes: the checkpointer's PASSIVE
 // passes (at most kWalCatchUpPasses, until at most kWalRestartRestBytes
-// are left to copy) leave little for the writer, which then copies the rest
-// and has the WAL start again between two transactions, waiting at most
-// kWalRestartWaitMs for readers of older snapshots.
+// are left to copy) leave the writer little to copy when the checkpoints
+// keep up with it (else the writer's copy is what slows it to their pace);
+// the writer then has the WAL start again between two transactions,
+// waiting at most kWalRestartWaitMs for readers of older snapshots. When it
+// starts again, a file grown past kWalFileLimitFactor times the limit (held
+// off by a reader for a while) is cut back to that.
 constexpr int kWalCatchUpPasses = 4;
 constexpr std::uint64_t kWalRestartRestBytes = 8u << 20;
 constexpr int kWalRestartWaitMs = 10;
+constexpr std::uint64_t kWalFileLimitFactor = 4;
 // How long closing the socket may wait for queued messages to reach
 // subscribers; bounds how long stop() can take on the ZeroMQ side.
 constexpr int kLingerMs = 1000;
@@ -238,6 +242,7 @@ struct AlertSink::Impl {
     // not inside a commit: copying megabytes of WAL and two fsyncs every few
     // ticks would delay that tick's alerts.
     store.disable_auto_checkpoint();
+    store.limit_wal_file(kWalFileLimitFactor * options.wal_restart_bytes);
     if (!options.publish_endpoint.empty()) bind_publisher();
     checkpointer = std::thread([this] {
       set_thread_name("gw-sink-ckpt");
@@ -300,7 +305,9 @@ struct AlertSink::Impl {
         HitStore::WalState wal = connection->checkpoint();
         ++checkpoints;
         if (wal.frames * page_bytes > options.wal_restart_bytes) {
-          const auto left = [&] { return (wal.frames - std::min(wal.copied, wal.frames)) * page_bytes; };
+          const auto left = [&] {
+            return (wal.frames - std::min(wal.copied, wal.frames)) * page_bytes;
+          };
           for (int pass = 0; pass < kWalCatchUpPasses && left() > kWalRestartRestBytes; ++pass) {
             wal = connection->checkpoint();
             ++checkpoints;
@@ -320,9 +327,10 @@ struct AlertSink::Impl {
   // Between two transactions, when the checkpointer asked for it: copies
   // what is left of the WAL, so that the next transaction writes it from its
   // start again (the file keeps its size, which bounds it; not truncating it
-  // keeps this pause short). A reader of an older snapshot can keep it from
-  // finishing within kWalRestartWaitMs: then it is counted and logged (at
-  // most every kSinkReportPeriod), and the checkpointer asks again.
+  // keeps this pause short). A reader of an older snapshot (or the
+  // checkpointer's pass) can keep it from finishing within
+  // kWalRestartWaitMs: then it is counted and logged (at most every
+  // kSinkReportPeriod), and the checkpointer asks again.
   void restart_wal_if_asked() {
     const std::uint64_t bytes = wal_bytes_to_restart.exchange(0);
     if (bytes == 0) return;
@@ -332,8 +340,8 @@ struct AlertSink::Impl {
         ++wal_restarts;
         return;
       }
-      failure = "a reader of an older snapshot held it for more than " +
-                std::to_string(kWalRestartWaitMs) + " ms";
+      failure = "held for more than " + std::to_string(kWalRestartWaitMs) +
+                " ms (a reader of an older snapshot, or a checkpoint)";
     } catch (const std::exception& e) {
       failure = e.what();
     }

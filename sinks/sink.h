@@ -59,7 +59,8 @@ struct SinkOptions {
   // A WAL larger than this after a checkpoint is started again by the
   // writer between two transactions (it copies what the checkpointer has
   // not), so that a writer that never pauses cannot grow it without bound:
-  // the file stays at about this size plus a checkpoint period's writes. > 0.
+  // the file stays at about this size plus a checkpoint period's writes, and
+  // is cut back to 4 times this size when a reader held it off longer. > 0.
   std::uint64_t wal_restart_bytes = 64u << 20;
   // Called on the writer thread with [topic, body] of every alert and event
   // once its row is committed, in commit order, whether or not there is a
@@ -102,8 +103,8 @@ struct SinkCounters {
   std::uint64_t store_errors = 0;
   std::uint64_t checkpoints = 0;  // WAL checkpoints run (off the writer thread)
   // WALs past SinkOptions::wal_restart_bytes started again, and tries that
-  // failed, mostly because a reader of an older snapshot held it (tried
-  // again).
+  // failed (mostly held off by a reader of an older snapshot or by a
+  // checkpoint; tried again).
   std::uint64_t wal_restarts = 0;
   std::uint64_t wal_restarts_busy = 0;
   // Alerts committed without their windows because the writer was behind

@@ -19,7 +19,7 @@ struct sqlite3_stmt;
 namespace gw::pipeline::sqlite {
 
 // How long a statement waits for another connection's lock (the CLI reading,
-// a second daemon by mistake, a truncating checkpoint) before it fails with
+// a second daemon by mistake, a restarting checkpoint) before it fails with
 // SQLITE_BUSY; every connection open() makes has it.
 inline constexpr int kBusyTimeoutMs = 5000;
 

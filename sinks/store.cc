@@ -609,12 +609,14 @@ HitStore::WalState run_checkpoint(sqlite3* db, const std::string& label, int mod
   int frames = 0;
   int copied = 0;
   const int rc = sqlite3_wal_checkpoint_v2(db, nullptr, mode, &frames, &copied);
-  if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+  // Extended result codes are on: SQLITE_BUSY_RECOVERY and the like are busy too.
+  const bool busy = (rc & 0xff) == SQLITE_BUSY;
+  if (rc != SQLITE_OK && !busy)
     throw Error(label + ": WAL checkpoint failed: " + sqlite3_errmsg(db));
   HitStore::WalState state;
   state.frames = static_cast<std::uint64_t>(std::max(frames, 0));
   state.copied = static_cast<std::uint64_t>(std::max(copied, 0));
-  state.busy = rc == SQLITE_BUSY;
+  state.busy = busy;
   return state;
 }
 
@@ -634,6 +636,10 @@ HitStore::WalState HitStore::restart_wal(int wait_ms) {
     sqlite3_busy_timeout(db_, sqlite::kBusyTimeoutMs);
     throw;
   }
+}
+
+void HitStore::limit_wal_file(std::uint64_t max_bytes) {
+  sqlite::exec(db_, label_, "PRAGMA journal_size_limit=" + std::to_string(max_bytes));
 }
 
 std::uint64_t HitStore::page_size() const {

@@ -269,12 +269,16 @@ class HitStore {
   // what it can of the WAL into the database file; throws gw::Error on failure.
   WalState checkpoint();
   // A RESTART checkpoint: waits up to `wait_ms` for another connection's
-  // open transaction and for readers of older snapshots, copies the rest of
-  // the WAL (new writers wait meanwhile), so that the next transaction
-  // writes the WAL from its start again; the file keeps its size. On a
-  // timeout it copies what it can, returns with `busy` set and blocks no one
-  // further. Throws gw::Error on other failures.
+  // open transaction or checkpoint and for readers of older snapshots,
+  // copies the rest of the WAL (new writers wait meanwhile), so that the
+  // next transaction writes the WAL from its start again; the file keeps
+  // its size (see limit_wal_file). On a timeout it copies what it can,
+  // returns with `busy` set and blocks no one further. Throws gw::Error on
+  // other failures.
   WalState restart_wal(int wait_ms);
+  // When this connection starts the WAL again, a file larger than
+  // `max_bytes` is cut to it (PRAGMA journal_size_limit).
+  void limit_wal_file(std::uint64_t max_bytes);
   // The database's page size in bytes (a WAL frame holds one page).
   std::uint64_t page_size() const;
   // Caps the database at `max_bytes` for this connection (PRAGMA

@@ -96,8 +96,8 @@ TEST_CASE("DiagnosticLog: lines are appended; a write that fails closes it and n
   CHECK(text.str() == "one\ntwo\n");
 
   CHECK_FALSE(static_cast<bool>(gw::DiagnosticLog("", "GW_ENGINE_BATCH_LOG")));
-  CHECK_FALSE(static_cast<bool>(gw::DiagnosticLog((dir.path() / "no" / "such.log").string(),
-                                                  "GW_ENGINE_BATCH_LOG")));
+  CHECK_FALSE(static_cast<bool>(
+      gw::DiagnosticLog((dir.path() / "no" / "such.log").string(), "GW_ENGINE_BATCH_LOG")));
 
   // A full disk: /dev/full takes the open and refuses every write once the
   // stream's buffer is flushed.
