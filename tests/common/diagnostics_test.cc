@@ -77,7 +77,7 @@ TEST_CASE("diagnostics: the process's switches come from the environment, read o
   unsetenv("GW_CUDA_DTW_PER_LANE");
 }
 
-TEST_CASE("DiagnosticLog: lines are appended; a write that fails closes it and never throws",
+TEST_CASE("DiagnosticLog: lines are appended, and a write that fails closes it and never throws",
           "[diagnostics]") {
   gw::test::TempDir dir("gw_diagnostic_log");
   const std::string path = (dir.path() / "tick.log").string();
