@@ -106,10 +106,24 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
     read();
   }
 
+  // The read in flight writes into the buffer it was given: the buffer is
+  // changed only in the read's handler, never while a read waits (the
+  // timer asks for a smaller one by cancelling the read, see on_timer).
   void read() {
     auto self = shared_from_this();
     socket.async_read_some(asio::buffer(buffer.data() + filled, buffer.size() - filled),
                            [self](const boost::system::error_code& ec, std::size_t n) {
+                             const bool shrink_asked = self->shrink_asked;
+                             self->shrink_asked = false;
+                             if (ec == asio::error::operation_aborted && shrink_asked &&
+                                 self->socket.is_open()) {
+                               // Cancelled by the timer before it read a byte:
+                               // what the peer sends waits in the socket.
+                               self->filled += n;
+                               self->shrink_if_quiet();
+                               self->read();
+                               return;
+                             }
                              if (ec) return;
                              const bool was_full = self->filled + n == self->buffer.size();
                              self->filled += n;
@@ -173,14 +187,27 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
       socket.close(ignored);  // the read ends with an error and lets the session go
       return;
     }
-    shrink_if_quiet();
+    if (quiet_for_shrink()) {
+      // A wait on a quiet connection holds the large buffer: end the wait,
+      // and its handler shrinks the buffer and reads again.
+      shrink_asked = true;
+      boost::system::error_code ignored;
+      socket.cancel(ignored);
+    }
     watch();
   }
 
+  // The buffer is larger than it starts and has not grown for kShrinkAfter,
+  // and what it holds fits in the small size.
+  bool quiet_for_shrink() const {
+    return buffer.size() > kInitialBytes && filled <= kInitialBytes &&
+           Clock::now() - last_grown >= kShrinkAfter;
+  }
+
+  // Only between reads (the read's handler): a read in flight writes into
+  // the buffer it was given.
   void shrink_if_quiet() {
-    if (buffer.size() <= kInitialBytes || filled > kInitialBytes ||
-        Clock::now() - last_grown < kShrinkAfter)
-      return;
+    if (!quiet_for_shrink()) return;
     // A frame begun and larger than the small buffer keeps the room it needs.
     if (filled >= 4) {
       const std::uint8_t* p = buffer.data();
@@ -249,6 +276,7 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   asio::steady_timer timer;
   Clock::time_point last_read;   // the last read that brought bytes (or the start)
   Clock::time_point last_grown;  // the buffer's last growth
+  bool shrink_asked = false;     // the timer cancelled the read to shrink the buffer
   bool finishing = false;        // Ingest::stop() was called
   Clock::time_point finish_by;   // closed by then at the latest, once finishing
 };

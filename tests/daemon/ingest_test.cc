@@ -167,6 +167,40 @@ TEST_CASE("TCP frames arrive whole and in order per connection however the bytes
   CHECK(c.tcp_bad_length == 0);
 }
 
+TEST_CASE("frames after a burst and a quiet spell arrive whole while the buffer shrinks",
+          "[daemon][ingest]") {
+  // A burst grows the session's buffer; once the connection is quiet, the
+  // session gives the buffer back its small size while its next read waits
+  // on the socket. That read must land in the buffer the session keeps.
+  constexpr int kChannels = 201;
+  Running run(1, kChannels);
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"),
+                  static_cast<unsigned short>(run.config.ingest.tcp.port)});
+  constexpr std::uint32_t kBurst = 200;  // ~1.6 MB in one write: reads fill the buffer
+  std::vector<std::uint8_t> burst;
+  for (std::uint32_t k = 0; k < kBurst; ++k) {
+    const auto one = prefixed(frame_of(1, k, kChannels, 10));
+    burst.insert(burst.end(), one.begin(), one.end());
+  }
+  asio::write(socket, asio::buffer(burst));
+  REQUIRE(run.take(kBurst).size() == kBurst);
+  // Quiet for longer than the shrink delay (1 s) plus the session timer's
+  // period (2 s).
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+  constexpr std::uint32_t kAfter = 20;
+  for (std::uint32_t k = kBurst; k < kBurst + kAfter; ++k)
+    asio::write(socket, asio::buffer(prefixed(frame_of(1, k, kChannels, 10))));
+  const auto after = run.take(kAfter);
+  CHECK(run.ingest->counters().tcp_bad_length == 0);
+  REQUIRE(after.size() == kAfter);
+  for (std::uint32_t i = 0; i < kAfter; ++i) {
+    CHECK(after[i].frame.sequence == kBurst + i);
+    CHECK(after[i].frame.values == frame_of(1, kBurst + i, kChannels, 10).values);
+  }
+}
+
 TEST_CASE("a bad length closes only its connection, a corrupt frame is counted and skipped",
           "[daemon][ingest]") {
   const int threads = GENERATE(1, 2);
