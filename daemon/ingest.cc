@@ -55,6 +55,7 @@ nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
           {"tcp_open", tcp_open.load()},
           {"tcp_refused", tcp_refused.load()},
           {"tcp_idle_closed", tcp_idle_closed.load()},
+          {"tcp_buffers_shrunk", tcp_buffers_shrunk.load()},
           {"accept_errors", accept_errors.load()},
           {"queue_dropped", queue.dropped()},
           {"queue_refused_closed", queue.refused_closed()},
@@ -67,15 +68,16 @@ nlohmann::json IngestCounters::to_json(const FrameQueue& queue) const {
 // taken apart in place, so that a busy connection costs one read per many
 // frames rather than two per frame. All of a session's handlers run on its
 // socket's io_context (the owner's, or one ingest thread's). A timer closes
-// the connection after ingest.tcp.idle_timeout_s without a byte, and gives a
-// buffer that a burst grew back its small size once the burst is over.
+// the connection after ingest.tcp.idle_timeout_s without a byte, and has a
+// buffer that a burst grew given back its small size once the burst is over.
 struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   using Clock = std::chrono::steady_clock;
   // The buffer starts small (thousands of devices may each hold a
   // connection), grows to hold a whole frame when one is larger, and
   // doubles up to kBusyBytes while reads keep filling it; kShrinkAfter
-  // after the last read that filled it (or needed a larger frame), it goes
-  // back to kInitialBytes when what it holds fits there.
+  // after the last read that filled it (or needed a larger frame), a read
+  // that does not fill it (or, on a connection quiet for kShrinkAfter, the
+  // timer) gives it back kInitialBytes when what it holds fits there.
   static constexpr std::size_t kInitialBytes = 16 * 1024;
   static constexpr std::size_t kBusyBytes = 256 * 1024;
   static constexpr Clock::duration kShrinkAfter = std::chrono::seconds(1);
@@ -131,10 +133,12 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
                              // After the frames are queued: a wait for room in
                              // a full queue is not idleness.
                              self->last_read = Clock::now();
-                             if (was_full && self->buffer.size() < kBusyBytes) {
-                               self->buffer.resize(std::min(kBusyBytes, self->buffer.size() * 2));
+                             if (was_full) {
+                               if (self->buffer.size() < kBusyBytes)
+                                 self->buffer.resize(
+                                     std::min(kBusyBytes, self->buffer.size() * 2));
                                self->last_grown = self->last_read;
-                             } else if (!was_full) {
+                             } else {
                                self->shrink_if_quiet();
                              }
                              self->read();
@@ -187,9 +191,10 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
       socket.close(ignored);  // the read ends with an error and lets the session go
       return;
     }
-    if (quiet_for_shrink()) {
-      // A wait on a quiet connection holds the large buffer: end the wait,
-      // and its handler shrinks the buffer and reads again.
+    if (now - last_read >= kShrinkAfter && may_shrink()) {
+      // A read waiting on a quiet connection holds the large buffer: cancel
+      // it; if it is still waiting, its handler shrinks the buffer and reads
+      // again (a busy connection's reads shrink it themselves).
       shrink_asked = true;
       boost::system::error_code ignored;
       socket.cancel(ignored);
@@ -197,27 +202,28 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
     watch();
   }
 
-  // The buffer is larger than it starts and has not grown for kShrinkAfter,
-  // and what it holds fits in the small size.
-  bool quiet_for_shrink() const {
-    return buffer.size() > kInitialBytes && filled <= kInitialBytes &&
-           Clock::now() - last_grown >= kShrinkAfter;
+  // The buffer is larger than it starts, no read filled it (nor did it grow)
+  // for kShrinkAfter, and what it holds fits in the small size: no frame
+  // larger than that has begun (such a frame keeps the room it needs).
+  bool may_shrink() const {
+    if (buffer.size() <= kInitialBytes || filled > kInitialBytes ||
+        Clock::now() - last_grown < kShrinkAfter)
+      return false;
+    if (filled < 4) return true;
+    const std::uint8_t* p = buffer.data();
+    const std::size_t length = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 |
+                               std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
+    return 4 + length <= kInitialBytes;
   }
 
   // Only between reads (the read's handler): a read in flight writes into
   // the buffer it was given.
   void shrink_if_quiet() {
-    if (!quiet_for_shrink()) return;
-    // A frame begun and larger than the small buffer keeps the room it needs.
-    if (filled >= 4) {
-      const std::uint8_t* p = buffer.data();
-      const std::size_t length = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 |
-                                 std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
-      if (4 + length > kInitialBytes) return;
-    }
+    if (!may_shrink()) return;
     std::vector<std::uint8_t> small(kInitialBytes);
     std::copy_n(buffer.begin(), filled, small.begin());
     buffer.swap(small);
+    ++owner.counters_.tcp_buffers_shrunk;
   }
 
   // Hands every complete frame in the buffer to the owner and keeps the
@@ -275,7 +281,7 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
   std::vector<ReceivedFrame> decoded;  // of one read, on their way to the queue
   asio::steady_timer timer;
   Clock::time_point last_read;   // the last read that brought bytes (or the start)
-  Clock::time_point last_grown;  // the buffer's last growth
+  Clock::time_point last_grown;  // the buffer's last growth, or the last read that filled it
   bool shrink_asked = false;     // the timer cancelled the read to shrink the buffer
   bool finishing = false;        // Ingest::stop() was called
   Clock::time_point finish_by;   // closed by then at the latest, once finishing

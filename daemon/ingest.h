@@ -82,6 +82,8 @@ struct IngestCounters {
   std::atomic<std::uint64_t> tcp_open{0};         // connections open now (a gauge)
   std::atomic<std::uint64_t> tcp_refused{0};      // accepted and closed at once: at the cap or the fd reserve
   std::atomic<std::uint64_t> tcp_idle_closed{0};  // closed after idle_timeout_s without a byte
+  // Connection buffers that a burst grew, given back their small size.
+  std::atomic<std::uint64_t> tcp_buffers_shrunk{0};
   std::atomic<std::uint64_t> accept_errors{0};    // failed accepts (EMFILE... wait before the next)
   nlohmann::json to_json(const FrameQueue& queue) const;
 };

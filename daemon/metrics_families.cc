@@ -81,6 +81,10 @@ std::vector<MetricFamily> make_families() {
               "ingest.tcp.max_connections or the reserved descriptors) or idle (no byte for "
               "ingest.tcp.idle_timeout_s).",
               by("reason", {{"refused", "/ingest/tcp_refused"}, {"idle", "/ingest/tcp_idle_closed"}})),
+      counter("gaitwatch_ingest_tcp_buffers_shrunk_total",
+              "TCP connection buffers that a burst grew, given back their small size once "
+              "the burst was over.",
+              leaf("/ingest/tcp_buffers_shrunk")),
       counter("gaitwatch_ingest_accept_errors_total",
               "Failed TCP accepts (out of descriptors or memory); each waits before the next accept.",
               leaf("/ingest/accept_errors")),

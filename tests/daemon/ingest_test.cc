@@ -171,9 +171,13 @@ TEST_CASE("frames after a burst and a quiet spell arrive whole while the buffer 
           "[daemon][ingest]") {
   // A burst grows the session's buffer; once the connection is quiet, the
   // session gives the buffer back its small size while its next read waits
-  // on the socket. That read must land in the buffer the session keeps.
+  // on the socket. That read must land in the buffer the session keeps. On
+  // the I/O thread, and on an ingest thread.
+  const int threads = GENERATE(1, 2);
+  INFO("ingest threads " << threads);
   constexpr int kChannels = 201;
-  Running run(1, kChannels);
+  Running run(threads, kChannels);
+  const auto& c = run.ingest->counters();
   asio::io_context io;
   asio::ip::tcp::socket socket(io);
   socket.connect({asio::ip::make_address("127.0.0.1"),
@@ -186,14 +190,15 @@ TEST_CASE("frames after a burst and a quiet spell arrive whole while the buffer 
   }
   asio::write(socket, asio::buffer(burst));
   REQUIRE(run.take(kBurst).size() == kBurst);
-  // Quiet for longer than the shrink delay (1 s) plus the session timer's
-  // period (2 s).
-  std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+  CHECK(c.tcp_buffers_shrunk == 0);
+  // Quiet: the session's timer (every 2 s) finds the buffer unfilled for the
+  // shrink delay (1 s) and has it shrunk while the next read waits.
+  REQUIRE(gw::test::eventually([&] { return c.tcp_buffers_shrunk == 1; }, std::chrono::seconds(10)));
   constexpr std::uint32_t kAfter = 20;
   for (std::uint32_t k = kBurst; k < kBurst + kAfter; ++k)
     asio::write(socket, asio::buffer(prefixed(frame_of(1, k, kChannels, 10))));
   const auto after = run.take(kAfter);
-  CHECK(run.ingest->counters().tcp_bad_length == 0);
+  CHECK(c.tcp_bad_length == 0);
   REQUIRE(after.size() == kAfter);
   for (std::uint32_t i = 0; i < kAfter; ++i) {
     CHECK(after[i].frame.sequence == kBurst + i);
