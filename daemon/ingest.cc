@@ -25,6 +25,12 @@ std::uint64_t allowed_key(std::uint32_t wearer, std::optional<std::uint32_t> dev
   return std::uint64_t{wearer} << 17 | (device ? *device : 0x10000u);
 }
 
+// A TCP record's length prefix: u32, little-endian.
+std::uint32_t length_prefix(const std::uint8_t* p) {
+  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
+         std::uint32_t(p[3]) << 24;
+}
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -209,11 +215,7 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
     if (buffer.size() <= kInitialBytes || filled > kInitialBytes ||
         Clock::now() - last_grown < kShrinkAfter)
       return false;
-    if (filled < 4) return true;
-    const std::uint8_t* p = buffer.data();
-    const std::size_t length = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 |
-                               std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
-    return 4 + length <= kInitialBytes;
+    return filled < 4 || 4 + std::size_t{length_prefix(buffer.data())} <= kInitialBytes;
   }
 
   // Only between reads (the read's handler): a read in flight writes into
@@ -232,8 +234,7 @@ struct Ingest::TcpSession : std::enable_shared_from_this<TcpSession> {
     std::size_t at = 0;
     while (filled - at >= 4) {
       const std::uint8_t* p = buffer.data() + at;
-      const std::uint32_t length = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 |
-                                   std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
+      const std::uint32_t length = length_prefix(p);
       if (length == 0 || length > owner.config_.ingest.max_frame_bytes) {
         // The stream cannot be resynchronised after a bad length: close it,
         // after queueing the good frames read before it.

@@ -102,6 +102,25 @@ struct Running {
   }
 };
 
+// A connected client socket on the ingest's TCP port.
+asio::ip::tcp::socket connect_to(asio::io_context& io, const Running& run) {
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"),
+                  static_cast<unsigned short>(run.config.ingest.tcp.port)});
+  return socket;
+}
+
+// Frames first .. first+count-1 of `wearer`, length-prefixed one after another.
+std::vector<std::uint8_t> prefixed_frames(std::uint32_t wearer, std::uint32_t first,
+                                          std::uint32_t count, int channels, int samples) {
+  std::vector<std::uint8_t> bytes;
+  for (std::uint32_t k = first; k < first + count; ++k) {
+    const auto one = prefixed(frame_of(wearer, k, channels, samples));
+    bytes.insert(bytes.end(), one.begin(), one.end());
+  }
+  return bytes;
+}
+
 // Writes `bytes` to `socket` in pieces of random sizes up to `max_piece`.
 void send_in_pieces(asio::ip::tcp::socket& socket, const std::vector<std::uint8_t>& bytes,
                     std::size_t max_piece, std::mt19937& rng) {
@@ -133,15 +152,9 @@ TEST_CASE("TCP frames arrive whole and in order per connection however the bytes
     clients.emplace_back([&, c] {
       std::mt19937 rng(static_cast<std::uint32_t>(c) + 1);
       asio::io_context io;
-      asio::ip::tcp::socket socket(io);
-      socket.connect({asio::ip::make_address("127.0.0.1"),
-                      static_cast<unsigned short>(run.config.ingest.tcp.port)});
-      std::vector<std::uint8_t> bytes;
-      for (std::uint32_t k = 0; k < kFrames; ++k) {
-        const auto one =
-            prefixed(frame_of(static_cast<std::uint32_t>(c + 1), k, kChannels, senders[c].second));
-        bytes.insert(bytes.end(), one.begin(), one.end());
-      }
+      auto socket = connect_to(io, run);
+      const auto bytes = prefixed_frames(static_cast<std::uint32_t>(c + 1), 0, kFrames, kChannels,
+                                         senders[c].second);
       send_in_pieces(socket, bytes, senders[c].first, rng);
     });
   for (auto& t : clients) t.join();
@@ -179,16 +192,9 @@ TEST_CASE("frames after a burst and a quiet spell arrive whole while the buffer 
   Running run(threads, kChannels);
   const auto& c = run.ingest->counters();
   asio::io_context io;
-  asio::ip::tcp::socket socket(io);
-  socket.connect({asio::ip::make_address("127.0.0.1"),
-                  static_cast<unsigned short>(run.config.ingest.tcp.port)});
+  auto socket = connect_to(io, run);
   constexpr std::uint32_t kBurst = 200;  // ~1.6 MB in one write: reads fill the buffer
-  std::vector<std::uint8_t> burst;
-  for (std::uint32_t k = 0; k < kBurst; ++k) {
-    const auto one = prefixed(frame_of(1, k, kChannels, 10));
-    burst.insert(burst.end(), one.begin(), one.end());
-  }
-  asio::write(socket, asio::buffer(burst));
+  asio::write(socket, asio::buffer(prefixed_frames(1, 0, kBurst, kChannels, 10)));
   REQUIRE(run.take(kBurst).size() == kBurst);
   CHECK(c.tcp_buffers_shrunk == 0);
   // Quiet: the session's timer (every 2 s) finds the buffer unfilled for the
@@ -306,14 +312,6 @@ TEST_CASE("frames carry their time-slot inputs, reduced on the ingest thread", "
 }
 
 namespace {
-
-// A connected client socket on the ingest's TCP port.
-asio::ip::tcp::socket connect_to(asio::io_context& io, const Running& run) {
-  asio::ip::tcp::socket socket(io);
-  socket.connect({asio::ip::make_address("127.0.0.1"),
-                  static_cast<unsigned short>(run.config.ingest.tcp.port)});
-  return socket;
-}
 
 // Whether the daemon closed `socket` (a read ends) within `timeout`.
 bool closed_by_peer(asio::ip::tcp::socket& socket, std::chrono::milliseconds timeout) {
