@@ -701,9 +701,12 @@ namespace {
 
 // The shipped config, its engine's host work on `host_threads` workers. Its
 // patterns keep their views, transforms, positives and negatives, but only
-// every fourth example of each kind: what these tests compare (batch order,
-// threads, in-flight frames) does not depend on the library's size, and the
-// full packs make them take minutes under the thread sanitizer.
+// every fourth example of each kind (every eighth under a sanitizer): what
+// these tests compare (batch order, threads, in-flight frames) does not
+// depend on the library's size, and the full packs make them take minutes
+// under the thread sanitizer.
+constexpr int kExampleStride = gw::test::unless_sanitized(4, 8);
+
 gw::config::Config shipped_config(int host_threads) {
   gw::config::Config config = gw::config::load_config(std::string(GW_CONFIG_DIR) + "/gaitwatch.yaml");
   config.search.threads = host_threads;
@@ -719,7 +722,8 @@ gw::config::Config shipped_config(int host_threads) {
     std::vector<gw::config::PatternExample> kept;
     int positives = 0, negatives = 0;
     for (auto& example : pattern.examples)
-      if ((example.negative ? negatives++ : positives++) % 4 == 0) kept.push_back(std::move(example));
+      if ((example.negative ? negatives++ : positives++) % kExampleStride == 0)
+        kept.push_back(std::move(example));
     pattern.examples = std::move(kept);
   }
   return config;
