@@ -6,10 +6,11 @@ synchronous=FULL, WAL, no automatic checkpoint. Each commit inserts
 --per-commit alerts of wearers drawn at random from --wearers, as a tick of
 the alert storm does. Every --every commits the WAL is emptied, the next
 --measure commits are timed, and their WAL bytes per commit are printed as a
-JSON line. --without drops indexes by name (wearer_detected_at, detected_at,
-wearer_end_index) to see what each one costs.
+JSON line. --without drops shipped indexes by name (detected_at,
+wearer_end_index) to see what each one costs; --with wearer_detected_at adds
+the index stores had before schema version 10.
 
-  python3 bench/hit_index_wal.py --rows 3000000 [--without wearer_end_index]
+  python3 bench/hit_index_wal.py --rows 3000000 [--with wearer_detected_at]
 """
 import argparse
 import json
@@ -19,10 +20,12 @@ import sqlite3
 import tempfile
 import time
 
-INDEXES = {
-    "wearer_detected_at": "CREATE INDEX hits_wearer_detected_at ON hits(wearer, detected_at)",
+SHIPPED_INDEXES = {
     "detected_at": "CREATE INDEX hits_detected_at ON hits(detected_at)",
     "wearer_end_index": "CREATE INDEX hits_wearer_end_index ON hits(wearer, end_index)",
+}
+EARLIER_INDEXES = {
+    "wearer_detected_at": "CREATE INDEX hits_wearer_detected_at ON hits(wearer, detected_at)",
 }
 
 
@@ -33,7 +36,9 @@ def main():
     parser.add_argument("--per-commit", type=int, default=880, help="alerts a commit (a storm tick)")
     parser.add_argument("--every", type=int, default=250, help="commits between measurements")
     parser.add_argument("--measure", type=int, default=50, help="commits measured each time")
-    parser.add_argument("--without", action="append", default=[], choices=sorted(INDEXES))
+    parser.add_argument("--without", action="append", default=[], choices=sorted(SHIPPED_INDEXES))
+    parser.add_argument("--with", dest="also", action="append", default=[],
+                        choices=sorted(EARLIER_INDEXES))
     parser.add_argument("--dir", default=None, help="folder of the database (default: a temp one)")
     args = parser.parse_args()
 
@@ -48,9 +53,11 @@ def main():
         " pattern TEXT NOT NULL, kind TEXT NOT NULL, severity TEXT NOT NULL, t_start REAL, t_end REAL,"
         " end_index INTEGER NOT NULL, distance REAL, matched_dims INTEGER NOT NULL,"
         " pattern_dims INTEGER NOT NULL, detected_at REAL, latency_ms REAL, dims TEXT NOT NULL)")
-    for name, sql in INDEXES.items():
+    for name, sql in SHIPPED_INDEXES.items():
         if name not in args.without:
             db.execute(sql)
+    for name in args.also:
+        db.execute(EARLIER_INDEXES[name])
     rng = random.Random(1)
     dims = '[{"pattern_dim":0,"stream_dim":0,"distance":0.61803398874989479,"end_index":12345}]'
     state = {"seq": 0, "t": 1.7e9}
@@ -77,7 +84,7 @@ def main():
         wal = os.path.getsize(path + "-wal")
         print(json.dumps({
             "bench": "hit_index_wal", "rows": state["seq"], "wearers": args.wearers,
-            "per_commit": args.per_commit, "without": args.without,
+            "per_commit": args.per_commit, "without": args.without, "with": args.also,
             "wal_bytes_per_commit": wal // args.measure,
             "wal_pages_per_alert": round(wal / args.measure / args.per_commit / 4096, 2),
             "ms_per_commit": round(seconds * 1000 / args.measure, 1)}), flush=True)

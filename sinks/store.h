@@ -21,7 +21,7 @@ struct sqlite3;
 
 namespace gw::pipeline {
 
-inline constexpr int kStoreSchemaVersion = 9;
+inline constexpr int kStoreSchemaVersion = 10;
 
 struct HitQuery {
   std::optional<std::uint32_t> wearer;

@@ -148,6 +148,14 @@ TEST_CASE("HitStore: a new store has the current schema version and WAL journal 
   CHECK(raw.text("EXPLAIN QUERY PLAN SELECT coalesce(max(seq), 0) FROM hits WHERE wearer = 1 AND "
                  "device = 2 AND pattern = 'p' AND end_index = 4 AND t_end = 5",
                  3) == "SEARCH hits USING INDEX hits_wearer_end_index (wearer=? AND end_index=?)");
+  // One index keyed by wearer: each such index costs a commit about a page
+  // per alert. A query by wearer, with or without a time, searches it.
+  CHECK(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE "
+                 "type = 'index' AND tbl_name = 'hits' ORDER BY name)") ==
+        "hits_detected_at hits_wearer_end_index");
+  CHECK(raw.text("EXPLAIN QUERY PLAN SELECT seq FROM hits WHERE seq > 0 AND wearer = 1 AND "
+                 "detected_at >= 5 ORDER BY seq LIMIT 10",
+                 3) == "SEARCH hits USING INDEX hits_wearer_end_index (wearer=?)");
 }
 
 TEST_CASE("HitStore: the database and its WAL are created with mode 0600", "[store]") {
