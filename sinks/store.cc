@@ -153,8 +153,8 @@ const char* const kMigrations[] = {
     // 9 -> 10: one index keyed by wearer, not two. Alerts of one commit are of
     // many wearers, so each wearer-keyed index dirties about one page per
     // alert; (wearer, end_index) serves every lookup by wearer that
-    // (wearer, detected_at) served, and halves the pages a commit writes
-    // (docs/benchmarks.md, "what the alert writer's indexes write").
+    // (wearer, detected_at) served (docs/benchmarks.md, "One index keyed by
+    // wearer").
     "DROP INDEX IF EXISTS hits_wearer_detected_at;",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
