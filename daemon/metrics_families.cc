@@ -192,6 +192,9 @@ std::vector<MetricFamily> make_families() {
                              {"lost", "/engine/lost_windows"}})),
       gauge("gaitwatch_engine_pending_windows", "Due items deferred and still waiting.",
             leaf("/engine/pending_windows")),
+      gauge("gaitwatch_engine_unfinished_windows",
+            "Searched items of batches whose alerts are not out yet (search or phase 2 running).",
+            leaf("/engine/unfinished_windows")),
       counter("gaitwatch_engine_alert_windows_unavailable_total",
               "Alerts stored without their window (the stream's ring no longer held it with "
               "its transforms' lead-in): such alerts cannot be marked into examples.",

@@ -792,6 +792,13 @@ std::vector<Alert> Engine::run_batch(const std::function<double()>& now) {
   return finish_batch(now);
 }
 
+std::uint64_t Engine::unfinished_windows() const {
+  double items = 0;
+  for (const BatchState* batch : {&searching_, &searched_})
+    if (batch->active) items += batch->searched_work;
+  return static_cast<std::uint64_t>(items);
+}
+
 bool Engine::search_done() const {
   return !search_.valid() || search_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
@@ -1330,6 +1337,7 @@ nlohmann::json Engine::stats_json() const {
           {"searched_windows", c.searched_windows},
           {"lost_windows", c.lost_windows},
           {"pending_windows", c.pending_windows},
+          {"unfinished_windows", unfinished_windows()},
           {"backend_failovers", c.backend_failovers},
           {"search_devices_lost", c.search_devices_lost},
           {"unagreed_detections", c.unagreed_detections},

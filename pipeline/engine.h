@@ -261,6 +261,11 @@ class Engine {
   bool start_batch(const std::function<double()>& now,
                    std::launch search_on = std::launch::async);
   bool batch_in_flight() const { return searching_.active; }
+  // Items (window end x dim pair) of the batches started whose phase 2 has
+  // not returned yet: counted in searched_windows, their alerts still to
+  // come. Zero with pending_windows zero and every frame taken means every
+  // window due so far has given its alerts.
+  std::uint64_t unfinished_windows() const;
   // The search in flight (if any) has returned; a deferred one runs only in
   // end_search(), so it is never done before.
   bool search_done() const;

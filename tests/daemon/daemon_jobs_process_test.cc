@@ -227,8 +227,10 @@ TEST_CASE("dedup keeps one alert per wearer pattern and bucket and without it th
 
   // alerts.since, while the daemon runs, against the committed rows.
   // Every frame accepted is not every frame searched: under load the last
-  // batches come later. Settled = all frames in, nothing pending, every
-  // admitted alert committed, and the count unchanged for half a second.
+  // batches come later, and a batch's search and phase 2 can outlast half a
+  // second. Settled = all frames in, nothing pending or in a batch whose
+  // alerts are still to come, every admitted alert committed, and the count
+  // unchanged for half a second (a tick after the last frames).
   ControlClient client(on.control_endpoint(), 10s);
   std::uint64_t seen = 0;
   auto seen_at = std::chrono::steady_clock::now();
@@ -245,7 +247,8 @@ TEST_CASE("dedup keeps one alert per wearer pattern and bucket and without it th
         return admitted >= 3 && now - seen_at >= 500ms &&
                status["sink"]["committed"] == admitted &&
                status["engine"]["frames_accepted"] == 1367 &&
-               status["engine"]["pending_windows"] == 0;
+               status["engine"]["pending_windows"] == 0 &&
+               status["engine"]["unfinished_windows"] == 0;
       },
       60s));
   gw::pipeline::HitStore store(on.db(), /*read_only=*/true);

@@ -108,14 +108,15 @@ TEST_CASE("a stalled subscriber: bounded memory, storage unaffected, drops count
   // Everything detected is stored, and the reader got all of it. Drained:
   // the engine took every replayed sample (an empty ingest queue alone is not
   // enough on a loaded machine: datagrams may still wait in the socket), has
-  // no window left to search, and two stats messages in a row show the same
-  // alert count, all of it committed.
+  // no window left to search nor a batch whose alerts are still to come, and
+  // two stats messages in a row show the same alert count, all of it
+  // committed.
   const auto drained = [&] {
     if (reader.stats.size() < 2) return false;
     const json& last = reader.stats.back();
     const json& before = reader.stats[reader.stats.size() - 2];
     return last["ingest"]["queue_depth"] == 0 && last["engine"]["samples"] == kSamples &&
-           last["engine"]["pending_windows"] == 0 &&
+           last["engine"]["pending_windows"] == 0 && last["engine"]["unfinished_windows"] == 0 &&
            last["engine"]["alerts"] == before["engine"]["alerts"] &&
            last["sink"]["committed"] == last["engine"]["alerts"];
   };

@@ -787,6 +787,7 @@ std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_
     during_search.clear();
   };
   std::size_t finish_after = frames[0].size();  // no batch in flight
+  std::uint64_t oldest_unfinished_from = 0;
   for (std::size_t f = 0; f < frames[0].size(); ++f) {
     for (const auto& wearer_frames : frames) {
       if (engine.batch_in_flight())
@@ -801,14 +802,24 @@ std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_
     }
     if ((f + 1) % 6 != 0) continue;
     if (next_before_phase2) {
+      // unfinished_windows: the items of the started batches whose phase 2
+      // has not returned, counted from searched_windows before each start.
+      const auto searched = [&] { return engine.counters().searched_windows; };
       if (!engine.batch_in_flight()) {
+        REQUIRE(engine.unfinished_windows() == 0);
+        oldest_unfinished_from = searched();
         engine.start_batch(now);
+        CHECK(engine.unfinished_windows() == searched() - oldest_unfinished_from);
         continue;
       }
       take_during_search();
       REQUIRE(engine.end_search(now));
       REQUIRE(engine.batch_searched());
-      if (engine.start_batch(now)) {
+      CHECK(engine.unfinished_windows() == searched() - oldest_unfinished_from);
+      const auto next_from = searched();
+      const bool next_started = engine.start_batch(now);
+      CHECK(engine.unfinished_windows() == searched() - oldest_unfinished_from);
+      if (next_started) {
         // Phase 2 runs in batch order: this search may not end before the
         // batch before it is through its phase 2.
         CHECK_THROWS_AS(engine.end_search(now), gw::Error);
@@ -818,6 +829,8 @@ std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_
       CHECK_THROWS_AS(engine.reconfigure(engine.config()), gw::Error);
       keep(engine.detect_searched(now));
       REQUIRE_FALSE(engine.batch_searched());
+      CHECK(engine.unfinished_windows() == searched() - next_from);
+      oldest_unfinished_from = next_from;
       CHECK(engine.detect_searched(now).empty());
       continue;
     }
@@ -833,6 +846,7 @@ std::vector<Alert> run_shipped_config(int wearers, int host_threads, int frames_
   take_during_search();
   keep(engine.finish_batch(now));
   keep(engine.run_batch(now));
+  CHECK(engine.unfinished_windows() == 0);
   if (counters) *counters = engine.counters();
   return alerts;
 }
