@@ -7,10 +7,19 @@ synchronous=FULL, WAL, no automatic checkpoint. Each commit inserts
 the alert storm does. Every --every commits the WAL is emptied, the next
 --measure commits are timed, and their WAL bytes per commit are printed as a
 JSON line. --without drops shipped indexes by name (detected_at,
-wearer_end_index) to see what each one costs; --with wearer_detected_at adds
-the index stores had before schema version 10.
+block_wearer_end_index) to see what each one costs; --with wearer_end_index
+adds the index of schema version 10, --with wearer_detected_at the one
+stores had before.
 
-  python3 bench/hit_index_wal.py --rows 3000000 [--with wearer_detected_at]
+At the end, the lookups by wearer are timed as the store makes them: all
+alerts of one wearer in seq order, and the newest alert of a wearer with a
+given end index (an ended episode's first alert, one commit back). With the
+index led by the seq block (schema 11) they probe block by block; with
+--without block_wearer_end_index --with wearer_end_index (schema 10) each is
+one search.
+
+  python3 bench/hit_index_wal.py --rows 3000000 \
+      [--without block_wearer_end_index --with wearer_end_index]
 """
 import argparse
 import json
@@ -22,10 +31,12 @@ import time
 
 SHIPPED_INDEXES = {
     "detected_at": "CREATE INDEX hits_detected_at ON hits(detected_at)",
-    "wearer_end_index": "CREATE INDEX hits_wearer_end_index ON hits(wearer, end_index)",
+    "block_wearer_end_index":
+        "CREATE INDEX hits_block_wearer_end_index ON hits(seq >> 12, wearer, end_index)",
 }
 EARLIER_INDEXES = {
     "wearer_detected_at": "CREATE INDEX hits_wearer_detected_at ON hits(wearer, detected_at)",
+    "wearer_end_index": "CREATE INDEX hits_wearer_end_index ON hits(wearer, end_index)",
 }
 
 
@@ -90,11 +101,57 @@ def main():
             "ms_per_commit": round(seconds * 1000 / args.measure, 1)}), flush=True)
         for _ in range(args.every - args.measure):
             commit()
+    print(json.dumps(time_lookups(db, args, state["seq"], rng)), flush=True)
     db.close()
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
     os.rmdir(folder)
+
+
+def time_lookups(db, args, rows, rng):
+    """Mean ms of the store's lookups by wearer on the store as it ends."""
+    blocked = "block_wearer_end_index" not in args.without
+    newest_block = rows >> 12
+    wearers = [rng.randrange(args.wearers) for _ in range(20)]
+
+    def all_of(wearer):
+        if not blocked:
+            return db.execute("SELECT seq FROM hits WHERE seq > 0 AND wearer = ? ORDER BY seq",
+                              (wearer,)).fetchall()
+        found = []
+        for block in range(0, newest_block + 1):
+            found += db.execute("SELECT seq FROM hits WHERE seq > 0 AND (seq >> 12) = ? AND "
+                                "wearer = ? ORDER BY seq", (block, wearer)).fetchall()
+        return found
+
+    # The alerts of the commit before the last, as an ended episode names them.
+    named = db.execute("SELECT wearer, end_index FROM hits WHERE seq > ? ORDER BY seq LIMIT 200",
+                       (rows - 2 * args.per_commit,)).fetchall()
+
+    def newest(wearer, end_index):
+        if not blocked:
+            return db.execute("SELECT coalesce(max(seq), 0) FROM hits WHERE wearer = ? AND "
+                              "end_index = ?", (wearer, end_index)).fetchone()[0]
+        for block in range(newest_block, -1, -1):
+            seq = db.execute("SELECT coalesce(max(seq), 0) FROM hits WHERE (seq >> 12) = ? AND "
+                             "wearer = ? AND end_index = ?",
+                             (block, wearer, end_index)).fetchone()[0]
+            if seq:
+                return seq
+        return 0
+
+    start = time.monotonic()
+    per_wearer = sum(len(all_of(w)) for w in wearers) / len(wearers)
+    all_ms = (time.monotonic() - start) * 1000 / len(wearers)
+    start = time.monotonic()
+    resolved = sum(1 for w, e in named if newest(w, e))
+    episode_ms = (time.monotonic() - start) * 1000 / len(named)
+    return {"bench": "hit_index_lookups", "rows": rows, "blocks": newest_block + 1,
+            "without": args.without, "with": args.also,
+            "ms_all_alerts_of_a_wearer": round(all_ms, 2), "alerts_per_wearer": per_wearer,
+            "ms_episode_first_alert": round(episode_ms, 3),
+            "episodes_resolved": resolved, "episodes": len(named)}
 
 
 if __name__ == "__main__":

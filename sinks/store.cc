@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -156,6 +157,13 @@ const char* const kMigrations[] = {
     // (wearer, detected_at) served (docs/benchmarks.md, "One index keyed by
     // wearer").
     "DROP INDEX IF EXISTS hits_wearer_detected_at;",
+    // 10 -> 11: lookups by wearer through an index led by the alert's block
+    // of seqs (seq >> kSeqBlockBits). A commit's alerts fall in one or two
+    // blocks, so the index pages it dirties are a few of the newest block's,
+    // not one per wearer as with an index led by the wearer; a lookup by
+    // wearer probes block by block (docs/design.md, "Lookups by wearer").
+    "DROP INDEX IF EXISTS hits_wearer_end_index;"
+    "CREATE INDEX IF NOT EXISTS hits_block_wearer_end_index ON hits(seq >> 12, wearer, end_index);",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");
@@ -494,6 +502,7 @@ void HitStore::resolve_episode_alerts(std::vector<Event>& events, const std::vec
   std::unordered_multimap<std::uint64_t, std::size_t> in_batch;
   bool indexed = false;
   std::optional<Statement> select;
+  std::uint64_t newest_seq = 0;  // read at the first lookup in table hits
   for (Event& event : events) {
     if (event.type != EventType::kEpisodeEnded || event.alert_seq != 0) continue;
     const auto first = event.details.find("first_alert");
@@ -529,19 +538,54 @@ void HitStore::resolve_episode_alerts(std::vector<Event>& events, const std::vec
       event.alert_seq = first_seq + found;
       continue;
     }
-    if (select)
-      select->reset();
-    else
+    if (!select) {
       select.emplace(db_, label_,
-                     "SELECT coalesce(max(seq), 0) FROM hits WHERE wearer = ?1 AND device = ?2 "
-                     "AND pattern = ?3 AND end_index = ?4 AND t_end = ?5");
-    select->bind(1, static_cast<std::int64_t>(event.wearer));
-    select->bind(2, device);
-    select->bind(3, pattern);
-    select->bind(4, end_index);
-    select->bind(5, t_end);
-    if (select->step()) event.alert_seq = static_cast<std::uint64_t>(select->column_int64(0));
+                     "SELECT coalesce(max(seq), 0) FROM hits WHERE (seq >> 12) = ?6 AND "
+                     "wearer = ?1 AND device = ?2 AND pattern = ?3 AND end_index = ?4 AND "
+                     "t_end = ?5");
+    }
+    // The first alert was detected no earlier than the episode's span before
+    // the episode ended.
+    double since = -std::numeric_limits<double>::infinity();
+    const auto episode_end_field = event.details.find("t_end");
+    if (episode_end_field != event.details.end() && episode_end_field->is_number())
+      since = event.at - std::max(0.0, episode_end_field->get<double>() - t_end);
+    if (newest_seq == 0) newest_seq = last_seq();
+    probe_blocks_newest_first(newest_seq, since, [&](std::int64_t block) {
+      select->reset();  // and its bindings
+      select->bind(1, static_cast<std::int64_t>(event.wearer));
+      select->bind(2, device);
+      select->bind(3, pattern);
+      select->bind(4, end_index);
+      select->bind(5, t_end);
+      select->bind(6, block);
+      if (!select->step()) return false;
+      event.alert_seq = static_cast<std::uint64_t>(select->column_int64(0));
+      return event.alert_seq != 0;
+    });
   }
+}
+
+std::uint64_t HitStore::first_seq_detected_since(double since) const {
+  Statement select(db_, label_,
+                   "SELECT seq FROM hits WHERE detected_at >= ?1 ORDER BY detected_at LIMIT 1");
+  select.bind(1, since);
+  if (!select.step()) return 0;
+  return static_cast<std::uint64_t>(select.column_int64(0));
+}
+
+void HitStore::probe_blocks_newest_first(
+    std::uint64_t newest, double since, const std::function<bool(std::int64_t block)>& probe) const {
+  if (newest == 0) return;
+  std::int64_t lowest = 0;
+  if (std::isfinite(since)) {
+    const std::uint64_t first = first_seq_detected_since(since - kLookupSlackS);
+    if (first == 0) return;
+    // A block lower: detection times follow seqs only roughly.
+    lowest = std::max<std::int64_t>(0, static_cast<std::int64_t>(first >> kSeqBlockBits) - 1);
+  }
+  for (auto block = static_cast<std::int64_t>(newest >> kSeqBlockBits); block >= lowest; --block)
+    if (probe(block)) return;
 }
 
 std::vector<std::uint64_t> HitStore::insert_event_rows(std::vector<Event>& events) {
@@ -589,19 +633,37 @@ std::vector<Alert> HitStore::query(const HitQuery& q) const {
     return result;
   // Fixed parameter numbers, so each combination of filters is one cached
   // statement and unused numbers are simply absent from the text.
+  // By wearer, block by block of seqs (the index on (seq >> kSeqBlockBits,
+  // wearer, end_index)), oldest first, until the limit.
   std::string sql = std::string(kSelectColumns) + " WHERE seq > ?1";
-  if (q.wearer) sql += " AND wearer = ?2";
+  if (q.wearer) sql += " AND (seq >> 12) = ?6 AND wearer = ?2";
   if (q.pattern) sql += " AND pattern = ?3";
   if (q.since) sql += " AND detected_at >= ?4";
   sql += " ORDER BY seq LIMIT ?5";  // a negative limit means no limit in SQLite
 
   Statement select(db_, label_, sql);
-  select.bind(1, static_cast<std::int64_t>(q.after_seq));
-  if (q.wearer) select.bind(2, static_cast<std::int64_t>(*q.wearer));
-  if (q.pattern) select.bind(3, *q.pattern);
-  if (q.since) select.bind(4, *q.since);
-  select.bind(5, static_cast<std::int64_t>(q.limit));
-  while (select.step()) result.push_back(row_to_alert(select, label_));
+  const auto bind = [&](std::int64_t limit) {
+    select.reset();  // and its bindings
+    select.bind(1, static_cast<std::int64_t>(q.after_seq));
+    if (q.wearer) select.bind(2, static_cast<std::int64_t>(*q.wearer));
+    if (q.pattern) select.bind(3, *q.pattern);
+    if (q.since) select.bind(4, *q.since);
+    select.bind(5, limit);
+  };
+  if (!q.wearer) {
+    bind(q.limit);
+    while (select.step()) result.push_back(row_to_alert(select, label_));
+    return result;
+  }
+  const auto newest_block = static_cast<std::int64_t>(last_seq() >> kSeqBlockBits);
+  for (auto block = static_cast<std::int64_t>((q.after_seq + 1) >> kSeqBlockBits);
+       block <= newest_block; ++block) {
+    const auto found = static_cast<std::int64_t>(result.size());
+    if (q.limit >= 0 && found >= q.limit) break;
+    bind(q.limit >= 0 ? q.limit - found : q.limit);
+    select.bind(6, block);
+    while (select.step()) result.push_back(row_to_alert(select, label_));
+  }
   return result;
 }
 

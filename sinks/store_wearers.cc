@@ -136,15 +136,22 @@ std::vector<WearerDeviceRecord> HitStore::wearer_devices() const {
   return out;
 }
 
-std::uint64_t HitStore::last_offline_alert_seq(std::uint32_t wearer, std::uint16_t device) const {
+std::uint64_t HitStore::last_offline_alert_seq(std::uint32_t wearer, std::uint16_t device,
+                                               double detected_since) const {
   Statement select(db_, label_,
-                   "SELECT coalesce(max(seq), 0) FROM hits WHERE wearer = ?1 AND device = ?2 AND "
-                   "kind = ?3");
-  select.bind(1, static_cast<std::int64_t>(wearer));
-  select.bind(2, static_cast<std::int64_t>(device));
-  select.bind(3, std::string(kSensorOfflineKind));
-  if (!select.step()) return 0;
-  return static_cast<std::uint64_t>(select.column_int64(0));
+                   "SELECT coalesce(max(seq), 0) FROM hits WHERE (seq >> 12) = ?4 AND "
+                   "wearer = ?1 AND device = ?2 AND kind = ?3");
+  std::uint64_t seq = 0;
+  probe_blocks_newest_first(last_seq(), detected_since, [&](std::int64_t block) {
+    select.reset();  // and its bindings
+    select.bind(1, static_cast<std::int64_t>(wearer));
+    select.bind(2, static_cast<std::int64_t>(device));
+    select.bind(3, std::string(kSensorOfflineKind));
+    select.bind(4, block);
+    if (select.step()) seq = static_cast<std::uint64_t>(select.column_int64(0));
+    return seq != 0;
+  });
+  return seq;
 }
 
 }  // namespace gw::pipeline
