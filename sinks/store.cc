@@ -577,6 +577,11 @@ std::uint64_t HitStore::first_seq_detected_since(double since) const {
 void HitStore::probe_blocks_newest_first(
     std::uint64_t newest, double since, const std::function<bool(std::int64_t block)>& probe) const {
   if (newest == 0) return;
+  // Most lookups end in the newest block or the one below: those go before
+  // the bound is read.
+  const auto top = static_cast<std::int64_t>(newest >> kSeqBlockBits);
+  for (std::int64_t block = top; block >= std::max<std::int64_t>(0, top - 1); --block)
+    if (probe(block)) return;
   std::int64_t lowest = 0;
   if (std::isfinite(since)) {
     const std::uint64_t first = first_seq_detected_since(since - kLookupSlackS);
@@ -584,7 +589,7 @@ void HitStore::probe_blocks_newest_first(
     // A block lower: detection times follow seqs only roughly.
     lowest = std::max<std::int64_t>(0, static_cast<std::int64_t>(first >> kSeqBlockBits) - 1);
   }
-  for (auto block = static_cast<std::int64_t>(newest >> kSeqBlockBits); block >= lowest; --block)
+  for (std::int64_t block = top - 2; block >= lowest; --block)
     if (probe(block)) return;
 }
 

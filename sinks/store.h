@@ -244,8 +244,8 @@ class HitStore {
   void save_wearer_devices(const std::vector<WearerDeviceRecord>& devices);
   std::vector<WearerDeviceRecord> wearer_devices() const;  // by wearer, device
   // The seq of the newest stored sensor_offline alert of (wearer, device)
-  // detected at or after `detected_since` - kLookupSlackS (unix s; the start
-  // of the silence it reported); 0 = none.
+  // in the newest two seq blocks or detected at or after `detected_since` -
+  // kLookupSlackS (unix s; the start of the silence it reported); 0 = none.
   std::uint64_t last_offline_alert_seq(std::uint32_t wearer, std::uint16_t device,
                                        double detected_since) const;
 
@@ -317,19 +317,21 @@ class HitStore {
   // raises it cannot know the seq the writer gives. Sets alert_seq of each
   // such event without one to that alert's seq, looked up in `alerts` (this
   // transaction's, the first being `first_seq`), else in table hits among
-  // the alerts detected since the event's time (`at`) less the episode's
-  // span (details.t_end - first_alert.t_end, when both are given) and
-  // kLookupSlackS; left 0 when none has it (the alert was not stored).
+  // the newest two seq blocks and then those down to the alerts detected
+  // since the event's time (`at`) less the episode's span (details.t_end -
+  // first_alert.t_end, when both are given) and kLookupSlackS; left 0 when
+  // none has it (the alert was not stored).
   void resolve_episode_alerts(std::vector<Event>& events, const std::vector<Alert>& alerts,
                               std::uint64_t first_seq) const;
   // The seq of the earliest-detected alert with detected_at >= since (by
   // index hits_detected_at), 0 when there is none.
   std::uint64_t first_seq_detected_since(double since) const;
   // Calls probe(block) for the seq blocks (seq >> kSeqBlockBits) from
-  // `newest_seq`'s down to the one of the first alert detected at or after
-  // `since` - kLookupSlackS, and the block below it (every block down to 0
-  // for a `since` that is not finite), until probe returns true. Calls
-  // nothing when no alert was detected since then or newest_seq is 0.
+  // `newest_seq`'s down, until probe returns true: the newest two always,
+  // then down to the block of the first alert detected at or after `since`
+  // - kLookupSlackS and the block below it (every block down to 0 for a
+  // `since` that is not finite; none more when no alert was detected since
+  // then). Calls nothing when newest_seq is 0.
   void probe_blocks_newest_first(std::uint64_t newest_seq, double since,
                                  const std::function<bool(std::int64_t block)>& probe) const;
 
