@@ -178,7 +178,7 @@ void WearerBook::on_frame(const sensors::Frame& frame, double arrival_s) {
   std::uint64_t alert_seq = 0;
   try {
     alert_seq = store_->last_offline_alert_seq(recovery->wearer, recovery->device,
-                                               arrival_s - recovery->silent_s);
+                                               recovery->offline_since);
   } catch (const std::exception& e) {
     ++counts_.store_errors;
     spdlog::error("wearers: cannot look up the offline alert of wearer {} device {}: {}",

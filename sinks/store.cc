@@ -3,7 +3,6 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -165,6 +164,9 @@ const char* const kMigrations[] = {
     "DROP INDEX IF EXISTS hits_wearer_end_index;"
     "CREATE INDEX IF NOT EXISTS hits_block_wearer_end_index ON hits(seq >> 12, wearer, end_index);",
 };
+static_assert(kSeqBlockBits == 12,
+              "migration 10 -> 11 and the lookups by wearer spell the block as seq >> 12; another "
+              "block size needs a migration that makes the index again");
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");
 
@@ -502,7 +504,10 @@ void HitStore::resolve_episode_alerts(std::vector<Event>& events, const std::vec
   std::unordered_multimap<std::uint64_t, std::size_t> in_batch;
   bool indexed = false;
   std::optional<Statement> select;
-  std::uint64_t newest_seq = 0;  // read at the first lookup in table hits
+  // The store's newest and oldest seqs, read at the first lookup in table
+  // hits (0, 0: not read yet; oldest 0 after: no rows).
+  std::uint64_t newest_seq = 0;
+  std::uint64_t oldest_seq = 0;
   for (Event& event : events) {
     if (event.type != EventType::kEpisodeEnded || event.alert_seq != 0) continue;
     const auto first = event.details.find("first_alert");
@@ -544,14 +549,16 @@ void HitStore::resolve_episode_alerts(std::vector<Event>& events, const std::vec
                      "wearer = ?1 AND device = ?2 AND pattern = ?3 AND end_index = ?4 AND "
                      "t_end = ?5");
     }
-    // The first alert was detected no earlier than the episode's span before
-    // the episode ended.
-    double since = -std::numeric_limits<double>::infinity();
-    const auto episode_end_field = event.details.find("t_end");
-    if (episode_end_field != event.details.end() && episode_end_field->is_number())
-      since = event.at - std::max(0.0, episode_end_field->get<double>() - t_end);
-    if (newest_seq == 0) newest_seq = last_seq();
-    probe_blocks_newest_first(newest_seq, since, [&](std::int64_t block) {
+    // Newest block first: an episode's first alert is mostly of the
+    // transaction before. One the store does not have (not stored) costs a
+    // search of every block.
+    if (newest_seq == 0) {
+      newest_seq = last_seq();
+      oldest_seq = lowest_seq();
+    }
+    if (oldest_seq == 0) continue;  // no rows
+    for (auto block = static_cast<std::int64_t>(newest_seq >> kSeqBlockBits);
+         block >= static_cast<std::int64_t>(oldest_seq >> kSeqBlockBits); --block) {
       select->reset();  // and its bindings
       select->bind(1, static_cast<std::int64_t>(event.wearer));
       select->bind(2, device);
@@ -559,11 +566,15 @@ void HitStore::resolve_episode_alerts(std::vector<Event>& events, const std::vec
       select->bind(4, end_index);
       select->bind(5, t_end);
       select->bind(6, block);
-      if (!select->step()) return false;
-      event.alert_seq = static_cast<std::uint64_t>(select->column_int64(0));
-      return event.alert_seq != 0;
-    });
+      if (select->step()) event.alert_seq = static_cast<std::uint64_t>(select->column_int64(0));
+      if (event.alert_seq != 0) break;
+    }
   }
+}
+
+std::uint64_t HitStore::lowest_seq() const {
+  return static_cast<std::uint64_t>(
+      sqlite::single_integer(db_, label_, "SELECT coalesce(min(seq), 0) FROM hits"));
 }
 
 std::uint64_t HitStore::first_seq_detected_since(double since) const {
@@ -572,25 +583,6 @@ std::uint64_t HitStore::first_seq_detected_since(double since) const {
   select.bind(1, since);
   if (!select.step()) return 0;
   return static_cast<std::uint64_t>(select.column_int64(0));
-}
-
-void HitStore::probe_blocks_newest_first(
-    std::uint64_t newest, double since, const std::function<bool(std::int64_t block)>& probe) const {
-  if (newest == 0) return;
-  // Most lookups end in the newest block or the one below: those go before
-  // the bound is read.
-  const auto top = static_cast<std::int64_t>(newest >> kSeqBlockBits);
-  for (std::int64_t block = top; block >= std::max<std::int64_t>(0, top - 1); --block)
-    if (probe(block)) return;
-  std::int64_t lowest = 0;
-  if (std::isfinite(since)) {
-    const std::uint64_t first = first_seq_detected_since(since - kLookupSlackS);
-    if (first == 0) return;
-    // A block lower: detection times follow seqs only roughly.
-    lowest = std::max<std::int64_t>(0, static_cast<std::int64_t>(first >> kSeqBlockBits) - 1);
-  }
-  for (std::int64_t block = top - 2; block >= lowest; --block)
-    if (probe(block)) return;
 }
 
 std::vector<std::uint64_t> HitStore::insert_event_rows(std::vector<Event>& events) {
@@ -660,9 +652,12 @@ std::vector<Alert> HitStore::query(const HitQuery& q) const {
     while (select.step()) result.push_back(row_to_alert(select, label_));
     return result;
   }
+  // From the oldest block retention left (seqs are never reused, so the
+  // blocks it emptied would only add searches).
   const auto newest_block = static_cast<std::int64_t>(last_seq() >> kSeqBlockBits);
-  for (auto block = static_cast<std::int64_t>((q.after_seq + 1) >> kSeqBlockBits);
-       block <= newest_block; ++block) {
+  const std::uint64_t from_seq = std::max(q.after_seq + 1, lowest_seq());
+  for (auto block = static_cast<std::int64_t>(from_seq >> kSeqBlockBits); block <= newest_block;
+       ++block) {
     const auto found = static_cast<std::int64_t>(result.size());
     if (q.limit >= 0 && found >= q.limit) break;
     bind(q.limit >= 0 ? q.limit - found : q.limit);

@@ -27,9 +27,9 @@ inline constexpr int kStoreSchemaVersion = 11;
 // consecutive seqs (index hits_block_wearer_end_index on (seq >> bits,
 // wearer, end_index)): a lookup by wearer is one index search per block.
 inline constexpr int kSeqBlockBits = 12;
-// A lookup bounded in time (an episode's first alert, a sensor's offline
-// alert) also looks this much further back, for detection times that do not
-// follow seq order exactly (alerts decided late, clock steps).
+// The lookup of a sensor's offline alert by its time also looks this much
+// further back, for detection times that do not follow seq order exactly
+// (alerts decided late, small clock steps).
 inline constexpr double kLookupSlackS = 60;
 
 struct HitQuery {
@@ -243,11 +243,12 @@ class HitStore {
   // Inserts or replaces each (wearer, device) row, in one transaction.
   void save_wearer_devices(const std::vector<WearerDeviceRecord>& devices);
   std::vector<WearerDeviceRecord> wearer_devices() const;  // by wearer, device
-  // The seq of the newest stored sensor_offline alert of (wearer, device)
-  // in the newest two seq blocks or detected at or after `detected_since` -
-  // kLookupSlackS (unix s; the start of the silence it reported); 0 = none.
+  // The seq of the sensor_offline alert of (wearer, device) raised at
+  // `offline_since` (unix s, its detected_at): the first such alert detected
+  // at or after offline_since - kLookupSlackS; 0 = none. A wall clock set
+  // back by more than kLookupSlackS since then can hide it.
   std::uint64_t last_offline_alert_seq(std::uint32_t wearer, std::uint16_t device,
-                                       double detected_since) const;
+                                       double offline_since) const;
 
   // The alert lifecycle (table alert_states). acknowledge_alert() and
   // resolve_alert() change an alert's state in one transaction and return
@@ -316,24 +317,16 @@ class HitStore {
   // (end_index, t_end) with its wearer, device and pattern: the engine that
   // raises it cannot know the seq the writer gives. Sets alert_seq of each
   // such event without one to that alert's seq, looked up in `alerts` (this
-  // transaction's, the first being `first_seq`), else in table hits among
-  // the newest two seq blocks and then those down to the alerts detected
-  // since the event's time (`at`) less the episode's span (details.t_end -
-  // first_alert.t_end, when both are given) and kLookupSlackS; left 0 when
-  // none has it (the alert was not stored).
+  // transaction's, the first being `first_seq`), else in table hits, newest
+  // seq block first (an alert not stored costs a search of every block);
+  // left 0 when none has it.
   void resolve_episode_alerts(std::vector<Event>& events, const std::vector<Alert>& alerts,
                               std::uint64_t first_seq) const;
   // The seq of the earliest-detected alert with detected_at >= since (by
   // index hits_detected_at), 0 when there is none.
   std::uint64_t first_seq_detected_since(double since) const;
-  // Calls probe(block) for the seq blocks (seq >> kSeqBlockBits) from
-  // `newest_seq`'s down, until probe returns true: the newest two always,
-  // then down to the block of the first alert detected at or after `since`
-  // - kLookupSlackS and the block below it (every block down to 0 for a
-  // `since` that is not finite; none more when no alert was detected since
-  // then). Calls nothing when newest_seq is 0.
-  void probe_blocks_newest_first(std::uint64_t newest_seq, double since,
-                                 const std::function<bool(std::int64_t block)>& probe) const;
+  // The lowest seq in table hits, 0 when it has no rows.
+  std::uint64_t lowest_seq() const;
 
   std::string path_;
   std::string label_;  // "hit store 'PATH'", the start of every error message

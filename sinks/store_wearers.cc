@@ -137,21 +137,28 @@ std::vector<WearerDeviceRecord> HitStore::wearer_devices() const {
 }
 
 std::uint64_t HitStore::last_offline_alert_seq(std::uint32_t wearer, std::uint16_t device,
-                                               double detected_since) const {
+                                               double offline_since) const {
+  // From the block where alerts detected then begin, upwards: the alert is
+  // there or in the next block, however long the silence lasted.
+  const double detected_since = offline_since - kLookupSlackS;
+  const std::uint64_t first = first_seq_detected_since(detected_since);
+  if (first == 0) return 0;
   Statement select(db_, label_,
-                   "SELECT coalesce(max(seq), 0) FROM hits WHERE (seq >> 12) = ?4 AND "
-                   "wearer = ?1 AND device = ?2 AND kind = ?3");
-  std::uint64_t seq = 0;
-  probe_blocks_newest_first(last_seq(), detected_since, [&](std::int64_t block) {
+                   "SELECT coalesce(min(seq), 0) FROM hits WHERE (seq >> 12) = ?4 AND "
+                   "wearer = ?1 AND device = ?2 AND kind = ?3 AND detected_at >= ?5");
+  const auto newest_block = static_cast<std::int64_t>(last_seq() >> kSeqBlockBits);
+  for (auto block = std::max<std::int64_t>(0, static_cast<std::int64_t>(first >> kSeqBlockBits) - 1);
+       block <= newest_block; ++block) {
     select.reset();  // and its bindings
     select.bind(1, static_cast<std::int64_t>(wearer));
     select.bind(2, static_cast<std::int64_t>(device));
     select.bind(3, std::string(kSensorOfflineKind));
     select.bind(4, block);
-    if (select.step()) seq = static_cast<std::uint64_t>(select.column_int64(0));
-    return seq != 0;
-  });
-  return seq;
+    select.bind(5, detected_since);
+    if (select.step() && select.column_int64(0) != 0)
+      return static_cast<std::uint64_t>(select.column_int64(0));
+  }
+  return 0;
 }
 
 }  // namespace gw::pipeline

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -399,34 +400,51 @@ TEST_CASE("HitStore: lookups by wearer find alerts in every block of seqs", "[st
   q.wearer = 50;  // nobody's
   CHECK(store.query(q).empty());
 
-  // The newest offline alert of wearer 5 on device 3 (seq 12006).
-  const Alert& last_offline = all[12005];
-  REQUIRE(last_offline.kind == gw::pipeline::kSensorOfflineKind);
-  CHECK(store.last_offline_alert_seq(5, 3, last_offline.detected_at - 30) == last_offline.seq);
-  CHECK(store.last_offline_alert_seq(5, 3, all[5].detected_at) == last_offline.seq);
+  // A sensor's offline alert by the time it was raised, in any block.
+  for (const int i : {5, 1005, 6005, 12005}) {
+    INFO("offline alert " << i);
+    REQUIRE(all[i].kind == gw::pipeline::kSensorOfflineKind);
+    CHECK(store.last_offline_alert_seq(5, 3, all[i].detected_at) == all[i].seq);
+    CHECK(store.last_offline_alert_seq(5, 3, all[i].detected_at - 30) == all[i].seq);
+  }
   CHECK(store.last_offline_alert_seq(5, 4, all[5].detected_at) == 0);
+  CHECK(store.last_offline_alert_seq(5, 3, all.back().detected_at + 1) == 0);
 
-  // An ended episode's first alert in the first block of four: found from
-  // the episode's span and end. For an episode that ended far later than
-  // its span allows, the lookup stops a block above it.
-  const Alert& first = all[105];
-  const auto episode_end = [&](double at) {
+  // An ended episode's first alert, however far back, and one never stored.
+  const auto episode_end = [&](const Alert& first) {
     gw::pipeline::Event e;
     e.type = gw::pipeline::EventType::kEpisodeEnded;
     e.wearer = first.wearer;
-    e.at = at;
+    e.at = all.back().detected_at + 1;
     e.details = {{"pattern", first.pattern},
                  {"device", first.device},
                  {"t_end", first.t_end + 4},
                  {"first_alert", {{"end_index", first.end_index}, {"t_end", first.t_end}}}};
     return e;
   };
-  std::vector<gw::pipeline::Event> ends = {
-      episode_end(first.detected_at + 5),
-      episode_end(first.detected_at + 4 + gw::pipeline::kLookupSlackS + 2.2 * (1 << kSeqBlockBits))};
+  Alert never_stored = all[105];
+  never_stored.end_index = -1;
+  std::vector<gw::pipeline::Event> ends = {episode_end(all[105]), episode_end(all[9105]),
+                                           episode_end(all.back()), episode_end(never_stored)};
   store.insert_events(ends);
-  CHECK(ends[0].alert_seq == first.seq);
-  CHECK(ends[1].alert_seq == 0);
+  CHECK(ends[0].alert_seq == all[105].seq);
+  CHECK(ends[1].alert_seq == all[9105].seq);
+  CHECK(ends[2].alert_seq == all.back().seq);
+  CHECK(ends[3].alert_seq == 0);
+
+  // After retention emptied the first two blocks, the same answers for
+  // what is left.
+  const double cutoff = all[2 * (1 << kSeqBlockBits) + 7].detected_at;
+  store.delete_older_than(cutoff);
+  all.erase(std::remove_if(all.begin(), all.end(), [&](const Alert& a) { return a.detected_at < cutoff; }),
+            all.end());
+  q = HitQuery{};
+  q.wearer = 3;
+  q.limit = -1;
+  REQUIRE_FALSE(expected(q).empty());
+  CHECK(seqs_of(store.query(q)) == expected(q));
+  q.limit = 7;
+  CHECK(seqs_of(store.query(q)) == expected(q));
 }
 
 TEST_CASE("HitStore: a failed insert stores nothing and uses no seq", "[store]") {
