@@ -505,9 +505,8 @@ void HitStore::resolve_episode_alerts(std::vector<Event>& events, const std::vec
   bool indexed = false;
   std::optional<Statement> select;
   // The store's newest and oldest seqs, read at the first lookup in table
-  // hits (0, 0: not read yet; oldest 0 after: no rows).
-  std::uint64_t newest_seq = 0;
-  std::uint64_t oldest_seq = 0;
+  // hits (oldest 0: no rows).
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> seq_range;
   for (Event& event : events) {
     if (event.type != EventType::kEpisodeEnded || event.alert_seq != 0) continue;
     const auto first = event.details.find("first_alert");
@@ -552,13 +551,10 @@ void HitStore::resolve_episode_alerts(std::vector<Event>& events, const std::vec
     // Newest block first: an episode's first alert is mostly of the
     // transaction before. One the store does not have (not stored) costs a
     // search of every block.
-    if (newest_seq == 0) {
-      newest_seq = last_seq();
-      oldest_seq = lowest_seq();
-    }
+    if (!seq_range) seq_range.emplace(last_seq(), lowest_seq());
+    const auto [newest_seq, oldest_seq] = *seq_range;
     if (oldest_seq == 0) continue;  // no rows
-    for (auto block = static_cast<std::int64_t>(newest_seq >> kSeqBlockBits);
-         block >= static_cast<std::int64_t>(oldest_seq >> kSeqBlockBits); --block) {
+    for (std::int64_t block = seq_block(newest_seq); block >= seq_block(oldest_seq); --block) {
       select->reset();  // and its bindings
       select->bind(1, static_cast<std::int64_t>(event.wearer));
       select->bind(2, device);
@@ -654,10 +650,9 @@ std::vector<Alert> HitStore::query(const HitQuery& q) const {
   }
   // From the oldest block retention left (seqs are never reused, so the
   // blocks it emptied would only add searches).
-  const auto newest_block = static_cast<std::int64_t>(last_seq() >> kSeqBlockBits);
-  const std::uint64_t from_seq = std::max(q.after_seq + 1, lowest_seq());
-  for (auto block = static_cast<std::int64_t>(from_seq >> kSeqBlockBits); block <= newest_block;
-       ++block) {
+  const std::int64_t newest_block = seq_block(last_seq());
+  for (std::int64_t block = seq_block(std::max(q.after_seq + 1, lowest_seq()));
+       block <= newest_block; ++block) {
     const auto found = static_cast<std::int64_t>(result.size());
     if (q.limit >= 0 && found >= q.limit) break;
     bind(q.limit >= 0 ? q.limit - found : q.limit);

@@ -27,6 +27,9 @@ inline constexpr int kStoreSchemaVersion = 11;
 // consecutive seqs (index hits_block_wearer_end_index on (seq >> bits,
 // wearer, end_index)): a lookup by wearer is one index search per block.
 inline constexpr int kSeqBlockBits = 12;
+inline constexpr std::int64_t seq_block(std::uint64_t seq) {
+  return static_cast<std::int64_t>(seq >> kSeqBlockBits);
+}
 // The lookup of a sensor's offline alert by its time also looks this much
 // further back, for detection times that do not follow seq order exactly
 // (alerts decided late, small clock steps).

@@ -146,9 +146,9 @@ std::uint64_t HitStore::last_offline_alert_seq(std::uint32_t wearer, std::uint16
   Statement select(db_, label_,
                    "SELECT coalesce(min(seq), 0) FROM hits WHERE (seq >> 12) = ?4 AND "
                    "wearer = ?1 AND device = ?2 AND kind = ?3 AND detected_at >= ?5");
-  const auto newest_block = static_cast<std::int64_t>(last_seq() >> kSeqBlockBits);
-  for (auto block = std::max<std::int64_t>(0, static_cast<std::int64_t>(first >> kSeqBlockBits) - 1);
-       block <= newest_block; ++block) {
+  const std::int64_t newest_block = seq_block(last_seq());
+  for (std::int64_t block = std::max<std::int64_t>(0, seq_block(first) - 1); block <= newest_block;
+       ++block) {
     select.reset();  // and its bindings
     select.bind(1, static_cast<std::int64_t>(wearer));
     select.bind(2, static_cast<std::int64_t>(device));

@@ -88,6 +88,20 @@ Alert make_alert(int i, std::uint32_t wearer = 7, const std::string& pattern = "
   return a;
 }
 
+// An episode_ended event naming `first` as the engine raises it: the alert
+// named by (wearer, device, pattern, end_index, t_end), its seq unknown.
+gw::pipeline::Event episode_end_naming(const Alert& first, double at) {
+  gw::pipeline::Event e;
+  e.type = gw::pipeline::EventType::kEpisodeEnded;
+  e.wearer = first.wearer;
+  e.actor = "gaitwatchd";
+  e.at = at;
+  e.details = {{"pattern", first.pattern},
+               {"device", first.device},
+               {"first_alert", {{"end_index", first.end_index}, {"t_end", first.t_end}}}};
+  return e;
+}
+
 void check_same_except_seq(const Alert& a, const Alert& b) {
   CHECK(a.wearer == b.wearer);
   CHECK(a.device == b.device);
@@ -412,15 +426,7 @@ TEST_CASE("HitStore: lookups by wearer find alerts in every block of seqs", "[st
 
   // An ended episode's first alert, however far back, and one never stored.
   const auto episode_end = [&](const Alert& first) {
-    gw::pipeline::Event e;
-    e.type = gw::pipeline::EventType::kEpisodeEnded;
-    e.wearer = first.wearer;
-    e.at = all.back().detected_at + 1;
-    e.details = {{"pattern", first.pattern},
-                 {"device", first.device},
-                 {"t_end", first.t_end + 4},
-                 {"first_alert", {{"end_index", first.end_index}, {"t_end", first.t_end}}}};
-    return e;
+    return episode_end_naming(first, all.back().detected_at + 1);
   };
   Alert never_stored = all[105];
   never_stored.end_index = -1;
@@ -1189,17 +1195,7 @@ TEST_CASE("HitStore: an episode_ended event gets its first alert's seq", "[store
   TempDir dir;
   HitStore store(dir.file("hits.db"));
   // The event as the engine raises it: the alert named, its seq unknown.
-  const auto episode_end = [](const Alert& first) {
-    Event e;
-    e.type = EventType::kEpisodeEnded;
-    e.wearer = first.wearer;
-    e.actor = "gaitwatchd";
-    e.at = 2e9;
-    e.details = {{"pattern", first.pattern},
-                 {"device", first.device},
-                 {"first_alert", {{"end_index", first.end_index}, {"t_end", first.t_end}}}};
-    return e;
-  };
+  const auto episode_end = [](const Alert& first) { return episode_end_naming(first, 2e9); };
   std::vector<Alert> earlier = {make_alert(0), make_alert(1), make_alert(2, 8)};
   store.insert(earlier);
 
