@@ -14,7 +14,8 @@
 #   E2E_TESTS=1                 first the GPU test suite (test_kernels_gpu, test_hashtable_gpu)
 # Results in $OUT: e2e.jsonl (e2e_bench lines, each with "variant"), e2e.err
 # (progress), threads.txt (per-thread CPU of the daemon and the load
-# generator), gpu_util.txt, build.log, ctest-gpu.log.
+# generator), gpu_util.txt, host_probe.jsonl (scripts/lib/host_stall_probe.py),
+# build.log, ctest-gpu.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/gpu-env.sh
@@ -38,6 +39,10 @@ fi
 nvidia-smi --query-gpu=timestamp,utilization.gpu,clocks.sm --format=csv,noheader -lms 1000 \
   > "$OUT/gpu_util.txt" 2>&1 &
 smi=$!
+# Late wake-ups of an independent process and the kernel's pressure and
+# memory-management counters: tells a host-wide pause from one of the daemon.
+python3 scripts/lib/host_stall_probe.py > "$OUT/host_probe.jsonl" 2>&1 &
+probe=$!
 duration=${E2E_DURATION:-30}
 warmup=${E2E_WARMUP:-10}
 IFS=',' read -ra counts <<< "${E2E_WEARERS:-4000,6000}"
@@ -80,5 +85,5 @@ for line in sys.stdin:
     wait $sampler
   done
 done
-kill $smi 2>/dev/null
+kill $smi $probe 2>/dev/null
 echo "total: $((SECONDS - start)) s"

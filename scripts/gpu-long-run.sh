@@ -8,7 +8,8 @@
 # and copies its results to $OUT. The run's settings are gpu-e2e.sh's
 # (E2E_WEARERS, E2E_DURATION, E2E_WARMUP, E2E_ARGS, ENV_new ...); its files
 # are under $LONG_DIR (default /tmp/gw-long): e2e.jsonl, e2e.err (progress,
-# one line every 30 s), threads.txt, gpu_util.txt, run.log and whatever the
+# one line every 30 s), threads.txt, gpu_util.txt, host_probe.jsonl,
+# commands.txt (when each device command began and ended), run.log and whatever the
 # run's environment writes there (GW_DAEMON_TICK_LOG, GW_ENGINE_BATCH_LOG);
 # $OUT gets e2e.jsonl, e2e.err and long.tgz (all of it).
 set -uo pipefail
@@ -21,6 +22,9 @@ copy_results() {
   tar -C "$LONG_DIR" -czf "$OUT/long.tgz" . 2>/dev/null
   grep -- "->\|wearers:" "$LONG_DIR/e2e.err" 2>/dev/null | tail -30
 }
+# When each device command began and ended, on the machine's clock, so that a
+# pause in the run can be set beside the tool's transfers.
+mark_command() { echo "$1 $(date +%s.%N | cut -c1-14) $(date -u +%T)" >> "$LONG_DIR/commands.txt"; }
 case "${1:-}" in
   start)
     source scripts/lib/gpu-env.sh
@@ -33,19 +37,23 @@ case "${1:-}" in
       echo "gpu tests rc=$?"; grep -E "tests passed|FAILED|Failed" "$OUT/ctest-gpu.log" | head -20
     fi
     rm -rf "$LONG_DIR"; mkdir -p "$LONG_DIR"
+    echo "start-began $(date -d @$(( $(date +%s) - SECONDS )) +%s) $(date -u -d @$(( $(date +%s) - SECONDS )) +%T)" > "$LONG_DIR/commands.txt"
     # gpu-e2e.sh reuses the build above (same BUILD folder).
     OUT=$LONG_DIR E2E_TESTS=0 setsid nohup bash scripts/gpu-e2e.sh > "$LONG_DIR/run.log" 2>&1 < /dev/null &
     echo "long run started at ${SECONDS} s"
     while [ "$SECONDS" -lt "${START_WAIT_S:-560}" ] && ! grep -q '"e2e_summary"' "$LONG_DIR/e2e.jsonl" 2>/dev/null; do
       sleep 5
     done
+    mark_command start-ended
     copy_results
     ;;
   collect)
+    mark_command collect-began
     while [ "$SECONDS" -lt "${COLLECT_WAIT_S:-570}" ] && pgrep -f scripts/gpu-e2e.sh > /dev/null; do
       sleep 5
     done
     pgrep -f scripts/gpu-e2e.sh > /dev/null && echo "still running after ${SECONDS} s"
+    mark_command collect-ended
     copy_results
     tail -5 "$LONG_DIR/run.log"
     ;;
