@@ -31,7 +31,9 @@ def main():
     args = parser.parse_args()
 
     ticks = [line.split() for line in open(args.tick) if line.strip()]
-    batches = [[float(x) for x in line.split()] for line in open(args.batches) if line.strip()]
+    # Lines starting with '#' are the warm-up searches before the first tick.
+    batches = [[float(x) for x in line.split()] for line in open(args.batches)
+               if line.strip() and not line.startswith("#")]
     t0 = batches[0][0]
     ticks = [t for t in ticks if float(t[1]) - t0 >= args.skip]
 
