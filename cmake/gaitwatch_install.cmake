@@ -5,6 +5,7 @@
 #   DATADIR/gaitwatch/patterns/                   config/patterns (packs, templates)
 #   DATADIR/gaitwatch/console/                    console/web (the console's pages)
 #   lib/systemd/system/gaitwatchd.service         generated at install time
+#   lib/systemd/system/gaitwatch-gateway.service  the same, when built with libnats
 #   lib/sysusers.d/gaitwatch.conf                 the service user and group
 #   DOCDIR/README.md, DOCDIR/*.md                 README.md, docs/*.md
 #   MANDIR/man8/gaitwatchd.8, MANDIR/man1/gaitwatch.1
@@ -31,6 +32,7 @@ install(CODE "
   set(GW_INSTALL_DATADIR \"${CMAKE_INSTALL_DATADIR}\")
   set(GW_INSTALL_DOCDIR \"${CMAKE_INSTALL_DOCDIR}\")
   set(GW_INSTALL_MANDIR \"${CMAKE_INSTALL_MANDIR}\")
+  set(GW_HAVE_NATS \"${GAITWATCH_HAVE_NATS}\")
   include(\"${PROJECT_SOURCE_DIR}/cmake/gaitwatch_install_generated.cmake\")
 ")
 

@@ -8,13 +8,17 @@
 #       (the packs and their template directories, installed from
 #       config/patterns; paths inside a pack are relative to the pack)
 #   lib/systemd/system/gaitwatchd.service systemd/gaitwatchd.service.in
+#   lib/systemd/system/gaitwatch-gateway.service
+#       systemd/gaitwatch-gateway.service.in, when GW_HAVE_NATS (the gateway
+#       is built)
 # An existing config that differs is kept, and the new one is installed next
 # to it as gaitwatch.yaml.new. Any key to rewrite that is not found fails the
 # install: the installed config must never keep a path relative to /etc.
 #
 # Inputs (set by the caller): GW_SOURCE_DIR, GW_BINARY_DIR, GW_INSTALL_BINDIR,
 # GW_INSTALL_SYSCONFDIR, GW_INSTALL_LOCALSTATEDIR, GW_INSTALL_DATADIR,
-# GW_INSTALL_DOCDIR, GW_INSTALL_MANDIR (the CMAKE_INSTALL_<dir> values).
+# GW_INSTALL_DOCDIR, GW_INSTALL_MANDIR (the CMAKE_INSTALL_<dir> values),
+# GW_HAVE_NATS (ON when gaitwatchd has the JetStream gateway).
 
 include("${GW_SOURCE_DIR}/cmake/gaitwatch_dirs.cmake")
 
@@ -119,6 +123,12 @@ configure_file("${GW_SOURCE_DIR}/systemd/gaitwatchd.service.in"
                "${gw_gen_dir}/gaitwatchd.service" @ONLY)
 file(INSTALL "${gw_gen_dir}/gaitwatchd.service" DESTINATION "${prefix}/lib/systemd/system"
      PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+if(GW_HAVE_NATS)
+  configure_file("${GW_SOURCE_DIR}/systemd/gaitwatch-gateway.service.in"
+                 "${gw_gen_dir}/gaitwatch-gateway.service" @ONLY)
+  file(INSTALL "${gw_gen_dir}/gaitwatch-gateway.service" DESTINATION "${prefix}/lib/systemd/system"
+       PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+endif()
 
 # The state directory exists after an install, so that the installed config
 # passes --check-config there (it checks that storage.path's directory is

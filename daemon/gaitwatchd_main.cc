@@ -3,6 +3,7 @@
 //   gaitwatchd --gateway --config FILE   take frames and publish them to the
 //                                    config's NATS JetStream stream (daemon/gateway.h)
 //   gaitwatchd --check-config FILE   validate FILE; exit 0 when valid, 1 otherwise
+//     [--gateway]                    for the gateway: FILE must also name a nats: stream
 //     [--against RUNNING]            also warn about the keys that differ from the
 //                                    config RUNNING and that a reload would not apply
 // Exit codes: 0 stopped cleanly (also --help, --version), 1 a start-up or
@@ -32,8 +33,7 @@ int main(int argc, char** argv) {
   bool gateway = false;
   app.add_flag("--gateway", gateway,
                "with --config: only take frames and publish them to the config's nats: stream "
-               "(docs/scale.md); detect nothing")
-      ->needs(run_opt);
+               "(docs/scale.md); detect nothing. With --check-config: check the file for that");
   app.set_version_flag("--version", "gaitwatchd 0.1.0");
   if (const auto code = gw::cli::parse_command_line(app, argc, argv)) return *code;
   if (config_path.empty() && check_path.empty()) {
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
       // What the file cannot say alone: addresses, endpoints, directories.
       auto issues = gw::daemon::preflight_checks(config);
       if (!issues.empty()) throw gw::config::ConfigError(check_path, std::move(issues));
-      if (config.patterns.empty())
+      if (gateway) gw::daemon::require_gateway_config(config, check_path);
+      if (config.patterns.empty() && !gateway)
         std::cerr << check_path << ": warning: patterns: [] - this config detects nothing\n";
       if (!running_path.empty()) {
         const auto running = gw::config::load_config(running_path);

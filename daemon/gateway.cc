@@ -16,15 +16,20 @@
 #include "config/config.h"
 #include "daemon/ingest.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "sensors/frame.h"
 
 namespace gw::daemon {
 
+void require_gateway_config(const config::Config& config, const std::string& config_path) {
+  if (!config.nats.enabled)
+    throw Error(config_path + ": nats: missing; the gateway publishes to the stream it names (docs/scale.md)");
+}
+
 int run_gateway(const std::string& config_path) {
   const config::Config config = config::load_config(config_path);
   set_log_level(config.daemon.log_level);
-  if (!config.nats.enabled)
-    throw Error(config_path + ": nats: missing; the gateway publishes to the stream it names (docs/scale.md)");
+  require_gateway_config(config, config_path);
 
   cluster::FramePublisherOptions options;
   options.url = config.nats.url;
@@ -51,6 +56,7 @@ int run_gateway(const std::string& config_path) {
   signals.async_wait([&](const boost::system::error_code& error, int signal) {
     if (error) return;
     spdlog::info("gateway: signal {}: stopping", signal);
+    notify_stopping();
     ingest.stop();
     stopping = true;
   });
@@ -59,6 +65,12 @@ int run_gateway(const std::string& config_path) {
                "partitions, up to {} frames per message)",
                ingest.udp_port(), ingest.tcp_port(), options.url, options.stream, options.subject,
                options.partitions, options.frames_per_message);
+  notify_ready(fmt::format("gateway: udp port {}, tcp port {} -> {} stream {}", ingest.udp_port(),
+                           ingest.tcp_port(), options.url, options.stream));
+  // A publish that blocks (the server gone, acknowledgements stuck) stops
+  // the pings, and systemd restarts the gateway.
+  const auto watchdog = watchdog_ping_interval(config.daemon.watchdog_s);
+  auto next_ping = std::chrono::steady_clock::now();
 
   // Publishing on this thread: the queue keeps the order frames came in,
   // so one wearer's frames reach the stream in order. A partition's frames
@@ -90,9 +102,17 @@ int run_gateway(const std::string& config_path) {
       queue_closed = true;
     }
     if (publisher.batched_frames() > 0 && now - first_batched >= kBatchLinger) publisher.flush_batches();
+    if (watchdog.count() > 0 && now >= next_ping) {
+      notify_watchdog();
+      next_ping = now + watchdog;
+    }
     if (now - last_report > std::chrono::seconds(10)) {
       last_report = now;
-      spdlog::info("gateway: {}", publisher.counters_json().dump());
+      const nlohmann::json counters = publisher.counters_json();
+      spdlog::info("gateway: {}", counters.dump());
+      notify_status(fmt::format("gateway: {} frames published, {} acknowledged, {} dropped",
+                                counters.value("published", std::uint64_t{0}), counters.value("acked", std::uint64_t{0}),
+                                counters.value("dropped", std::uint64_t{0})));
     }
   }
   const bool flushed = publisher.flush(5.0);

@@ -7,7 +7,9 @@
 // detects nothing and stores nothing.
 //
 // It logs "gaitwatchd gateway ready" with its ports and the stream once it
-// takes frames, its counters every 10 s, and runs until SIGTERM or SIGINT;
+// takes frames (and tells systemd READY=1), its counters every 10 s (and
+// systemd its STATUS), pings systemd's watchdog while its publishing loop
+// turns (systemd/gaitwatch-gateway.service), and runs until SIGTERM or SIGINT;
 // then it stops taking frames, publishes what was queued, waits up to 5 s
 // for the acknowledgements and prints its final counters as one JSON line on
 // standard output: {"gateway": {"ingest": {...}, "publisher": {published,
@@ -16,7 +18,14 @@
 
 #include <string>
 
+#include "config/config.h"
+
 namespace gw::daemon {
+
+// Throws gw::Error naming `config_path` when `config` cannot run a gateway:
+// it has no `nats:` section. `gaitwatchd --gateway --check-config` and
+// run_gateway share it.
+void require_gateway_config(const config::Config& config, const std::string& config_path);
 
 // Returns the exit code: 0 after a clean stop. Throws gw::Error (an invalid
 // config, a config without `nats:`, a port in use, NATS or the stream not

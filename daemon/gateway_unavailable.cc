@@ -5,6 +5,10 @@
 
 namespace gw::daemon {
 
+void require_gateway_config(const config::Config&, const std::string&) {
+  throw Error("this gaitwatchd was built without libnats (libnats-dev): no JetStream gateway");
+}
+
 int run_gateway(const std::string&) {
   throw Error("this gaitwatchd was built without libnats (libnats-dev): no JetStream gateway");
 }

@@ -2,8 +2,11 @@
 // directory is installed into a temp prefix; the installed daemon accepts the
 // installed config, which names only files under the prefix (the pattern
 // packs and their templates, not the source tree) and state paths under
-// its var/lib/gaitwatch; the installed unit names the installed binary,
-// config and documentation; the installed daemon starts and stops cleanly.
+// its var/lib/gaitwatch; the installed units (the daemon's, and the
+// gateway's in a build with libnats) name the installed binary, config and
+// documentation; the installed daemon and gateway start on the installed
+// config under a stand-in for systemd's notification socket, say READY=1,
+// ping the watchdog, say STOPPING=1 and exit within the unit's TimeoutStopSec.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -11,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -19,6 +23,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config/config.h"
+#include "tests/common/nats_server.h"
+#include "tests/common/notify_socket.h"
 #include "tests/daemon/process.h"
 
 namespace fs = std::filesystem;
@@ -46,6 +52,7 @@ struct Installed {
   fs::path config() const { return prefix / "etc/gaitwatch/gaitwatch.yaml"; }
   fs::path daemon() const { return prefix / "bin/gaitwatchd"; }
   fs::path unit() const { return prefix / "lib/systemd/system/gaitwatchd.service"; }
+  fs::path gateway_unit() const { return prefix / "lib/systemd/system/gaitwatch-gateway.service"; }
   bool under_prefix(const fs::path& path) const {
     const auto relative = fs::path(path).lexically_normal().lexically_relative(prefix);
     return !relative.empty() && *relative.begin() != "..";
@@ -59,6 +66,77 @@ std::vector<std::string> unit_values(const std::string& unit, const std::string&
   for (std::string line; std::getline(in, line);)
     if (line.rfind(key + "=", 0) == 0) values.push_back(line.substr(key.size() + 1));
   return values;
+}
+
+// The installed config with temp state paths and loopback ports chosen now,
+// written next to it as run.yaml (with `nats` added when given).
+fs::path write_run_config(const Installed& installed, const std::string& nats_url = "") {
+  YAML::Node config = YAML::LoadFile(installed.config().string());
+  const fs::path state = installed.prefix / "state";
+  fs::create_directories(state);
+  config["storage"]["path"] = (state / "hits.db").string();
+  config["history"]["path"] = (state / "history.db").string();
+  config["ingest"]["udp"]["port"] = gw::test::free_port(true);
+  config["ingest"]["tcp"]["port"] = gw::test::free_port(false);
+  config["publish"]["endpoint"] = "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));
+  config["control"]["endpoint"] = "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));
+  config["metrics"]["port"] = gw::test::free_port(false);
+  config["console"]["port"] = gw::test::free_port(false);
+  config["search"]["threads"] = 2;
+  if (!nats_url.empty()) config["nats"]["url"] = nats_url;
+  const fs::path run_config = installed.prefix / "etc/gaitwatch/run.yaml";
+  std::ofstream(run_config) << YAML::Dump(config) << "\n";
+  return run_config;
+}
+
+// systemd's own check of a unit where this machine has it (not every
+// container does): every key known and valid, the commands executable.
+void verify_unit(const Installed& installed, const fs::path& unit) {
+  if (std::system("systemd-analyze --version >/dev/null 2>&1") != 0) {
+    WARN("skipped systemd-analyze verify: not available");
+    return;
+  }
+  const auto verify = run_process({"/usr/bin/env", "systemd-analyze", "verify", "--man=no", unit.string()},
+                                  installed.prefix, "verify-" + unit.stem().string(), std::chrono::seconds(60));
+  INFO(verify.out << verify.err);
+  CHECK(verify.code == 0);
+  CHECK_THAT(verify.err, !Catch::Contains("Unknown") && !Catch::Contains("ignoring") &&
+                             !Catch::Contains("Invalid") && !Catch::Contains("not executable"));
+}
+
+// The unit's TimeoutStopSec, in seconds.
+std::chrono::seconds stop_timeout(const fs::path& unit) {
+  const auto values = unit_values(gw::test::read_file(unit), "TimeoutStopSec");
+  REQUIRE(values.size() == 1);
+  return std::chrono::seconds(std::stoi(values[0]));
+}
+
+// Runs `argv` as its unit would (a notification socket, WatchdogSec=1)
+// until it says READY=1; checks that it pings the watchdog, then stops it
+// with SIGTERM and checks STOPPING=1 and a clean exit within `stop_within`.
+void run_as_notify_service(const Installed& installed, std::vector<std::string> argv,
+                           const std::string& name, std::chrono::seconds stop_within) {
+  gw::test::NotifySocket notify(installed.prefix / (name + ".notify"));
+  std::optional<gw::Process> service;
+  {
+    const gw::test::ServiceEnvironment environment(notify, 1'000'000);
+    service.emplace(std::move(argv), installed.prefix / (name + ".out"),
+                    installed.prefix / (name + ".err"));
+  }
+  INFO(service->err());
+  REQUIRE(gw::test::eventually([&] { return notify.find("READY=1") || !service->running(); },
+                               std::chrono::seconds(60)));
+  REQUIRE(service->running());
+  REQUIRE(notify.find("READY=1"));
+  // WatchdogSec=1: a ping every half second at most.
+  CHECK(gw::test::eventually([&] { return notify.count("WATCHDOG=1") >= 3; },
+                             std::chrono::seconds(5)));
+  CHECK_FALSE(notify.find("STOPPING=1"));
+  service->signal(SIGTERM);
+  const auto code = service->wait(stop_within);
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  CHECK(notify.find("STOPPING=1"));
 }
 
 }  // namespace
@@ -186,42 +264,17 @@ TEST_CASE("the installed unit names the installed binary, config and documentati
       gw::test::read_file(installed.prefix / "lib/sysusers.d/gaitwatch.conf");
   CHECK_THAT(sysusers, Catch::Contains("u gaitwatch - \"gaitwatch daemon\" /var/lib/gaitwatch"));
 
-  // systemd's own check where this machine has it (not every container
-  // does): every key known and valid, the commands executable.
-  if (std::system("systemd-analyze --version >/dev/null 2>&1") == 0) {
-    const auto verify = run_process({"/usr/bin/env", "systemd-analyze", "verify", "--man=no",
-                                     installed.unit().string()},
-                                    installed.prefix, "verify", std::chrono::seconds(60));
-    INFO(verify.out << verify.err);
-    CHECK(verify.code == 0);
-    CHECK_THAT(verify.err, !Catch::Contains("Unknown") && !Catch::Contains("ignoring") &&
-                               !Catch::Contains("Invalid") && !Catch::Contains("not executable"));
-  } else {
-    WARN("skipped systemd-analyze verify: not available");
-  }
+  verify_unit(installed, installed.unit());
 }
 
 TEST_CASE("the installed daemon starts on the installed config and stops cleanly",
           "[integration]") {
   Installed installed;
-  // The installed config with temp state paths and loopback ports chosen now.
-  YAML::Node config = YAML::LoadFile(installed.config().string());
+  const fs::path run_config = write_run_config(installed);
   const fs::path state = installed.prefix / "state";
-  fs::create_directories(state);
-  config["storage"]["path"] = (state / "hits.db").string();
-  config["history"]["path"] = (state / "history.db").string();
-  config["ingest"]["udp"]["port"] = gw::test::free_port(true);
-  config["ingest"]["tcp"]["port"] = gw::test::free_port(false);
-  config["publish"]["endpoint"] = "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));
-  config["control"]["endpoint"] = "tcp://127.0.0.1:" + std::to_string(gw::test::free_port(false));
-  config["metrics"]["port"] = gw::test::free_port(false);
-  config["console"]["port"] = gw::test::free_port(false);
-  config["search"]["threads"] = 2;
-  const fs::path run_config = installed.prefix / "etc/gaitwatch/run.yaml";
-  std::ofstream(run_config) << YAML::Dump(config) << "\n";
 
-  gw::test::Process daemon({installed.daemon().string(), "--config", run_config.string()},
-                           installed.prefix / "daemon.out", installed.prefix / "daemon.err");
+  gw::Process daemon({installed.daemon().string(), "--config", run_config.string()},
+                     installed.prefix / "daemon.out", installed.prefix / "daemon.err");
   const bool ready = gw::test::eventually(
       [&] { return daemon.err().find("ready") != std::string::npos || !daemon.running(); },
       std::chrono::seconds(60));
@@ -233,4 +286,72 @@ TEST_CASE("the installed daemon starts on the installed config and stops cleanly
   daemon.signal(SIGTERM);
   CHECK(daemon.wait(std::chrono::seconds(30)) == 0);
   CHECK(fs::exists(state / "hits.db"));
+}
+
+TEST_CASE("the installed daemon tells its unit READY, pings the watchdog and stops within "
+          "TimeoutStopSec",
+          "[integration]") {
+  Installed installed;
+  const fs::path run_config = write_run_config(installed);
+  run_as_notify_service(installed, {installed.daemon().string(), "--config", run_config.string()},
+                        "daemon", stop_timeout(installed.unit()));
+}
+
+TEST_CASE("the installed gateway unit runs the installed binary on the installed config, "
+          "one role per host",
+          "[integration]") {
+  Installed installed;
+#if !GW_HAVE_NATS
+  // Built without libnats: no gateway, and no unit for one.
+  CHECK_FALSE(fs::exists(installed.gateway_unit()));
+  return;
+#endif
+  const std::string unit = gw::test::read_file(installed.gateway_unit());
+  REQUIRE_FALSE(unit.empty());
+  CHECK(unit.find('@') == std::string::npos);
+  const std::string daemon = installed.daemon().string();
+  const std::string config = installed.config().string();
+  CHECK(unit_values(unit, "ExecStart") ==
+        std::vector<std::string>{daemon + " --gateway --config " + config});
+  CHECK(unit_values(unit, "ExecStartPre") ==
+        std::vector<std::string>{daemon + " --gateway --check-config " + config});
+  CHECK(unit_values(unit, "Type") == std::vector<std::string>{"notify"});
+  CHECK(unit_values(unit, "Conflicts") == std::vector<std::string>{"gaitwatchd.service"});
+  CHECK(unit_values(unit, "User") == std::vector<std::string>{"gaitwatch"});
+  CHECK(unit_values(unit, "ReadWritePaths") ==
+        std::vector<std::string>{(installed.prefix / "var/lib/gaitwatch").string()});
+  CHECK(unit_values(unit, "Documentation") ==
+        unit_values(gw::test::read_file(installed.unit()), "Documentation"));
+
+  // The installed config leaves `nats:` commented out: the gateway's check
+  // names what is missing, and passes once the section is there.
+  const auto missing = run_process({daemon, "--gateway", "--check-config", config},
+                                   installed.prefix, "gateway-check", std::chrono::seconds(60));
+  CHECK(missing.code == 1);
+  CHECK_THAT(missing.err, Catch::Contains(config + ": nats: missing"));
+  std::ofstream(config, std::ios::app) << "nats:\n  url: nats://127.0.0.1:4222\n";
+  const auto ok = run_process({daemon, "--gateway", "--check-config", config}, installed.prefix,
+                              "gateway-check-ok", std::chrono::seconds(60));
+  INFO(ok.out << ok.err);
+  CHECK(ok.code == 0);
+  CHECK_THAT(ok.out, Catch::Contains(config + ": ok"));
+  CHECK(ok.err.find("detects nothing") == std::string::npos);
+
+  verify_unit(installed, installed.gateway_unit());
+}
+
+TEST_CASE("the installed gateway tells its unit READY, pings the watchdog and stops within "
+          "TimeoutStopSec",
+          "[integration]") {
+#if !GW_HAVE_NATS
+  WARN("nats-server not installed: this build has no gateway (libnats)");
+  return;
+#endif
+  if (gw::test::nats_server_missing()) return;
+  gw::test::TempNatsServer nats("gw_install_nats");
+  Installed installed;
+  const fs::path run_config = write_run_config(installed, nats.url());
+  run_as_notify_service(installed,
+                        {installed.daemon().string(), "--gateway", "--config", run_config.string()},
+                        "gateway", stop_timeout(installed.gateway_unit()));
 }
