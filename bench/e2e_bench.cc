@@ -272,6 +272,12 @@ json run_once(const Options& options, int wearers, double duration_s,
   line["deadline_misses_total"] = b.counter("/engine/deadline_misses");
   line["deferred_streams_window"] = delta("/engine/deferred_streams");
   line["deferred_streams_total"] = b.counter("/engine/deferred_streams");
+  // Times the host did not run the daemon for 50 ms or more (daemon/pause_monitor.h):
+  // misses that come with them had their cause outside the tick's work.
+  line["process_pauses"] = {{"window", delta("/process/pauses")},
+                            {"window_ms", delta("/process/pause_ms_total")},
+                            {"total", b.counter("/process/pauses")},
+                            {"max_ms_since_start", b.counter("/process/pause_ms_max")}};
   // The search's warm-up before the daemon was ready (search.warm_up_streams).
   line["search_warm_up"] = {{"seconds", b.counter("/engine/warm_up/seconds")},
                             {"batches", b.counter("/engine/warm_up/batches")},

@@ -40,6 +40,7 @@
 #include "console/server.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
+#include "daemon/pause_monitor.h"
 #include "daemon/preflight.h"
 #include "daemon/tick_scheduler.h"
 #include "daemon/wearers.h"
@@ -390,6 +391,9 @@ class Daemon {
       });
     }
 
+    // From here to the stop: the warm-up, every tick and the drain.
+    const PauseMonitor pauses;
+
     // Before ingest opens, so that no frame waits for it, and after the
     // marks' examples joined the patterns (a library change empties what
     // the backend holds).
@@ -477,6 +481,7 @@ class Daemon {
       if (control) stats["control"] = control->counters_json();
       if (console) stats["console"] = console->counters_json();
       stats["pipeline_thread"] = pipeline_seconds_.to_json();
+      stats["process"] = pauses.to_json();
       return stats;
     };
 

@@ -619,6 +619,17 @@ std::vector<MetricFamily> make_families() {
           {{"/pipeline_thread/frames_engine_s", {{"part", "frames_engine"}, {"within", "frames"}}},
            {"/pipeline_thread/batch_start_s", {{"part", "batch_start"}, {"within", "batch"}}},
            {"/pipeline_thread/alerts_out_s", {{"part", "alerts_out"}, {"within", "after_batch"}}}}),
+
+      // ---- pauses of the whole process (daemon/pause_monitor.h)
+      counter("gaitwatch_process_pauses_total",
+              "Times the host did not run the daemon for 50 ms or more (a 10-ms sleep of a thread "
+              "that does nothing else woke that late): every core busy, a held virtual machine, "
+              "memory reclaim, or a lock on the process's memory map.",
+              leaf("/process/pauses")),
+      counter("gaitwatch_process_pause_seconds_total", "Those pauses' lateness, summed.",
+              leaf("/process/pause_ms_total"), 1e-3),
+      gauge("gaitwatch_process_pause_max_seconds", "The longest of those pauses since the start.",
+            leaf("/process/pause_ms_max"), 1e-3),
   };
 }
 

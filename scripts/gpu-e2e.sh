@@ -68,7 +68,7 @@ for line in sys.stdin:
     if j.get('bench') == 'e2e_run':
         p = j.get('pipeline_thread_fraction', {})
         print('[$name] $n: sustained %s; ready p50/p99 %.0f/%.0f, subscriber p50/p99 %.0f/%.0f, batch p50/p99 %.0f/%.0f, '
-              'misses %d, deferred %d, lost frames %d, sender late %d; pipeline thread wait %.2f '
+              'misses %d, deferred %d, lost frames %d, sender late %d, process pauses %d; pipeline thread wait %.2f '
               'frames %.2f (engine %.2f) batch %.2f (start %.2f) after %.2f (alerts out %.2f); engine due %.3f slices %.3f '
               'fill %.3f phase2 %.3f; sink commit %.3f publish %.3f' % (
               j['sustained'], j['latency_ms']['ingest_to_alert_ready']['p50'],
@@ -76,6 +76,7 @@ for line in sys.stdin:
               j['latency_ms']['ingest_to_subscriber']['p99'],
               j['batch_ms']['p50'], j['batch_ms']['p99'], j['deadline_misses_window'],
               j['deferred_streams_window'], j['frames_lost'], j['sender']['late_frames'],
+              j.get('process_pauses', {}).get('window', 0),
               p.get('waiting', 0), p.get('frames', 0), p.get('frames_engine', 0),
               p.get('batch', 0), p.get('batch_start', 0), p.get('after_batch', 0), p.get('alerts_out', 0),
               *[j.get('engine_host_fraction', {}).get(k, 0) for k in ('due', 'slices', 'fill', 'phase2')],

@@ -3,7 +3,8 @@
 // is mapped to a metric family or deliberately ignored
 // (daemon/metrics_families.h), and `promtool check metrics` finds nothing to
 // say about the page. Without promtool on PATH that case prints
-// "promtool not found, skipped" and CTest reports it skipped.
+// "promtool not found, skipped" and CTest reports it skipped. A daemon held
+// still with SIGSTOP counts the pause, exports it and logs it.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -165,4 +166,38 @@ TEST_CASE("promtool check metrics finds nothing on the real daemon's page", "[in
   CHECK(r.out.empty());
   CHECK(r.err.empty());
   CHECK(r.code == 0);
+}
+
+TEST_CASE("a daemon held still counts the pause, exports it and logs it", "[integration]") {
+  DaemonFixture fx;
+  Process daemon = start_daemon(fx);
+  Subscriber sub(fx.endpoint());
+  INFO(daemon.err());
+  REQUIRE(sub.until([&] { return !sub.stats.empty(); }, std::chrono::seconds(20)));
+  const auto pause_seconds = [&] {
+    return metric(http_get(fx.metrics_port, "/metrics").second, "gaitwatch_process_pause_seconds_total");
+  };
+  const double before = pause_seconds();
+  CHECK(before >= 0);
+
+  daemon.signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  daemon.signal(SIGCONT);
+
+  // The monitor's 10-ms sleep ends at least 350 ms late once the process runs again.
+  double after = before;
+  CHECK(gw::test::eventually(
+      [&] {
+        after = pause_seconds();
+        return after - before >= 0.35;
+      },
+      std::chrono::seconds(20)));
+  INFO("pause seconds before " << before << ", after " << after);
+  const std::string page = http_get(fx.metrics_port, "/metrics").second;
+  CHECK(metric(page, "gaitwatch_process_pauses_total") >= 1);
+  CHECK(metric(page, "gaitwatch_process_pause_max_seconds") >= 0.35);
+  CHECK(gw::test::eventually([&] { return daemon.err().find("process paused: a 10-ms sleep woke") != std::string::npos; },
+                             std::chrono::seconds(5)));
+  daemon.signal(SIGTERM);
+  CHECK(daemon.wait(std::chrono::seconds(20)) == 0);
 }
