@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
     try {
       const auto config = gw::config::load_config(check_path);
       // What the file cannot say alone: addresses, endpoints, directories.
-      auto issues = gw::daemon::preflight_checks(config);
+      auto issues = gw::daemon::preflight_checks(
+          config, gateway ? gw::daemon::PreflightRole::kGateway : gw::daemon::PreflightRole::kDaemon);
       if (!issues.empty()) throw gw::config::ConfigError(check_path, std::move(issues));
       if (gateway) gw::daemon::require_gateway_config(config, check_path);
       if (config.patterns.empty() && !gateway)

@@ -622,9 +622,9 @@ std::vector<MetricFamily> make_families() {
 
       // ---- pauses of the whole process (daemon/pause_monitor.h)
       counter("gaitwatch_process_pauses_total",
-              "Times the host did not run the daemon for 50 ms or more (a 10-ms sleep of a thread "
-              "that does nothing else woke that late): every core busy, a held virtual machine, "
-              "memory reclaim, or a lock on the process's memory map.",
+              "Times a daemon thread that only sleeps 10 ms at a time woke 50 ms or more late: the "
+              "host did not run it (every core busy with the daemon's work or another's, a held "
+              "virtual machine, memory reclaim, or a lock on the process's memory map).",
               leaf("/process/pauses")),
       counter("gaitwatch_process_pause_seconds_total", "Those pauses' lateness, summed.",
               leaf("/process/pause_ms_total"), 1e-3),

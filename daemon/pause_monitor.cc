@@ -50,11 +50,16 @@ void PauseMonitor::run(std::chrono::milliseconds period, std::chrono::seconds lo
   std::optional<Clock::time_point> last_line;
   std::uint64_t unlogged = 0;
   double unlogged_max_ms = 0;
+  // Each sleep is due a period after the previous wake-up, not after the
+  // bookkeeping and logging that followed it: a pause that falls there is
+  // counted too.
+  Clock::time_point due = Clock::now() + period;
   while (!stopping_) {
-    const Clock::time_point due = Clock::now() + period;
     if (stop_cv_.wait_until(lock, due, [this] { return stopping_; })) break;
     const Clock::time_point woke = Clock::now();
-    const std::optional<double> late_ms = tally_.observe(due, woke);
+    const Clock::time_point planned = due;
+    due = woke + period;
+    const std::optional<double> late_ms = tally_.observe(planned, woke);
     if (!late_ms) continue;
     ++unlogged;
     unlogged_max_ms = std::max(unlogged_max_ms, *late_ms);
@@ -63,8 +68,9 @@ void PauseMonitor::run(std::chrono::milliseconds period, std::chrono::seconds lo
     // Logged without the lock: counters() is read on the pipeline thread.
     lock.unlock();
     spdlog::warn("process paused: a {}-ms sleep woke {:.0f} ms late ({} such pauses since the last line, the "
-                 "longest {:.0f} ms): the host did not run the daemon meanwhile (every core busy, a held virtual "
-                 "machine, memory reclaim, or a lock on the process's memory map)",
+                 "longest {:.0f} ms): the host did not run the daemon's pause watch meanwhile (every core busy with "
+                 "this work or another's, a held virtual machine, memory reclaim, or a lock on the process's "
+                 "memory map)",
                  period.count(), *late_ms, unlogged, unlogged_max_ms);
     lock.lock();
     unlogged = 0;

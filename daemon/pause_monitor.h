@@ -22,7 +22,7 @@ namespace gw::daemon {
 struct PauseCounters {
   std::uint64_t pauses = 0;  // late wake-ups counted
   double total_ms = 0;       // their lateness, summed
-  double max_ms = 0;         // the latest one
+  double max_ms = 0;         // the longest one
 };
 
 // The bookkeeping alone (no thread, no clock of its own). Not thread-safe.

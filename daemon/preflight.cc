@@ -89,7 +89,7 @@ std::string check_zmq_endpoint(const std::string& endpoint) {
 
 }  // namespace
 
-std::vector<ConfigIssue> preflight_checks(const config::Config& config) {
+std::vector<ConfigIssue> preflight_checks(const config::Config& config, PreflightRole role) {
   std::vector<ConfigIssue> issues;
   const auto add = [&](const std::string& path, const std::string& message) {
     if (!message.empty()) issues.push_back({path, 0, message, {}});
@@ -98,6 +98,7 @@ std::vector<ConfigIssue> preflight_checks(const config::Config& config) {
     add("ingest.udp.bind", try_bind<boost::asio::ip::udp>(config.ingest.udp.bind));
   if (config.ingest.tcp.port != 0)
     add("ingest.tcp.bind", try_bind<boost::asio::ip::tcp>(config.ingest.tcp.bind));
+  if (role == PreflightRole::kGateway) return issues;
   if (config.metrics.port != 0)
     add("metrics.bind", try_bind<boost::asio::ip::tcp>(config.metrics.bind));
   add("publish.endpoint", check_zmq_endpoint(config.publish.endpoint));

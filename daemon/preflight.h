@@ -14,7 +14,9 @@
 // endpoint's directory likewise, or, when it is missing, its parent (the
 // daemon then creates it: a runtime directory outside systemd).
 // Ports themselves are not tried: the running daemon may hold them while its
-// next config is checked.
+// next config is checked. For the gateway (`gaitwatchd --gateway`) only the
+// ingest binds are checked: it opens no metrics, publish or control socket
+// and writes no file, and its unit has no runtime or state directory.
 #pragma once
 
 #include <vector>
@@ -23,7 +25,11 @@
 
 namespace gw::daemon {
 
+// What will run the config.
+enum class PreflightRole { kDaemon, kGateway };
+
 // Every problem found, each naming its key path; empty when none.
-std::vector<config::ConfigIssue> preflight_checks(const config::Config& config);
+std::vector<config::ConfigIssue> preflight_checks(const config::Config& config,
+                                                  PreflightRole role = PreflightRole::kDaemon);
 
 }  // namespace gw::daemon

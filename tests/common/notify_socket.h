@@ -2,7 +2,7 @@
 // binary: a unix datagram socket that collects the service's sd_notify(3)
 // messages, and $NOTIFY_SOCKET (and $WATCHDOG_USEC) set in this process's
 // environment while a ServiceEnvironment lives, so that a child spawned then
-// inherits them.
+// inherits them. Not the unit's user or sandbox.
 #pragma once
 
 #include <sys/socket.h>
@@ -86,19 +86,34 @@ class NotifySocket {
 };
 
 // Sets NOTIFY_SOCKET (and WATCHDOG_USEC when watchdog_usec > 0) for the
-// children spawned while it lives; restores the environment after.
+// children spawned while it lives; puts back what was there before (or
+// nothing) after. Not thread-safe: the environment is the process's.
 class ServiceEnvironment {
  public:
-  ServiceEnvironment(const NotifySocket& socket, unsigned long long watchdog_usec) {
+  ServiceEnvironment(const NotifySocket& socket, unsigned long long watchdog_usec)
+      : notify_socket_(get("NOTIFY_SOCKET")), watchdog_usec_(get("WATCHDOG_USEC")) {
     ::setenv("NOTIFY_SOCKET", socket.path().c_str(), 1);
     if (watchdog_usec > 0) ::setenv("WATCHDOG_USEC", std::to_string(watchdog_usec).c_str(), 1);
   }
   ~ServiceEnvironment() {
-    ::unsetenv("NOTIFY_SOCKET");
-    ::unsetenv("WATCHDOG_USEC");
+    put("NOTIFY_SOCKET", notify_socket_);
+    put("WATCHDOG_USEC", watchdog_usec_);
   }
   ServiceEnvironment(const ServiceEnvironment&) = delete;
   ServiceEnvironment& operator=(const ServiceEnvironment&) = delete;
+
+ private:
+  static std::optional<std::string> get(const char* name) {
+    const char* value = std::getenv(name);
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  }
+  static void put(const char* name, const std::optional<std::string>& value) {
+    if (value)
+      ::setenv(name, value->c_str(), 1);
+    else
+      ::unsetenv(name);
+  }
+  std::optional<std::string> notify_socket_, watchdog_usec_;
 };
 
 }  // namespace gw::test

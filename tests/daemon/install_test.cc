@@ -123,9 +123,9 @@ void run_as_notify_service(const Installed& installed, std::vector<std::string> 
     service.emplace(std::move(argv), installed.prefix / (name + ".out"),
                     installed.prefix / (name + ".err"));
   }
-  INFO(service->err());
   REQUIRE(gw::test::eventually([&] { return notify.find("READY=1") || !service->running(); },
                                std::chrono::seconds(60)));
+  INFO(name << " stderr at READY: " << service->err());
   REQUIRE(service->running());
   REQUIRE(notify.find("READY=1"));
   // WatchdogSec=1: a ping every half second at most.
@@ -133,9 +133,17 @@ void run_as_notify_service(const Installed& installed, std::vector<std::string> 
                              std::chrono::seconds(5)));
   CHECK_FALSE(notify.find("STOPPING=1"));
   service->signal(SIGTERM);
-  const auto code = service->wait(stop_within);
-  REQUIRE(code.has_value());
-  CHECK(*code == 0);
+  // Reading on while it stops, as systemd does: a socket left unread fills
+  // up and would block the service's next sd_notify.
+  const bool stopped = gw::test::eventually(
+      [&] {
+        notify.messages();
+        return !service->running();
+      },
+      stop_within);
+  INFO(name << " stderr at the stop: " << service->err());
+  REQUIRE(stopped);
+  CHECK(service->wait(std::chrono::milliseconds(0)) == 0);
   CHECK(notify.find("STOPPING=1"));
 }
 
@@ -318,8 +326,13 @@ TEST_CASE("the installed gateway unit runs the installed binary on the installed
   CHECK(unit_values(unit, "Type") == std::vector<std::string>{"notify"});
   CHECK(unit_values(unit, "Conflicts") == std::vector<std::string>{"gaitwatchd.service"});
   CHECK(unit_values(unit, "User") == std::vector<std::string>{"gaitwatch"});
-  CHECK(unit_values(unit, "ReadWritePaths") ==
-        std::vector<std::string>{(installed.prefix / "var/lib/gaitwatch").string()});
+  // Started only once a conflicting daemon has stopped (its ports free).
+  CHECK(unit_values(unit, "After") ==
+        std::vector<std::string>{"network-online.target gaitwatchd.service"});
+  // It writes nothing: no state or runtime directory, nothing writable.
+  CHECK(unit_values(unit, "StateDirectory").empty());
+  CHECK(unit_values(unit, "RuntimeDirectory").empty());
+  CHECK(unit_values(unit, "ReadWritePaths").empty());
   CHECK(unit_values(unit, "Documentation") ==
         unit_values(gw::test::read_file(installed.unit()), "Documentation"));
 
@@ -336,6 +349,25 @@ TEST_CASE("the installed gateway unit runs the installed binary on the installed
   CHECK(ok.code == 0);
   CHECK_THAT(ok.out, Catch::Contains(config + ": ok"));
   CHECK(ok.err.find("detects nothing") == std::string::npos);
+  // The gateway opens no control socket and writes no file, so its check
+  // leaves out what only the daemon needs: a control socket's directory
+  // that does not exist (the daemon's unit makes /run/gaitwatch; the
+  // gateway's has none) fails the daemon's check, not the gateway's.
+  {
+    YAML::Node node = YAML::LoadFile(config);
+    node["control"]["endpoint"] = "ipc://" + (installed.prefix / "no-such-dir/run/control.sock").string();
+    node["storage"]["path"] = (installed.prefix / "no-such-dir/hits.db").string();
+    const fs::path elsewhere = installed.prefix / "etc/gaitwatch/elsewhere.yaml";
+    std::ofstream(elsewhere) << YAML::Dump(node) << "\n";
+    const auto as_daemon = run_process({daemon, "--check-config", elsewhere.string()}, installed.prefix,
+                                       "daemon-check-elsewhere", std::chrono::seconds(60));
+    CHECK(as_daemon.code == 1);
+    CHECK_THAT(as_daemon.err, Catch::Contains("control.endpoint") && Catch::Contains("storage.path"));
+    const auto as_gateway = run_process({daemon, "--gateway", "--check-config", elsewhere.string()},
+                                        installed.prefix, "gateway-check-elsewhere", std::chrono::seconds(60));
+    INFO(as_gateway.err);
+    CHECK(as_gateway.code == 0);
+  }
 
   verify_unit(installed, installed.gateway_unit());
 }
