@@ -4,13 +4,12 @@
 #include "daemon/gateway.h"
 
 namespace gw::daemon {
+namespace {
+constexpr const char* kNoGateway = "this gaitwatchd was built without libnats (libnats-dev): no JetStream gateway";
+}  // namespace
 
-void require_gateway_config(const config::Config&, const std::string&) {
-  throw Error("this gaitwatchd was built without libnats (libnats-dev): no JetStream gateway");
-}
+void require_gateway_config(const config::Config&, const std::string&) { throw Error(kNoGateway); }
 
-int run_gateway(const std::string&) {
-  throw Error("this gaitwatchd was built without libnats (libnats-dev): no JetStream gateway");
-}
+int run_gateway(const std::string&) { throw Error(kNoGateway); }
 
 }  // namespace gw::daemon

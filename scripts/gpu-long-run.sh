@@ -24,7 +24,11 @@ copy_results() {
 }
 # When each device command began and ended, on the machine's clock, so that a
 # pause in the run can be set beside the tool's transfers.
-mark_command() { echo "$1 $(date +%s.%N | cut -c1-14) $(date -u +%T)" >> "$LONG_DIR/commands.txt"; }
+# mark_command NAME [UNIX_TIME] (default now).
+mark_command() {
+  local t=${2:-$(date +%s.%N | cut -c1-14)}
+  echo "$1 $t $(date -u -d "@${t%.*}" +%T)" >> "$LONG_DIR/commands.txt"
+}
 case "${1:-}" in
   start)
     source scripts/lib/gpu-env.sh
@@ -37,7 +41,7 @@ case "${1:-}" in
       echo "gpu tests rc=$?"; grep -E "tests passed|FAILED|Failed" "$OUT/ctest-gpu.log" | head -20
     fi
     rm -rf "$LONG_DIR"; mkdir -p "$LONG_DIR"
-    echo "start-began $(date -d @$(( $(date +%s) - SECONDS )) +%s) $(date -u -d @$(( $(date +%s) - SECONDS )) +%T)" > "$LONG_DIR/commands.txt"
+    mark_command start-began "$(( $(date +%s) - SECONDS ))"
     # gpu-e2e.sh reuses the build above (same BUILD folder).
     OUT=$LONG_DIR E2E_TESTS=0 setsid nohup bash scripts/gpu-e2e.sh > "$LONG_DIR/run.log" 2>&1 < /dev/null &
     echo "long run started at ${SECONDS} s"

@@ -89,6 +89,20 @@ fs::path write_run_config(const Installed& installed, const std::string& nats_ur
   return run_config;
 }
 
+// The installed unit at `path`, having checked that every placeholder was
+// substituted and that it checks, then runs, the installed daemon on the
+// installed config (with `options`, e.g. "--gateway ", before each).
+std::string read_unit_running(const Installed& installed, const fs::path& path, const std::string& options) {
+  const std::string unit = gw::test::read_file(path);
+  REQUIRE_FALSE(unit.empty());
+  CHECK(unit.find('@') == std::string::npos);
+  const std::string daemon = installed.daemon().string() + " " + options;
+  const std::string config = installed.config().string();
+  CHECK(unit_values(unit, "ExecStart") == std::vector<std::string>{daemon + "--config " + config});
+  CHECK(unit_values(unit, "ExecStartPre") == std::vector<std::string>{daemon + "--check-config " + config});
+  return unit;
+}
+
 // systemd's own check of a unit where this machine has it (not every
 // container does): every key known and valid, the commands executable.
 void verify_unit(const Installed& installed, const fs::path& unit) {
@@ -216,15 +230,7 @@ TEST_CASE("the installed config validates and names only files under the prefix"
 TEST_CASE("the installed unit names the installed binary, config and documentation",
           "[integration]") {
   Installed installed;
-  const std::string unit = gw::test::read_file(installed.unit());
-  REQUIRE_FALSE(unit.empty());
-  CHECK(unit.find('@') == std::string::npos);  // every placeholder substituted
-  const std::string daemon = installed.daemon().string();
-  const std::string config = installed.config().string();
-  CHECK(unit_values(unit, "ExecStart") ==
-        std::vector<std::string>{daemon + " --config " + config});
-  CHECK(unit_values(unit, "ExecStartPre") ==
-        std::vector<std::string>{daemon + " --check-config " + config});
+  const std::string unit = read_unit_running(installed, installed.unit(), "");
   CHECK(unit_values(unit, "StateDirectory") == std::vector<std::string>{"gaitwatch"});
   CHECK(unit_values(unit, "RuntimeDirectory") == std::vector<std::string>{"gaitwatch"});
   CHECK(unit_values(unit, "RuntimeDirectoryMode") == std::vector<std::string>{"0750"});
@@ -314,15 +320,9 @@ TEST_CASE("the installed gateway unit runs the installed binary on the installed
   CHECK_FALSE(fs::exists(installed.gateway_unit()));
   return;
 #endif
-  const std::string unit = gw::test::read_file(installed.gateway_unit());
-  REQUIRE_FALSE(unit.empty());
-  CHECK(unit.find('@') == std::string::npos);
+  const std::string unit = read_unit_running(installed, installed.gateway_unit(), "--gateway ");
   const std::string daemon = installed.daemon().string();
   const std::string config = installed.config().string();
-  CHECK(unit_values(unit, "ExecStart") ==
-        std::vector<std::string>{daemon + " --gateway --config " + config});
-  CHECK(unit_values(unit, "ExecStartPre") ==
-        std::vector<std::string>{daemon + " --gateway --check-config " + config});
   CHECK(unit_values(unit, "Type") == std::vector<std::string>{"notify"});
   CHECK(unit_values(unit, "Conflicts") == std::vector<std::string>{"gaitwatchd.service"});
   CHECK(unit_values(unit, "User") == std::vector<std::string>{"gaitwatch"});
