@@ -37,6 +37,11 @@ ap.add_argument('--tilt-rate-min-dims', type=int, default=2)
 ap.add_argument('--magnitude-view', type=float, metavar='THRESHOLD',
                help='the impact on the acceleration magnitude, the window of the impact pattern')
 ap.add_argument('--within', type=float, default=3)
+# Examples also cut from every trial as falls_augment.py changed it (the sensor tilted, say):
+# the templates' names keep the trial's name, so leave-one-recording-out leaves them out with it.
+ap.add_argument('--augment', default='', metavar='T1,T2',
+                help='falls_augment.py transforms whose trials (in --augment-dir/T) add examples')
+ap.add_argument('--augment-dir', default=None, help='default: build/packs/falls-augmented')
 a = ap.parse_args()
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 outdir = os.path.dirname(os.path.abspath(a.out))
@@ -75,8 +80,15 @@ if a.magnitude_view:
     views['fall_view_impact_magnitude'] = ('[magnitude]', '[x, y, z]', 1, m, a.magnitude_view, 0,
                                            -a.before, [])
 pos, neg = [], []
-for f in sorted(glob.glob(f'{root}/data/sisfall/*_R01.txt.gz')):
-    name = os.path.basename(f)[:-7]
+sources = [(f, '') for f in sorted(glob.glob(f'{root}/data/sisfall/*_R01.txt.gz'))]
+aug_dir = a.augment_dir or f'{root}/build/packs/falls-augmented'
+for t in filter(None, a.augment.split(',')):
+    if not os.path.isdir(f'{aug_dir}/{t}'):
+        subprocess.run(['python3', f'{root}/scripts/packs/falls_augment.py', '--out', f'{aug_dir}/{t}',
+                        '--transform', t], check=True, stdout=subprocess.DEVNULL)
+    sources += [(f, '_' + t) for f in sorted(glob.glob(f'{aug_dir}/{t}/*_R01.txt.gz'))]
+for f, tag in sources:
+    name = os.path.basename(f)[:-7] + tag
     vals = []
     for line in gzip.open(f, 'rt'):
         line = line.strip().rstrip(';')
