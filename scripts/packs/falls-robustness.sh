@@ -21,13 +21,20 @@ printf '%s\n' "${TRANSFORMS[@]}" | xargs -P "$(nproc)" -I{} \
   python3 scripts/packs/falls_augment.py --out "$OUT/trials/{}" --transform {} > /dev/null
 # Two search threads per eval, one eval per two cores: the config's search.threads (0 = every
 # core) in every process at once would oversubscribe the machine many times over. The copy lies
-# beside the config, so its includes resolve as the original's do.
+# beside the config, so its includes resolve as the original's do; a config whose search.threads
+# is not 0 keeps its own.
 RUN_CONFIG=$(dirname "$CONFIG")/.falls-robustness-$$.yaml
 trap 'rm -f "$RUN_CONFIG"' EXIT
 sed 's/^  threads: 0$/  threads: 2/' "$CONFIG" > "$RUN_CONFIG"
-printf '%s\n' "${TRANSFORMS[@]}" | xargs -P "$(( ($(nproc) + 1) / 2 ))" -I{} bash -c \
-  "$G eval --config $RUN_CONFIG --device accelerometer --leave-out recording --json \
-     \$(for f in $OUT/trials/{}/*.txt.gz; do echo --file \$f; done) > $OUT/{}.json 2> $OUT/{}.err"
+score_one() {  # TRANSFORM: every changed trial, leave-one-recording-out
+  local files=()
+  for f in "$OUT/trials/$1"/*.txt.gz; do files+=(--file "$f"); done
+  "$G" eval --config "$RUN_CONFIG" --device accelerometer --leave-out recording --backend cpu \
+    --json "${files[@]}" > "$OUT/$1.json" 2> "$OUT/$1.err"
+}
+export -f score_one
+export G RUN_CONFIG OUT
+printf '%s\n' "${TRANSFORMS[@]}" | xargs -P "$(( ($(nproc) + 1) / 2 ))" -I{} bash -c 'score_one "$1"' _ {}
 python3 - "$OUT" "${TRANSFORMS[@]}" <<'PY'
 import json, sys
 out, transforms = sys.argv[1], sys.argv[2:]
@@ -35,8 +42,11 @@ print('| trials changed by | falls detected | missed | false alerts per everyday
 print('|---|---|---|---|---|')
 for t in transforms:
     lines = [json.loads(l) for l in open(f'{out}/{t}.json') if l.strip()]
-    # the kind's line (an alert of any fall pattern), or the only pattern's
-    kind = next((j for j in lines if j.get('pattern') is None), lines[0])['trials']
+    falls = [j for j in lines if j.get('kind') == 'fall']
+    if not falls:
+        sys.exit(f'{t}: no fall pattern scored (see {out}/{t}.err)')
+    # the kind's line (an alert of any fall pattern) when there are several, else the pattern's
+    kind = next((j for j in falls if j.get('pattern') is None), falls[0])['trials']
     missed = [a['activity'] for a in kind['activities'] if a['fall'] and not a['trials_alerted']]
     raised = ['%s %d' % (a['activity'], a['alerts']) for a in kind['activities']
               if not a['fall'] and a['alerts']]

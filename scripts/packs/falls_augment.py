@@ -15,7 +15,9 @@ transform:
                     body would.
   amp<PCT>          each accelerometer's movement about its slowly varying part (a centred
                     0.5-s moving average: gravity and posture) scaled to PCT percent; the
-                    gyroscope scaled alike.
+                    gyroscope's rates scaled by the same factor (about zero).
+Every value is clipped to its sensor's range (ADXL345 and gyroscope as 13- and 16-bit counts,
+MMA8451Q 14-bit), as the real sensors would saturate.
   time<PCT>         the trial played at PCT percent of its speed (every column linearly
                     interpolated onto the stretched time axis; 80 = 1.25x as long).
 The file names are unchanged, so `eval --leave-out recording` leaves out the examples cut from the
@@ -34,6 +36,8 @@ import sys
 
 ACC_COLUMNS = ((0, 1, 2), (6, 7, 8))
 GYRO_COLUMNS = (3, 4, 5)
+# Largest magnitude each column can report: ADXL345 13-bit, ITG3200 16-bit, MMA8451Q 14-bit.
+COLUMN_LIMITS = (4095,) * 3 + (32767,) * 3 + (8191,) * 3
 SMOOTH_S = 0.5
 RATE = 200
 
@@ -53,7 +57,8 @@ def read_trial(path):
 def write_trial(path, rows):
     with gzip.open(path, 'wt') as f:
         for r in rows:
-            f.write(','.join('%4d' % int(round(v)) for v in r) + ';\n')
+            f.write(','.join('%4d' % max(-lim - 1, min(lim, int(round(v))))
+                             for v, lim in zip(r, COLUMN_LIMITS)) + ';\n')
 
 
 def rotation(axis, degrees):

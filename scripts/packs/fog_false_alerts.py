@@ -21,9 +21,9 @@ outside it are dropped. For each gate:
   - across people: the threshold chosen on the other subject's true alerts alone, the
     strictest that keeps every one of them (no false alert needed to choose it), applied to
     the scored subject.
-  - AUC: how well the feature orders the scored subject's false alerts against all true
-    alerts (0.5 = not at all; shown as max(AUC, 1 - AUC)).
-Plain Python 3, one core; about 1.5 minutes on the 2-core build machine.
+  - AUC: how well the feature orders S02's false alerts against all true alerts (0.5 = not at
+    all; shown as max(AUC, 1 - AUC)); S03 has only two false alerts to order.
+Plain Python 3, one core.
 
 Usage:
   bash scripts/packs/fog-false-alerts.sh      # makes the alerts, then runs this
@@ -31,7 +31,6 @@ Usage:
 """
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -46,8 +45,9 @@ class Alert:
     def __init__(self, subject, rec, j):
         self.subject = subject
         self.rec = rec
+        # as pipeline/evaluation.cc scored_alert(): the window's first sample from its span
         self.last = int(j['end_index'])
-        self.first = max(0, int(round(j['t_start'] * bound.RATE)) - 1)
+        self.first = self.last - int(round((j['t_end'] - j['t_start']) * bound.RATE))
         tol = int(round(bound.TOL_S * bound.RATE))
         self.events = [k for k, (s, e) in enumerate(rec.episodes)
                        if self.first <= e - 1 + tol and self.last >= s - tol]
@@ -78,7 +78,6 @@ def outcome(alerts, keep):
     kept = [a for a in alerts if keep(a)]
     true = sum(1 for a in kept if a.true)
     detected = {(id(a.rec), k) for a in kept for k in a.events}
-    events = sum(len(r.episodes) for r in {id(a.rec): a.rec for a in alerts}.values())
     return {'alerts': len(kept), 'true': true, 'false': len(kept) - true,
             'detected': len(detected), 'precision': true / len(kept) if kept else float('nan')}
 
@@ -87,12 +86,12 @@ def passes(v, thr, above):
     return v == v and (v >= thr if above else v <= thr)
 
 
-def auc(pos, neg):
+def auc(false_values, true_values):
     """P(a false alert's value > a true alert's value), ties half."""
-    if not pos or not neg:
+    if not false_values or not true_values:
         return float('nan')
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
+    wins = sum((f > t) + 0.5 * (f == t) for f in false_values for t in true_values)
+    return wins / (len(false_values) * len(true_values))
 
 
 def main():
@@ -145,9 +144,9 @@ def main():
                 thr = min(other) if above else max(other)
                 honest[s] = (thr, outcome(by_subject[s],
                                           lambda x: passes(x.values[name], thr, above)))
-            pos = [x.values[name] for x in by_subject['S02'] if not x.true]
-            neg = [x.values[name] for x in alerts if x.true]
-            ar = auc([v for v in pos if v == v], [v for v in neg if v == v])
+            false_values = [x.values[name] for x in by_subject['S02'] if not x.true]
+            true_values = [x.values[name] for x in alerts if x.true]
+            ar = auc([v for v in false_values if v == v], [v for v in true_values if v == v])
             rows.append((name, above, best, honest, max(ar, 1 - ar) if ar == ar else ar))
     rows.sort(key=lambda r: (-r[2][1]['precision'], -r[2][1]['detected']))
     print('\nhindsight gates (threshold on both subjects\' labels), best %d of %d:' % (
