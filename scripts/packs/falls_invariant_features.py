@@ -22,21 +22,20 @@ Plain Python 3.
 """
 import argparse
 import glob
-import gzip
 import math
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from falls_augment import read_trial  # noqa: E402  (SisFall's line format, plain or gzipped)
 
 RATE = 100
 G_PER_COUNT = 32.0 / 8192.0  # ADXL345 as SisFall records it
 
 
 def read_axes(path):
-    raw = []
-    with gzip.open(path, 'rt') as f:
-        for line in f:
-            line = line.strip().rstrip(';')
-            if line:
-                raw.append([float(v) * G_PER_COUNT for v in line.split(',')[:3]])
+    """The ADXL345's axes in g, SisFall's 200 Hz averaged in pairs to 100 Hz."""
+    raw = [[v * G_PER_COUNT for v in row[:3]] for row in read_trial(path)]
     return [[(a + b) / 2 for a, b in zip(raw[i], raw[i + 1])] for i in range(0, len(raw) - 1, 2)]
 
 
@@ -78,13 +77,14 @@ def main():
     print('|---|---|---|---|---|')
     passed = {'F': 0, 'D': 0}
     total = {'F': 0, 'D': 0}
-    for name, peak, tilt, still in sorted(rows, key=lambda r: (r[0][0] == 'F', r[2] == r[2],
-                                                                r[2] if r[2] == r[2] else 0)):
+    # everyday trials first, falls after; within each, the undecided ("cut") first, then by tilt
+    for name, peak, tilt, still in sorted(rows, key=lambda r: (r[0][0] == 'F', not math.isnan(r[2]),
+                                                                0 if math.isnan(r[2]) else r[2])):
         hit = tilt >= a.tilt and peak >= a.peak and still <= a.still  # False when cut (NaN)
         passed[name[0]] += hit
         total[name[0]] += 1
         print('| %s | %.2f | %.1f | %.3f | %s |' % (name, peak, tilt, still,
-                                                    'fall' if hit else 'cut' if tilt != tilt else ''))
+                                                    'fall' if hit else 'cut' if math.isnan(tilt) else ''))
     print('\nrule tilt >= %g deg, peak >= %g g, still <= %g g: %d of %d fall trials, '
           '%d of %d everyday trials' % (a.tilt, a.peak, a.still, passed['F'], total['F'],
                                         passed['D'], total['D']))
