@@ -158,6 +158,10 @@ int TransformStep::window_samples(double rate_hz) const {
   return std::max(2, static_cast<int>(std::lround(window_s * rate_hz)));
 }
 
+int TransformStep::lag_samples(double rate_hz) const {
+  return std::max(1, static_cast<int>(std::lround(lag_s * rate_hz)));
+}
+
 int TransformStep::history_samples(double rate_hz) const {
   switch (kind) {
     case Kind::kRaw:
@@ -169,6 +173,8 @@ int TransformStep::history_samples(double rate_hz) const {
       return lowpass_taps(rate_hz) - 1;
     case Kind::kFreezeIndex:
       return window_samples(rate_hz) - 1;
+    case Kind::kOrientationChange:
+      return lag_samples(rate_hz) + window_samples(rate_hz) - 1;
   }
   return 0;
 }
@@ -185,6 +191,8 @@ const char* TransformStep::name(Kind kind) {
       return "derivative";
     case Kind::kFreezeIndex:
       return "freeze_index";
+    case Kind::kOrientationChange:
+      return "orientation_change";
   }
   return "?";
 }
@@ -210,8 +218,8 @@ std::vector<DerivedChannel> derived_channels(const DeviceProfile& device,
     return 0;
   };
   std::vector<DerivedChannel> out;
-  const bool magnitude = !steps.empty() && steps[0].kind == TransformStep::Kind::kMagnitude;
-  if (!magnitude) {
+  const bool combined = !steps.empty() && steps[0].combines_group();
+  if (!combined) {
     for (const int channel : channels)
       out.push_back(
           {device.channels[static_cast<std::size_t>(channel)], {channel}, group_index(channel)});
@@ -228,7 +236,10 @@ std::vector<DerivedChannel> derived_channels(const DeviceProfile& device,
     groups_seen.push_back(g);
     const std::string name =
         device.groups.empty() ? "all" : device.groups[static_cast<std::size_t>(g)].name;
-    out.push_back({"|" + name + "|", {channel}, 0});
+    out.push_back({steps[0].kind == TransformStep::Kind::kMagnitude ? "|" + name + "|"
+                                                                    : "turn(" + name + ")",
+                   {channel},
+                   0});
   }
   return out;
 }

@@ -280,18 +280,31 @@ struct TransformStep {
     kDerivative,   // (x[t] - x[t-1]) * rate: acceleration -> jerk
     kFreezeIndex,  // ln((P_freeze + floor) / (P_locomotion + floor)), band powers of the DFT of
                    // the last window_s seconds (Baechlin et al. 2010's freeze index, in logs)
+    kOrientationChange,  // per sensor: the angle in degrees between the mean acceleration vector
+                         // of the last window_s seconds and that of the window_s seconds ending
+                         // lag_s earlier (how far the sensor turned against gravity); unchanged by
+                         // any rotation of the sensor on the body; only as the first step
   };
   Kind kind = Kind::kRaw;
   double cutoff_hz = 0;                     // lowpass
-  double window_s = 4;                      // freeze_index
+  double window_s = 4;                      // freeze_index, orientation_change (default 1 there)
+  double lag_s = 3;                         // orientation_change
   double locomotion_band_hz[2] = {0.5, 3};  // freeze_index: [low, high)
   double freeze_band_hz[2] = {3, 8};        // freeze_index: [low, high)
   double power_floor = 1;                   // freeze_index: added to both powers (squared units)
 
   // Samples of a lowpass FIR at this rate: odd, about two periods of the cutoff.
   int lowpass_taps(double rate_hz) const;
-  // Samples of the freeze-index DFT window at this rate.
+  // Samples of the freeze-index DFT window, or of an orientation_change
+  // mean, at this rate.
   int window_samples(double rate_hz) const;
+  // Samples between an orientation_change's two means at this rate.
+  int lag_samples(double rate_hz) const;
+  // True for the steps that combine a device group's channels into one
+  // (magnitude, orientation_change): only as the first step.
+  bool combines_group() const {
+    return kind == Kind::kMagnitude || kind == Kind::kOrientationChange;
+  }
   // How many samples before an output sample the step reads (0 for raw and
   // magnitude): the output at t is a function of inputs t-history .. t.
   int history_samples(double rate_hz) const;
@@ -300,12 +313,13 @@ struct TransformStep {
 
 // The channels a pattern's transform chain produces (its dimensions), in order.
 struct DerivedChannel {
-  std::string name;         // the raw channel's name, or "|group|" for a magnitude
+  std::string name;         // the raw channel's name, "|group|" for a magnitude, "turn(group)"
+                            // for an orientation change
   std::vector<int> inputs;  // raw channel indices of the device it is computed from
   int group = 0;            // neighbour ranges (nr) stay inside one group
 };
-// Without a magnitude step: one channel per pattern channel, in the device's
-// groups. With one: one channel per device group the pattern's channels touch
+// Without a magnitude or orientation_change step: one channel per pattern
+// channel, in the device's groups. With one: one channel per device group the pattern's channels touch
 // (in order of first appearance), all in one group. `channels` are indices
 // into device.channels.
 std::vector<DerivedChannel> derived_channels(const DeviceProfile& device,

@@ -446,8 +446,8 @@ void read_example_list(const std::string& key, bool negative, ExampleContext& ct
 
 // Reads `transforms:`: a list of step names or {kind: NAME, options...}.
 void read_transforms(const MapReader& pattern_map, PatternConfig& pattern, bool& ok) {
-  const std::vector<std::string> kinds = {"raw", "magnitude", "lowpass", "derivative",
-                                          "freeze_index"};
+  const std::vector<std::string> kinds = {"raw",        "magnitude",    "lowpass",
+                                          "derivative", "freeze_index", "orientation_change"};
   for_each_item(
       pattern_map, "transforms",
       [&](const YAML::Node& node, const std::string& path, std::size_t index) {
@@ -455,7 +455,7 @@ void read_transforms(const MapReader& pattern_map, PatternConfig& pattern, bool&
         std::string kind;
         const bool shorthand = node.IsScalar();
         const MapReader map(shorthand ? YAML::Node(YAML::NodeType::Undefined) : node, path,
-                            {"kind", "cutoff_hz", "window_s", "locomotion_band_hz",
+                            {"kind", "cutoff_hz", "window_s", "lag_s", "locomotion_band_hz",
                              "freeze_band_hz", "power_floor"},
                             pattern_map.issues());
         if (!map.valid()) {
@@ -480,26 +480,39 @@ void read_transforms(const MapReader& pattern_map, PatternConfig& pattern, bool&
             {"magnitude", TransformStep::Kind::kMagnitude},
             {"lowpass", TransformStep::Kind::kLowpass},
             {"derivative", TransformStep::Kind::kDerivative},
-            {"freeze_index", TransformStep::Kind::kFreezeIndex}};
+            {"freeze_index", TransformStep::Kind::kFreezeIndex},
+            {"orientation_change", TransformStep::Kind::kOrientationChange}};
         for (const auto& [name, value] : by_name)
           if (name == kind) step.kind = value;
         // Options of other kinds are mistakes, not silently ignored settings.
-        const std::map<std::string, TransformStep::Kind> option_owner = {
-            {"cutoff_hz", TransformStep::Kind::kLowpass},
-            {"window_s", TransformStep::Kind::kFreezeIndex},
-            {"locomotion_band_hz", TransformStep::Kind::kFreezeIndex},
-            {"freeze_band_hz", TransformStep::Kind::kFreezeIndex},
-            {"power_floor", TransformStep::Kind::kFreezeIndex}};
-        for (const auto& [option, owner] : option_owner) {
-          if (map.has(option) && owner != step.kind) {
-            map.add_issue(option, "applies to " + std::string(TransformStep::name(owner)) +
-                                      " only, not to " + kind);
-            ok = false;
-          }
-        }
-        if (step.kind == TransformStep::Kind::kMagnitude && index != 0) {
-          pattern_map.issues().add(path, line_of(node), "magnitude must be the first transform");
+        using Kind = TransformStep::Kind;
+        const std::map<std::string, std::vector<Kind>> option_owners = {
+            {"cutoff_hz", {Kind::kLowpass}},
+            {"window_s", {Kind::kFreezeIndex, Kind::kOrientationChange}},
+            {"lag_s", {Kind::kOrientationChange}},
+            {"locomotion_band_hz", {Kind::kFreezeIndex}},
+            {"freeze_band_hz", {Kind::kFreezeIndex}},
+            {"power_floor", {Kind::kFreezeIndex}}};
+        for (const auto& [option, owners] : option_owners) {
+          if (!map.has(option) ||
+              std::find(owners.begin(), owners.end(), step.kind) != owners.end())
+            continue;
+          std::string owner_names;
+          for (const Kind owner : owners)
+            owner_names += (owner_names.empty() ? "" : " and ") + std::string(TransformStep::name(owner));
+          map.add_issue(option, "applies to " + owner_names + " only, not to " + kind);
           ok = false;
+        }
+        if (step.combines_group() && index != 0) {
+          pattern_map.issues().add(path, line_of(node),
+                                   std::string(TransformStep::name(step.kind)) +
+                                       " must be the first transform");
+          ok = false;
+        }
+        if (step.kind == Kind::kOrientationChange) {
+          step.window_s = 1;
+          ok &= !map.has("window_s") || read_number(map, "window_s", above(0), step.window_s);
+          ok &= !map.has("lag_s") || read_number(map, "lag_s", above(0), step.lag_s);
         }
         if (step.kind == TransformStep::Kind::kLowpass) {
           if (!map.require("cutoff_hz") || !read_number(map, "cutoff_hz", above(0), step.cutoff_hz))

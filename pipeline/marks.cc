@@ -39,6 +39,9 @@ std::string pattern_shape_key(const config::PatternConfig& pattern, double sampl
                "),freeze=[" + number(t.freeze_band_hz[0]) + "," + number(t.freeze_band_hz[1]) +
                "),power_floor=" + number(t.power_floor) + ")";
         break;
+      case config::TransformStep::Kind::kOrientationChange:
+        key += "(window_s=" + number(t.window_s) + ",lag_s=" + number(t.lag_s) + ")";
+        break;
       default:
         break;
     }

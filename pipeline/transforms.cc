@@ -1,6 +1,7 @@
 #include "pipeline/transforms.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "common/error.h"
@@ -95,6 +96,37 @@ std::vector<double> freeze_index(const std::vector<double>& x, const config::Tra
   return y;
 }
 
+std::vector<double> orientation_change(const std::vector<std::array<double, 3>>& a, int window,
+                                       int lag) {
+  // Running sums make each mean O(1): sum[i] = a[0] + ... + a[i - 1].
+  const std::size_t n = a.size();
+  std::vector<std::array<double, 3>> sum(n + 1, {0, 0, 0});
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t c = 0; c < 3; ++c) sum[i + 1][c] = sum[i][c] + a[i][c];
+  const int history = lag + window - 1;
+  const int n_out = static_cast<int>(n) - history;
+  std::vector<double> y(static_cast<std::size_t>(std::max(0, n_out)));
+  for (int k = 0; k < n_out; ++k) {
+    // Output k belongs to sample t = history + k: the mean of t-window+1..t
+    // against the mean of t-lag-window+1..t-lag (sums, as only the angle counts).
+    const std::size_t now_end = static_cast<std::size_t>(history + k + 1);
+    const std::size_t then_end = now_end - static_cast<std::size_t>(lag);
+    double dot = 0, now_sq = 0, then_sq = 0;
+    for (std::size_t c = 0; c < 3; ++c) {
+      const double now = sum[now_end][c] - sum[now_end - static_cast<std::size_t>(window)][c];
+      const double then = sum[then_end][c] - sum[then_end - static_cast<std::size_t>(window)][c];
+      dot += now * then;
+      now_sq += now * now;
+      then_sq += then * then;
+    }
+    // A mean of (near) zero has no direction: no turn is measured against it.
+    const double norms = std::sqrt(now_sq * then_sq);
+    y[static_cast<std::size_t>(k)] =
+        norms > 1e-12 ? std::acos(std::clamp(dot / norms, -1.0, 1.0)) * 180 / kPi : 0;
+  }
+  return y;
+}
+
 TransformChain::TransformChain(const std::vector<int>& inputs,
                                const std::vector<config::DerivedChannel>& dims,
                                std::vector<config::TransformStep> steps, double sample_rate_hz)
@@ -120,26 +152,40 @@ void TransformChain::apply(const float* in, int samples, std::vector<float>& out
   const int n_out = samples - history_;
   const std::size_t first = out.size();
   out.resize(first + static_cast<std::size_t>(n_out) * dim_inputs_.size());
-  const bool magnitude =
-      !steps_.empty() && steps_[0].kind == config::TransformStep::Kind::kMagnitude;
+  using Kind = config::TransformStep::Kind;
+  const Kind first_step = steps_.empty() ? Kind::kRaw : steps_[0].kind;
   for (std::size_t d = 0; d < dim_inputs_.size(); ++d) {
-    // The derived channel before the per-channel steps: one input, or the
-    // magnitude of its inputs.
-    std::vector<double> x(static_cast<std::size_t>(samples));
-    for (int s = 0; s < samples; ++s) {
-      const float* row = in + static_cast<std::size_t>(s) * inputs_;
-      if (magnitude) {
-        double sum = 0;
-        for (const int p : dim_inputs_[d]) sum += static_cast<double>(row[p]) * row[p];
-        x[static_cast<std::size_t>(s)] = std::sqrt(sum);
-      } else {
-        x[static_cast<std::size_t>(s)] = row[dim_inputs_[d][0]];
+    // The derived channel before the per-channel steps: one input, the
+    // magnitude of its inputs, or their turn.
+    std::vector<double> x;
+    if (first_step == Kind::kOrientationChange) {
+      // Up to three axes of the group; missing ones read as 0 (a turn in a plane).
+      std::vector<std::array<double, 3>> axes(static_cast<std::size_t>(samples), {0, 0, 0});
+      for (int s = 0; s < samples; ++s) {
+        const float* row = in + static_cast<std::size_t>(s) * inputs_;
+        for (std::size_t c = 0; c < dim_inputs_[d].size() && c < 3; ++c)
+          axes[static_cast<std::size_t>(s)][c] = row[dim_inputs_[d][c]];
+      }
+      x = orientation_change(axes, steps_[0].window_samples(rate_hz_),
+                             steps_[0].lag_samples(rate_hz_));
+    } else {
+      x.resize(static_cast<std::size_t>(samples));
+      for (int s = 0; s < samples; ++s) {
+        const float* row = in + static_cast<std::size_t>(s) * inputs_;
+        if (first_step == Kind::kMagnitude) {
+          double sum = 0;
+          for (const int p : dim_inputs_[d]) sum += static_cast<double>(row[p]) * row[p];
+          x[static_cast<std::size_t>(s)] = std::sqrt(sum);
+        } else {
+          x[static_cast<std::size_t>(s)] = row[dim_inputs_[d][0]];
+        }
       }
     }
     for (const auto& step : steps_) {
       switch (step.kind) {
         case config::TransformStep::Kind::kRaw:
         case config::TransformStep::Kind::kMagnitude:
+        case config::TransformStep::Kind::kOrientationChange:
           break;
         case config::TransformStep::Kind::kLowpass:
           x = lowpass(x, step.cutoff_hz, step.lowpass_taps(rate_hz_), rate_hz_);

@@ -14,6 +14,7 @@
 // run concurrently.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "config/config.h"
@@ -57,5 +58,11 @@ std::vector<double> derivative(const std::vector<double>& x, double rate_hz);
 // window < band_high of 2 |X_k|^2 / window^2 (the band's mean power).
 std::vector<double> freeze_index(const std::vector<double>& x, const config::TransformStep& step,
                                  double rate_hz);
+// At every sample t: the angle in degrees (0..180) between the mean of
+// a[t-window+1 .. t] and the mean of a[t-lag-window+1 .. t-lag]; 0 where
+// either mean is the zero vector. History: lag + window - 1. A rotation of
+// every a[i] by the same matrix leaves it unchanged.
+std::vector<double> orientation_change(const std::vector<std::array<double, 3>>& a, int window,
+                                       int lag);
 
 }  // namespace gw::pipeline

@@ -1054,6 +1054,33 @@ TEST_CASE("several positive examples and negatives, each cut with its transforms
   CHECK(p.examples[0].raw[127] == recording.at(54488, 0));
 }
 
+TEST_CASE("an orientation change reads its own window and lag", "[config]") {
+  const Config config = parse_config(
+      with_devices({GW_PATTERN_HEAD,
+                    "    transforms: [{kind: orientation_change, window_s: 0.5, lag_s: 2}]",
+                    "    znorm: false", "    examples:",
+                    "      - {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 54488, "
+                    "end: 54520}"}),
+      "test.yaml", kConfigDir);
+  const gw::config::PatternConfig& p = config.patterns.at(0);
+  CHECK(p.dim_count == 1);  // the ankle group's three axes turn as one
+  REQUIRE(p.transforms.size() == 1);
+  CHECK(p.transforms[0].kind == gw::config::TransformStep::Kind::kOrientationChange);
+  CHECK(p.transforms[0].window_s == 0.5);
+  CHECK(p.transforms[0].lag_s == 2);
+  // 2 s of lag and 0.5 s of window at 64 Hz: 128 + 32 - 1 samples before each window.
+  CHECK(p.examples.at(0).lead_in == 159);
+  // Without options: a 1 s window against the one 3 s earlier.
+  const Config defaults = parse_config(
+      with_devices({GW_PATTERN_HEAD, "    transforms: [orientation_change]", "    znorm: false",
+                    "    examples:",
+                    "      - {file: ../data/daphnet/S02R01.txt, format: daphnet, start: 54488, "
+                    "end: 54520}"}),
+      "test.yaml", kConfigDir);
+  CHECK(defaults.patterns.at(0).transforms.at(0).window_s == 1);
+  CHECK(defaults.patterns.at(0).transforms.at(0).lag_s == 3);
+}
+
 TEST_CASE("transform mistakes name the step", "[config]") {
   SECTION("unknown kind, with a suggestion") {
     require_single_issue(
@@ -1073,6 +1100,19 @@ TEST_CASE("transform mistakes name the step", "[config]") {
         issues_of(with_devices({GW_PATTERN_HEAD, "    transforms: [derivative, magnitude]",
                                 "    template: patterns/fog_ankle_S02R01_ep1.csv"})),
         "patterns[0].transforms[1]", 16, "magnitude must be the first transform");
+  }
+  SECTION("an orientation change's lag on a lowpass, and after another step") {
+    const auto issues = issues_of(with_devices(
+        {GW_PATTERN_HEAD, "    transforms:", "      - {kind: lowpass, cutoff_hz: 2, lag_s: 3}",
+         "      - {kind: orientation_change, window_s: 0.5, lag_s: 2}",
+         "    template: patterns/fog_ankle_S02R01_ep1.csv"}));
+    INFO(describe(issues));
+    REQUIRE(issues.size() == 2);
+    CHECK(issues[0].path == "patterns[0].transforms[0].lag_s");
+    CHECK(issues[0].message.find("applies to orientation_change only") != std::string::npos);
+    CHECK(issues[1].path == "patterns[0].transforms[1]");
+    CHECK(issues[1].message.find("orientation_change must be the first transform") !=
+          std::string::npos);
   }
   SECTION("lowpass without cutoff, and a reversed band") {
     const auto issues =

@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <random>
+#include <utility>
 
 #include "kernels/search.h"
 #include "pipeline/engine.h"
@@ -33,6 +35,28 @@ TransformStep step_of(TransformStep::Kind kind) {
   TransformStep s;
   s.kind = kind;
   return s;
+}
+
+// `n` samples of 4-channel noise through `chain` (two output channels), whole
+// and from `from_sample` - history() on: the outputs of the samples from
+// `from_sample` on must be the same. Returns the whole run's input and output.
+std::pair<std::vector<float>, std::vector<float>> check_cut_independent(
+    const gw::pipeline::TransformChain& chain, int n, int from_sample, float spread,
+    unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0, spread);
+  std::vector<float> in(static_cast<std::size_t>(n) * 4);
+  for (auto& v : in) v = noise(rng);
+  std::vector<float> whole;
+  chain.apply(in.data(), n, whole);
+  REQUIRE(whole.size() == static_cast<std::size_t>(n - chain.history()) * 2);
+  const int from = from_sample - chain.history();
+  std::vector<float> part;
+  chain.apply(in.data() + static_cast<std::size_t>(from) * 4, n - from, part);
+  REQUIRE(part.size() == static_cast<std::size_t>(n - from_sample) * 2);
+  for (std::size_t k = 0; k < part.size(); ++k)
+    REQUIRE(part[k] == whole[whole.size() - part.size() + k]);
+  return {in, whole};
 }
 
 }  // namespace
@@ -86,21 +110,8 @@ TEST_CASE("a chain's output does not depend on where its input was cut", "[trans
   const gw::pipeline::TransformChain chain(inputs, dims, steps, kRate);
   CHECK(chain.history() == (2 * 6 + 1 - 1) + 1 + (64 - 1));
 
-  std::mt19937 rng(3);
-  std::normal_distribution<float> noise(0, 50);
-  const int n = 600;
-  std::vector<float> in(static_cast<std::size_t>(n) * 4);
-  for (auto& v : in) v = noise(rng);
-  std::vector<float> whole;
-  chain.apply(in.data(), n, whole);
-  REQUIRE(whole.size() == static_cast<std::size_t>(n - chain.history()) * 2);
   // The output for samples [200, 600) from input [200 - history, 600) only.
-  const int from = 200 - chain.history();
-  std::vector<float> part;
-  chain.apply(in.data() + static_cast<std::size_t>(from) * 4, n - from, part);
-  REQUIRE(part.size() == 400 * 2);
-  for (std::size_t k = 0; k < part.size(); ++k)
-    REQUIRE(part[k] == whole[whole.size() - part.size() + k]);
+  check_cut_independent(chain, 600, 200, 50, 3);
   // Magnitude of one sample: |(3, 4, 0)| = 5.
   const gw::pipeline::TransformChain magnitude(
       inputs, gw::config::derived_channels(device, inputs, {steps[0]}), {steps[0]}, kRate);
@@ -108,6 +119,84 @@ TEST_CASE("a chain's output does not depend on where its input was cut", "[trans
   std::vector<float> out;
   magnitude.apply(one.data(), 1, out);
   CHECK(out == std::vector<float>{5, 2});
+}
+
+TEST_CASE("an orientation change measures a turn however the sensor is worn", "[transforms]") {
+  // Upright (gravity on z) for 300 samples, then lying (gravity on x), with noise.
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0, 0.05);
+  std::vector<std::array<double, 3>> a;
+  for (int t = 0; t < 600; ++t)
+    a.push_back(t < 300 ? std::array<double, 3>{noise(rng), noise(rng), 1 + noise(rng)}
+                        : std::array<double, 3>{1 + noise(rng), noise(rng), noise(rng)});
+  const int window = 32, lag = 96;
+  const auto turn = gw::pipeline::orientation_change(a, window, lag);
+  REQUIRE(turn.size() == a.size() - (lag + window - 1));
+  auto at = [&](int t) { return turn[static_cast<std::size_t>(t - (lag + window - 1))]; };
+  CHECK(at(250) < 5);                     // both means upright
+  CHECK(at(299 + lag) == Approx(90).margin(3));  // now lying, lag ago upright
+  CHECK(at(299 + window / 2) < 60);       // the window straddles the turn
+  CHECK(at(599) < 5);                     // both lying again
+
+  // The same movement from a sensor rotated on the belt (about an oblique axis).
+  const double angle = 0.7, ux = 0.6, uy = 0.0, uz = 0.8;  // unit axis
+  const double c = std::cos(angle), s = std::sin(angle), C = 1 - c;
+  const double R[3][3] = {{c + ux * ux * C, ux * uy * C - uz * s, ux * uz * C + uy * s},
+                          {uy * ux * C + uz * s, c + uy * uy * C, uy * uz * C - ux * s},
+                          {uz * ux * C - uy * s, uz * uy * C + ux * s, c + uz * uz * C}};
+  std::vector<std::array<double, 3>> rotated;
+  for (const auto& v : a) {
+    std::array<double, 3> r{};
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) r[static_cast<std::size_t>(i)] += R[i][j] * v[static_cast<std::size_t>(j)];
+    rotated.push_back(r);
+  }
+  const auto turn_rotated = gw::pipeline::orientation_change(rotated, window, lag);
+  REQUIRE(turn_rotated.size() == turn.size());
+  for (std::size_t k = 0; k < turn.size(); ++k) REQUIRE(turn_rotated[k] == Approx(turn[k]).margin(1e-6));
+  // The raw axes do change: the rotation is not the identity.
+  CHECK(std::hypot(rotated[0][0] - a[0][0], rotated[0][1] - a[0][1], rotated[0][2] - a[0][2]) >
+        0.3);
+
+  // A zero vector has no direction: no turn, not NaN.
+  const auto still = gw::pipeline::orientation_change(
+      std::vector<std::array<double, 3>>(10, {0, 0, 0}), 2, 3);
+  REQUIRE(still.size() == 6);
+  for (const double v : still) CHECK(v == 0);
+}
+
+TEST_CASE("an orientation change chain does not depend on where its input was cut",
+          "[transforms]") {
+  gw::config::DeviceProfile device;
+  device.channels = {"x", "y", "z", "w"};
+  device.groups = {{"acc", 0, 2}, {"other", 3, 3}};
+  TransformStep turn = step_of(TransformStep::Kind::kOrientationChange);
+  turn.window_s = 0.25;
+  turn.lag_s = 1;
+  TransformStep lp = step_of(TransformStep::Kind::kLowpass);
+  lp.cutoff_hz = 10;
+  const std::vector<TransformStep> steps = {turn, lp};
+  const std::vector<int> inputs = {0, 1, 2, 3};
+  const auto dims = gw::config::derived_channels(device, inputs, steps);
+  REQUIRE(dims.size() == 2);
+  CHECK(dims[0].name == "turn(acc)");
+  CHECK(dims[0].inputs == std::vector<int>{0, 1, 2});
+  CHECK(dims[1].name == "turn(other)");
+  const gw::pipeline::TransformChain chain(inputs, dims, steps, kRate);
+  CHECK(chain.history() == (64 + 16 - 1) + (2 * 6 + 1 - 1));
+
+  const int n = 500;
+  const auto [in, whole] = check_cut_independent(chain, n, 150, 1, 5);
+  // The group's first output against the arithmetic on its own three axes.
+  std::vector<std::array<double, 3>> acc;
+  for (int t = 0; t < n; ++t)
+    acc.push_back({in[static_cast<std::size_t>(t) * 4], in[static_cast<std::size_t>(t) * 4 + 1],
+                   in[static_cast<std::size_t>(t) * 4 + 2]});
+  const auto expected = gw::pipeline::lowpass(
+      gw::pipeline::orientation_change(acc, 16, 64), lp.cutoff_hz, lp.lowpass_taps(kRate), kRate);
+  REQUIRE(expected.size() == static_cast<std::size_t>(n - chain.history()));
+  for (std::size_t k = 0; k < expected.size(); ++k)
+    REQUIRE(whole[k * 2] == Approx(expected[k]).epsilon(1e-5));
 }
 
 namespace {
