@@ -11,16 +11,27 @@
 #
 # OLD_GAITWATCH: the CLI built from the revision before the change (e.g. a
 # clean clone's build/daemon/gaitwatch); CONFIG defaults to
-# config/gaitwatch.yaml; BACKEND to cpu (the CUDA backend gives the same
-# alerts, checked by its own tests). Exit status 1 when any output differs.
+# config/gaitwatch.yaml; BACKEND to cpu. BACKEND OLD,NEW runs each side on its
+# own backend: one CUDA build given twice with cpu,cuda compares its backends
+# (scripts/gpu-run.sh backends-alerts); then the alerts must agree member for
+# member but for distances, which may differ by float32 rounding
+# (scripts/alerts_close.py). Exit status 1 when any output differs.
 set -euo pipefail
 old=$1
 new=$2
 config=${3:-config/gaitwatch.yaml}
-backend=${4:-cpu}
+backends=${4:-cpu}
+old_backend=${backends%%,*}
+new_backend=${backends##*,}
 here=$(cd "$(dirname "$0")/.." && pwd)
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# ALERTS_DIR: keep each side's alerts there (default: a temporary folder, removed).
+if [ -n "${ALERTS_DIR:-}" ]; then
+  out=$ALERTS_DIR
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
 
 # An alert line without the readable members (compact JSON, sorted keys: none
 # of them is the first member, so each is preceded by a comma).
@@ -43,21 +54,29 @@ for f in "${files[@]}"; do
   device=$(device_for "$f")
   name=$(basename "$f")
   for side in old new; do
-    bin=$old
-    [ "$side" = new ] && bin=$new
+    bin=$old backend=$old_backend
+    [ "$side" = new ] && bin=$new backend=$new_backend
     "$bin" detect --config "$config" --device "$device" --backend "$backend" --file "$f" --json \
       > "$out/$name.$side.raw" 2> "$out/$name.$side.err" || {
       echo "$side: detect failed on $name:"; cat "$out/$name.$side.err"; exit 2; }
     detections_only < "$out/$name.$side.raw" > "$out/$name.$side"
   done
-  if ! cmp -s "$out/$name.old" "$out/$name.new"; then
+  if [ "$old_backend" = "$new_backend" ]; then
+    if ! cmp -s "$out/$name.old" "$out/$name.new"; then
+      echo "differs: $name"
+      diff "$out/$name.old" "$out/$name.new" | head -5 || true
+      status=1
+    fi
+  elif ! python3 "$here/scripts/alerts_close.py" "$out/$name.old" "$out/$name.new" > "$out/$name.diff"; then
     echo "differs: $name"
-    diff "$out/$name.old" "$out/$name.new" | head -5
+    head -3 "$out/$name.diff"
     status=1
   fi
   alerts=$((alerts + $(wc -l < "$out/$name.new")))
 done
-if [ $status -eq 0 ]; then
+if [ $status -eq 0 ] && [ "$old_backend" = "$new_backend" ]; then
   echo "identical: ${#files[@]} recordings, $alerts alerts"
+elif [ $status -eq 0 ]; then
+  echo "identical: ${#files[@]} recordings, $alerts alerts ($old_backend and $new_backend; distances within float32 rounding, scripts/alerts_close.py)"
 fi
 exit $status

@@ -10,13 +10,15 @@
 # daemon and through gateway -> JetStream -> worker; JS_WEARERS, JS_DURATION),
 # `bench-devices` (the search alone on one GPU and on several, search.devices,
 # side by side: search_bench sweeps per DEVICE_SETS, default "0 0,1", at
-# DEVICE_WEARERS, default 10000,20000).
+# DEVICE_WEARERS, default 10000,20000), `backends-alerts` (every alert of the
+# default config on the bundled recordings, CPU and CUDA backends of one build,
+# scripts/alerts-identical.sh).
 # Results go to $OUT (or ./gpu-out when unset).
 # Every step name is checked before anything is built: an unknown one (or none)
 # fails the whole command with exit 2, so a typo never runs nothing silently.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-known_steps="tests-search tests-hash tests-all bench-search stages bench-e2e bench-hash bench-host bench-jetstream bench-devices"
+known_steps="tests-search tests-hash tests-all bench-search stages bench-e2e bench-hash bench-host bench-jetstream bench-devices backends-alerts"
 if [ $# -eq 0 ]; then
   echo "usage: $0 STEP... (steps: $known_steps)" >&2
   exit 2
@@ -100,6 +102,13 @@ for step in "$@"; do
         echo "jetstream bench ($path) rc=$?"
       done
       grep e2e_run "$OUT/jetstream_bench.jsonl" | cut -c1-900
+      ;;
+    backends-alerts)
+      gpu_build gaitwatch || continue
+      ALERTS_DIR=/tmp/backends-alerts bash scripts/alerts-identical.sh $BUILD/daemon/gaitwatch \
+        $BUILD/daemon/gaitwatch config/gaitwatch.yaml cpu,cuda > "$OUT/backends-alerts.txt" 2>&1
+      echo "backends alerts rc=$?"; grep -E "^(differs|identical)" "$OUT/backends-alerts.txt"
+      tar -C /tmp -czf "$OUT/backends-alerts.tar.gz" backends-alerts
       ;;
     bench-hash)
       gpu_build hashtable_bench || continue
