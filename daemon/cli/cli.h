@@ -272,7 +272,7 @@ void add_user(CLI::App& app, int& exit_code);
 void add_alert(CLI::App& app, int& exit_code);
 void add_events(CLI::App& app, int& exit_code);
 // One readable line of a published alert or event:
-//   2026-11-28 07:12:03 CET  CRITICAL  fall  wearer 17  seq 42  fall_impact_orientation
+//   2026-11-28 07:12:03 CET  CRITICAL  fall  wearer 17  seq 42  fall_turn_impact
 //   2026-11-28 07:13:10 CET  acknowledged by ana  seq 42  wearer 17
 // Times in the message's zone (readable_time_text); the wearer's name
 // instead of the number when the message has `wearer_name`.

@@ -34,6 +34,14 @@ ap.add_argument('--tilt-rate-view', metavar='AFTER,LENGTH,THRESHOLD',
                      '(AFTER may be negative: before the largest acceleration)')
 ap.add_argument('--tilt-rate-cutoff', type=float, default=2)
 ap.add_argument('--tilt-rate-min-dims', type=int, default=2)
+ap.add_argument('--impact-view', metavar='AFTER,LENGTH,THRESHOLD',
+                help='an impact: the acceleration magnitude around the largest acceleration '
+                     '(AFTER negative: before it); unchanged by how the sensor is worn')
+ap.add_argument('--turn-view', metavar='AFTER,LENGTH,THRESHOLD',
+                help='the body turned: orientation_change (--turn-window, --turn-lag), the angle '
+                     'between the mean acceleration now and --turn-lag seconds earlier')
+ap.add_argument('--turn-window', type=float, default=1)
+ap.add_argument('--turn-lag', type=float, default=3)
 ap.add_argument('--magnitude-view', type=float, metavar='THRESHOLD',
                help='the impact on the acceleration magnitude, the window of the impact pattern')
 ap.add_argument('--within', type=float, default=3)
@@ -65,6 +73,8 @@ def cut(f, name, start, m, lead_in, prefix):
 def lowpass_history(cutoff_hz):  # samples before the first output: taps - 1, taps = 2 * round(rate / cutoff) + 1
     return 2 * int(round(rate / cutoff_hz))
 LOWPASS_HISTORY = lowpass_history(1)
+TURN_TRANSFORMS = f'[{{kind: orientation_change, window_s: {a.turn_window:g}, lag_s: {a.turn_lag:g}}}]'
+TURN_HISTORY = int(round((a.turn_window + a.turn_lag) * rate)) - 1  # lag + window - 1 samples
 views = {}  # name -> (transforms, channels, min_dims, length, threshold, lead_in, after, examples)
 for view, spec, transforms, channels, min_dims, lead_in in [
         ('fall_view_lying', a.orientation_view, '[{kind: lowpass, cutoff_hz: 1}]', a.orientation_channels,
@@ -72,7 +82,9 @@ for view, spec, transforms, channels, min_dims, lead_in in [
         ('fall_view_still', a.stillness_view, '[magnitude]', '[x, y, z]', 1, 0),
         ('fall_view_tilt_rate', a.tilt_rate_view,
          f'[{{kind: lowpass, cutoff_hz: {a.tilt_rate_cutoff:g}}}, derivative]', '[x, y, z]',
-         a.tilt_rate_min_dims, lowpass_history(a.tilt_rate_cutoff) + 1)]:  # + the derivative's sample
+         a.tilt_rate_min_dims, lowpass_history(a.tilt_rate_cutoff) + 1),  # + the derivative's sample
+        ('fall_view_impact', a.impact_view, '[magnitude]', '[x, y, z]', 1, 0),
+        ('fall_view_turn', a.turn_view, TURN_TRANSFORMS, '[x, y, z]', 1, TURN_HISTORY)]:
     if spec:
         after, length, threshold = (float(v) for v in spec.split(','))
         views[view] = (transforms, channels, min_dims, int(round(length * rate)), threshold, lead_in, after, [])

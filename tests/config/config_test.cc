@@ -200,8 +200,8 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(config.device_by_name("nobody") == nullptr);
 
   // The two shipped packs, in include order: fog's pattern, then falls'
-  // two and their two views.
-  REQUIRE(config.patterns.size() == 5);
+  // pattern and its view.
+  REQUIRE(config.patterns.size() == 3);
   const gw::config::PatternConfig& fog = config.patterns[0];
   CHECK(fog.name == "fog_freeze_index");
   CHECK(fog.kind == "freezing_of_gait");
@@ -248,34 +248,29 @@ TEST_CASE("shipped gaitwatch.yaml loads with the demo's values", "[config]") {
   CHECK(fog.examples.at(0).lead_in == 3 * 64 - 1);
   CHECK(fog.examples.at(0).raw.size() == 9 * static_cast<std::size_t>(191 + 128));
 
+  // The fall: the body turned (the orientation change, whichever way the
+  // sensor is worn) after an impact, a view that must agree.
   const gw::config::PatternConfig& fall = config.patterns[1];
-  CHECK(fall.name == "fall_impact_orientation");
+  CHECK(fall.name == "fall_turn_impact");
   CHECK(fall.kind == "fall");
   CHECK(fall.severity == "critical");
   CHECK(fall.device == "accelerometer");
-  CHECK(fall.length == 250);
-  CHECK(fall.examples.size() == 15 + 34);
+  CHECK(fall.length == 300);
+  CHECK(fall.dim_count == 1);
+  REQUIRE(fall.transforms.size() == 1);
+  CHECK(fall.transforms[0].kind == gw::config::TransformStep::Kind::kOrientationChange);
+  CHECK(fall.examples.size() == 15);
   CHECK(fall.examples.at(0).template_file ==
-        normal(fs::absolute(kConfigDir + "/patterns/falls/positive_F01_SA01_R01_612.csv")));
-  // The low-impact fall: the same positives, no negatives, and two views
-  // that must agree (the body stays lying, it turned fast); an alert of
-  // both is merged into one.
-  const gw::config::PatternConfig& low = config.patterns[2];
-  CHECK(low.name == "fall_low_impact");
-  CHECK(low.kind == "fall");
-  CHECK(low.severity == "critical");
-  CHECK(low.examples.size() == 15);
-  CHECK(low.agree.within_s == 6);
-  CHECK(low.agree.with == std::vector<std::string>{"fall_view_lying", "fall_view_tilt_rate"});
-  for (std::size_t v = 3; v < 5; ++v) {
-    INFO(config.patterns[v].name);
-    CHECK_FALSE(config.patterns[v].publish);
-    CHECK(config.patterns[v].examples.size() == 15);
-  }
-  // The lying view spans 5 s: lying down on a bed and sitting up again
-  // within a few seconds is not a fall.
-  CHECK(config.patterns[3].name == "fall_view_lying");
-  CHECK(config.patterns[3].length == 500);
+        normal(fs::absolute(kConfigDir + "/patterns/falls/fall_turn_impact_F01_SA01_R01_712.csv")));
+  // The template carries the orientation change's history: 3 s of lag and 1 s of window.
+  CHECK(fall.examples.at(0).lead_in == 300 + 100 - 1);
+  CHECK(fall.agree.within_s == 5);
+  CHECK(fall.agree.with == std::vector<std::string>{"fall_view_impact"});
+  const gw::config::PatternConfig& impact = config.patterns[2];
+  CHECK(impact.name == "fall_view_impact");
+  CHECK_FALSE(impact.publish);
+  CHECK(impact.examples.size() == 15);
+  CHECK(impact.length == 40);
 
   // Relative storage path: next to the config file.
   CHECK(config.storage.path == normal(fs::absolute(kConfigDir + "/gaitwatch-demo.db")));

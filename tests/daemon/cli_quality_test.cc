@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/daemon/json_lines.h"
 #include "tests/daemon/process.h"
 
 namespace fs = std::filesystem;
@@ -452,10 +453,7 @@ TEST_CASE("eval on trials: a kind with two patterns is scored as any of them", "
   const auto r = gw::test::run_process(argv, dir, "eval", std::chrono::seconds(60));
   INFO(r.err << r.out);
   REQUIRE(r.code == 0);
-  std::vector<json> rows;
-  std::istringstream lines(r.out);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) rows.push_back(json::parse(line));
+  const std::vector<json> rows = gw::test::json_lines(r.out);
   REQUIRE(rows.size() == 3);  // one per pattern, then the kind's
   for (int p = 0; p < 2; ++p) {
     INFO(rows[p].dump());

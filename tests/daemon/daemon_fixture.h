@@ -23,6 +23,7 @@
 #include <zmq.hpp>
 
 #include "sinks/alert.h"
+#include "tests/daemon/json_lines.h"
 #include "tests/daemon/process.h"
 
 namespace gw::test {
@@ -260,15 +261,6 @@ inline std::uint64_t replay_at_once(const DaemonFixture& fx, const std::vector<s
     sent += replayed_frames(sender->err());
   }
   return sent;
-}
-
-// One JSON value per non-empty line (the CLI's --json output).
-inline std::vector<json> json_lines(const std::string& text) {
-  std::vector<json> out;
-  std::stringstream lines(text);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
 }
 
 // Daphnet S03R02 samples whose replay raises exactly one alert of the
