@@ -8,7 +8,10 @@
 # in the recording. Then the insoles: two gaitpdb walks (a patient with
 # Parkinson's disease and a control) replayed into the gaitpdb_insoles device,
 # with a gait pack built without both subjects: the wearers' minutes of
-# walking and the abnormal-gait alert next to who walked.
+# walking and the abnormal-gait alert next to who walked. Then falls: a SisFall
+# fall and a lying down, the sensor worn tilted 45 degrees forward, replayed
+# into the accelerometer device with the falls pack's examples of that fall
+# left out: the fall alert next to what each wearer did.
 #
 #   SPEED=8 START=18000 END=27500 bash scripts/demo.sh
 # Set-up output goes to build/demo/*.log; the screen shows one headline per stage.
@@ -40,10 +43,21 @@ BIN=$BUILD/daemon
 # without the examples cut from subject S03 (whose recording is replayed).
 CONFIG=$DEMO/gaitwatch.yaml
 FOG_PACK=$(cd "$DEMO" && pwd)/fog.yaml
+# Falls: one fall (F11: falling backward when trying to sit down) and lying
+# down on a bed and sitting up again (D12), both of subject SA01, rewritten as
+# a sensor tilted 45 degrees forward on the belt would have recorded them; the
+# falls pack without the examples cut from F11's trial.
+FALL_TRIAL=F11_SA01_R01
+LYING_TRIAL=D12_SA01_R01
+FALLS_PACK=$(cd "$DEMO" && pwd)/falls.yaml
+TILTED=$DEMO/tilted45
+sed -e "s#template: \([^/ ][^,}]*\)#template: $PWD/config/patterns/\1#" \
+  config/patterns/falls.yaml | grep -v "$FALL_TRIAL" >"$FALLS_PACK"
 without_s03_examples() { grep -v -E '^[[:space:]]*- \{(template|file): [^}]*S03R0'; }
 sed -e "s#\(file: \|template: \)\([^/ ][^,}]*\)#\1$PWD/config/patterns/\2#" \
   config/patterns/fog.yaml | without_s03_examples >"$FOG_PACK"
 sed -e "s#include: patterns/fog.yaml#include: $FOG_PACK#" \
+  -e "s#include: patterns/falls.yaml#include: $FALLS_PACK#" \
   -e "s#\(file: \|template: \|include: \|pack: \)\([^/ ][^,}]*\)#\1$PWD/config/\2#" \
   -e "s#static_dir: \.\./console/web#static_dir: $PWD/console/web#" \
   config/gaitwatch.yaml | without_s03_examples >"$CONFIG"
@@ -51,8 +65,14 @@ if grep -q 'S03R0' <(grep -E '(template|file): ' "$CONFIG" "$FOG_PACK"); then
   echo "demo config still holds examples of S03" >&2
   exit 1
 fi
+if grep -q "$FALL_TRIAL" "$FALLS_PACK" || ! grep -q 'template: ' "$FALLS_PACK"; then
+  echo "demo falls pack holds examples of $FALL_TRIAL, or none at all" >&2
+  exit 1
+fi
+quietly "$DEMO/tilt.log" python3 scripts/packs/falls_augment.py --out "$TILTED" --transform rotx45 \
+  --trials "$FALL_TRIAL,$LYING_TRIAL"
 rm -f "$DEMO"/*.db "$DEMO"/*.db-wal "$DEMO"/*.db-shm
-step "checking the config ($CONFIG: config/gaitwatch.yaml with $FOG_PACK, the freeze pack without S03's examples)"
+step "checking the config ($CONFIG: config/gaitwatch.yaml with $FOG_PACK, the freeze pack without S03's examples, and $FALLS_PACK, the falls pack without $FALL_TRIAL's)"
 "$BIN/gaitwatchd" --check-config "$CONFIG"
 # The gait pack without the two demo walkers' strides (docs/gait.md).
 GAIT_PATIENT=data/gaitpdb/GaPt07_01.txt
@@ -89,6 +109,12 @@ for w in "21 $GAIT_PATIENT" "22 $GAIT_CONTROL"; do
   "$BIN/gaitwatch" replay --config "$CONFIG" --device gaitpdb_insoles --file "$2" --wearer "$1" \
     --speed 20 --to udp://127.0.0.1:7700 >/dev/null
 done
+step "replaying SisFall trials into device accelerometer at 4x, the sensor tilted 45 degrees forward: $FALL_TRIAL, a fall (wearer 31), $LYING_TRIAL, lying down (wearer 32)"
+for w in "31 $FALL_TRIAL" "32 $LYING_TRIAL"; do
+  set -- $w
+  "$BIN/gaitwatch" replay --config "$CONFIG" --device accelerometer --file "$TILTED/$2.txt.gz" \
+    --wearer "$1" --speed 4 --to udp://127.0.0.1:7700 >/dev/null
+done
 sleep 1
 step "the wearers' minutes of walking, from the daemon (gaitwatch gait --wearer N)"
 for w in 21 22; do "$BIN/gaitwatch" gait --config "$CONFIG" --wearer $w; done
@@ -110,6 +136,9 @@ step "stored alerts ($DB) next to the freezes annotated in $RECORDING"
 
 step "stored abnormal-gait alerts; the truth: wearer 21 walked $GAIT_PATIENT (a patient), wearer 22 $GAIT_CONTROL (a control)"
 "$BIN/gaitwatch" hits --db "$DB" --pattern abnormal_gait
+
+step "stored fall alerts; the truth: wearer 31 fell ($FALL_TRIAL), wearer 32 lay down on a bed and sat up again ($LYING_TRIAL)"
+"$BIN/gaitwatch" hits --db "$DB" --pattern fall_turn_impact
 
 step "the same alerts in the ward console (docs/console.md)"
 cat <<HINT

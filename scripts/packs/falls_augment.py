@@ -141,11 +141,19 @@ def main():
     ap.add_argument('--out', required=True)
     ap.add_argument('--transform', required=True)
     ap.add_argument('--data', default=None)
+    ap.add_argument('--trials', default=None, metavar='NAME,NAME',
+                    help='only these trials, e.g. F11_SA01_R01,D12_SA01_R01 (default: all)')
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     data = a.data or os.path.join(root, 'data', 'sisfall')
     os.makedirs(a.out, exist_ok=True)
     names = sorted(n for n in os.listdir(data) if re.match(r'[DF]\d\d_S[AE]\d\d_R\d\d\.txt', n))
+    if a.trials:
+        wanted = a.trials.split(',')
+        names = [n for n in names if n.split('.')[0] in wanted]
+        missing = set(wanted) - {n.split('.')[0] for n in names}
+        if missing:
+            sys.exit('no such SisFall trial in %s: %s' % (data, ', '.join(sorted(missing))))
     if not names:
         sys.exit('no SisFall trials in %s' % data)
     for name in names:
