@@ -786,6 +786,15 @@ void read_pattern(const YAML::Node& node, const std::string& path, const std::st
   if (device_ok && channels_ok && transforms_ok) {
     dims = derived_channels(*device, channel_indices, pattern.transforms);
     pattern.dim_count = static_cast<int>(dims.size());
+    // An orientation is a direction in space: two or three axes of one sensor.
+    if (!pattern.transforms.empty() &&
+        pattern.transforms[0].kind == TransformStep::Kind::kOrientationChange) {
+      for (const DerivedChannel& dim : dims) {
+        if (dim.inputs.size() == 2 || dim.inputs.size() == 3) continue;
+        map.add_issue("channels", "orientation_change reads 2 or 3 axes of one device group; " +
+                                      dim.name + " has " + std::to_string(dim.inputs.size()));
+      }
+    }
   } else {
     pattern.dim_count = static_cast<int>(pattern.channels.size());
   }

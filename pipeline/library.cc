@@ -23,6 +23,7 @@ bool same_steps(const std::vector<config::TransformStep>& a,
     const auto& x = a[i];
     const auto& y = b[i];
     if (x.kind != y.kind || x.cutoff_hz != y.cutoff_hz || x.window_s != y.window_s ||
+        x.lag_s != y.lag_s ||
         x.power_floor != y.power_floor || x.locomotion_band_hz[0] != y.locomotion_band_hz[0] ||
         x.locomotion_band_hz[1] != y.locomotion_band_hz[1] ||
         x.freeze_band_hz[0] != y.freeze_band_hz[0] || x.freeze_band_hz[1] != y.freeze_band_hz[1])

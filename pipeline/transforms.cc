@@ -159,7 +159,8 @@ void TransformChain::apply(const float* in, int samples, std::vector<float>& out
     // magnitude of its inputs, or their turn.
     std::vector<double> x;
     if (first_step == Kind::kOrientationChange) {
-      // Up to three axes of the group; missing ones read as 0 (a turn in a plane).
+      // Two or three axes of the group (the config allows no other count);
+      // a missing third reads as 0: a turn in a plane.
       std::vector<std::array<double, 3>> axes(static_cast<std::size_t>(samples), {0, 0, 0});
       for (int s = 0; s < samples; ++s) {
         const float* row = in + static_cast<std::size_t>(s) * inputs_;

@@ -1109,6 +1109,17 @@ TEST_CASE("transform mistakes name the step", "[config]") {
     CHECK(issues[1].message.find("orientation_change must be the first transform") !=
           std::string::npos);
   }
+  SECTION("an orientation change of one axis") {
+    const auto issues = issues_of(with_devices(
+        {"patterns:", "  - name: fog", "    device: body", "    channels: [ankle_fwd]",
+         "    threshold: 8.0", "    transforms: [orientation_change]",
+         "    template: patterns/fog_ankle_S02R01_ep1.csv"}));
+    INFO(describe(issues));
+    REQUIRE_FALSE(issues.empty());
+    CHECK(issues[0].path == "patterns[0].channels");
+    CHECK(issues[0].message.find("orientation_change reads 2 or 3 axes of one device group; "
+                                 "turn(ankle) has 1") != std::string::npos);
+  }
   SECTION("lowpass without cutoff, and a reversed band") {
     const auto issues =
         issues_of(with_devices({GW_PATTERN_HEAD, "    transforms:", "      - {kind: lowpass}",

@@ -12,10 +12,12 @@
 #include <fstream>
 #include <iomanip>
 #include <random>
+#include <set>
 #include <utility>
 
 #include "kernels/search.h"
 #include "pipeline/engine.h"
+#include "pipeline/library.h"
 
 namespace fs = std::filesystem;
 using gw::config::TransformStep;
@@ -295,4 +297,47 @@ TEST_CASE("a transformed example is found where it was cut, however the stream i
     CHECK(other[0].end_index == reference[0].end_index);
     CHECK(other[0].distance == reference[0].distance);
   }
+}
+
+TEST_CASE("orientation changes that differ only in their lag search different views, each "
+          "finding its example where it was cut",
+          "[transforms]") {
+  TremorRecording rec;
+  auto pattern = [](const std::string& name, double lag_s) {
+    return "  - name: " + name +
+           "\n"
+           "    device: acc\n"
+           "    channels: [x, y, z]\n"
+           "    transforms: [{kind: orientation_change, window_s: 0.25, lag_s: " +
+           std::to_string(lag_s) +
+           "}]\n"
+           "    znorm: false\n"
+           "    band: 0.1\n"
+           "    threshold: 0.001\n"
+           "    cooldown_s: 100\n"
+           "    example: {file: tremor.csv, format: csv, start: 1840, end: 1904}\n";
+  };
+  const std::string yaml =
+      "devices:\n"
+      "  - {id: 1, name: acc, kind: generic, sample_rate_hz: 64, channels: [x, y, z]}\n"
+      "search: {backend: cpu, threads: 2}\n"
+      "patterns:\n" +
+      pattern("lag_1", 1) + pattern("lag_2", 2) + pattern("lag_2_again", 2);
+  const auto config = gw::config::parse_config(yaml, "transforms_test.yaml", rec.dir.string());
+  CHECK(config.patterns.at(0).examples.at(0).lead_in == 64 + 16 - 1);
+  CHECK(config.patterns.at(1).examples.at(0).lead_in == 128 + 16 - 1);
+  const auto library = gw::pipeline::compile_library(config);
+  REQUIRE(library.patterns.size() == 3);
+  CHECK(library.patterns[0].view != library.patterns[1].view);
+  CHECK(library.patterns[1].view == library.patterns[2].view);
+  // Streamed, each pattern's own example lies at distance 0 where it was cut.
+  const auto alerts = rec.detect(config, 7, 2);
+  std::set<std::string> found;
+  for (const auto& a : alerts) {
+    INFO(a.pattern << " ends at " << a.end_index << ", distance " << a.distance);
+    CHECK(a.end_index == 1903);
+    CHECK(a.distance < 1e-3);
+    found.insert(a.pattern);
+  }
+  CHECK(found == std::set<std::string>{"lag_1", "lag_2", "lag_2_again"});
 }
