@@ -2,7 +2,9 @@
 """Two files of alert lines (gaitwatch detect --json) say the same when they
 hold the same alerts in the same order, member for member, except that a
 `distance` may differ by float32 rounding: the CPU and CUDA backends sum a
-DTW path's costs in a different order. Exit 0 when they agree, else 1 with
+DTW path's costs in a different order. The tolerance is relative to the
+larger distance, and absolute below 1 (a distance near 0 has no relative
+precision to speak of). Exit 0 when they agree, else 1 with
 the first difference.
 
     alerts_close.py OLD NEW [RELATIVE_TOLERANCE (default 1e-5)]

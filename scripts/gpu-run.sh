@@ -105,6 +105,7 @@ for step in "$@"; do
       ;;
     backends-alerts)
       gpu_build gaitwatch || continue
+      rm -rf /tmp/backends-alerts
       ALERTS_DIR=/tmp/backends-alerts bash scripts/alerts-identical.sh $BUILD/daemon/gaitwatch \
         $BUILD/daemon/gaitwatch config/gaitwatch.yaml cpu,cuda > "$OUT/backends-alerts.txt" 2>&1
       echo "backends alerts rc=$?"; grep -E "^(differs|identical)" "$OUT/backends-alerts.txt"

@@ -25,6 +25,7 @@ original trial while it scores the changed one.
 
 Usage:
   python3 scripts/packs/falls_augment.py --out DIR --transform rotx15 [--data data/sisfall]
+      [--trials F11_SA01_R01,D12_SA01_R01]   (only these trials; default every one)
 Plain Python 3.
 """
 import argparse

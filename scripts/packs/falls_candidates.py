@@ -63,7 +63,7 @@ open(cfgp, 'w').write(base + 'patterns: []\n')
 rate = 100
 m = int(round((a.before + a.after) * rate))
 def cut(f, name, start, m, lead_in, prefix):
-    t = os.path.join(tdir, f'{prefix}_{name}_{start}_{m}.csv')
+    t = os.path.join(tdir, f'{prefix}_{name}_{start}_{m}_lead{lead_in}.csv')
     if not os.path.exists(t):
         subprocess.run([G, 'pattern', 'cut', '--config', cfgp, '--device', 'accelerometer', '--file', f,
                         '--start', str(start), '--end', str(start + m), '--lead-in', str(lead_in), '--out', t],
@@ -74,7 +74,9 @@ def lowpass_history(cutoff_hz):  # samples before the first output: taps - 1, ta
     return 2 * int(round(rate / cutoff_hz))
 LOWPASS_HISTORY = lowpass_history(1)
 TURN_TRANSFORMS = f'[{{kind: orientation_change, window_s: {a.turn_window:g}, lag_s: {a.turn_lag:g}}}]'
-TURN_HISTORY = int(round((a.turn_window + a.turn_lag) * rate)) - 1  # lag + window - 1 samples
+# lag + window - 1 samples, each rounded as the engine rounds it (TransformStep::lag_samples,
+# window_samples)
+TURN_HISTORY = max(1, int(math.floor(a.turn_lag * rate + 0.5))) + max(2, int(math.floor(a.turn_window * rate + 0.5))) - 1
 views = {}  # name -> (transforms, channels, min_dims, length, threshold, lead_in, after, examples)
 for view, spec, transforms, channels, min_dims, lead_in in [
         ('fall_view_lying', a.orientation_view, '[{kind: lowpass, cutoff_hz: 1}]', a.orientation_channels,

@@ -44,12 +44,15 @@ def main():
     pack_copy = os.path.join(config_dir, 'patterns/.falls-latency-%d.yaml' % os.getpid())
     config_copy = os.path.join(config_dir, '.falls-latency-%d.yaml' % os.getpid())
     latencies = []
+    trials = sorted(glob.glob(os.path.join(ROOT, 'data/sisfall/F*_R01.txt.gz')))
     try:
-        for trial in sorted(glob.glob(os.path.join(ROOT, 'data/sisfall/F*_R01.txt.gz'))):
+        for trial in trials:
             name = os.path.basename(trial)[:-len('.txt.gz')]
             # Every line naming the trial is one of its examples.
             with open(pack_copy, 'w') as f:
                 f.write(''.join(l for l in pack_text.splitlines(True) if name not in l))
+            if 'include: patterns/falls.yaml' not in base:
+                sys.exit('%s does not include patterns/falls.yaml' % a.config)
             with open(config_copy, 'w') as f:
                 f.write(base.replace('include: patterns/falls.yaml',
                                      'include: patterns/' + os.path.basename(pack_copy)))
@@ -70,8 +73,8 @@ def main():
                 os.remove(path)
     if latencies:
         latencies.sort()
-        print('first alert after the impact: median %.2f s, %.2f-%.2f s, %d of 15 falls alerted' % (
-            latencies[len(latencies) // 2], latencies[0], latencies[-1], len(latencies)))
+        print('first alert after the impact: median %.2f s, %.2f-%.2f s, %d of %d falls alerted' % (
+            latencies[len(latencies) // 2], latencies[0], latencies[-1], len(latencies), len(trials)))
 
 
 if __name__ == '__main__':
