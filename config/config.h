@@ -300,6 +300,14 @@ struct TransformStep {
   int window_samples(double rate_hz) const;
   // Samples between an orientation_change's two means at this rate.
   int lag_samples(double rate_hz) const;
+  // Every option equal: two chains of equal steps yield the same samples.
+  bool operator==(const TransformStep& other) const {
+    return kind == other.kind && cutoff_hz == other.cutoff_hz && window_s == other.window_s &&
+           lag_s == other.lag_s && locomotion_band_hz[0] == other.locomotion_band_hz[0] &&
+           locomotion_band_hz[1] == other.locomotion_band_hz[1] &&
+           freeze_band_hz[0] == other.freeze_band_hz[0] &&
+           freeze_band_hz[1] == other.freeze_band_hz[1] && power_floor == other.power_floor;
+  }
   // True for the steps that combine a device group's channels into one
   // (magnitude, orientation_change): only as the first step.
   bool combines_group() const {

@@ -16,22 +16,6 @@ namespace {
 // Kernel profile ids of transformed views start above every device id.
 constexpr std::uint32_t kFirstViewProfile = 1u << 16;
 
-bool same_steps(const std::vector<config::TransformStep>& a,
-                const std::vector<config::TransformStep>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto& x = a[i];
-    const auto& y = b[i];
-    if (x.kind != y.kind || x.cutoff_hz != y.cutoff_hz || x.window_s != y.window_s ||
-        x.lag_s != y.lag_s ||
-        x.power_floor != y.power_floor || x.locomotion_band_hz[0] != y.locomotion_band_hz[0] ||
-        x.locomotion_band_hz[1] != y.locomotion_band_hz[1] ||
-        x.freeze_band_hz[0] != y.freeze_band_hz[0] || x.freeze_band_hz[1] != y.freeze_band_hz[1])
-      return false;
-  }
-  return true;
-}
-
 bool same_kernel_pattern(const kernels::Pattern& a, const kernels::Pattern& b) {
   auto pairs_equal = [](const std::vector<kernels::DimPair>& x,
                         const std::vector<kernels::DimPair>& y) {
@@ -58,7 +42,7 @@ std::size_t view_for(const config::PatternConfig& pc, const config::DeviceProfil
   for (std::size_t v = 0; v < views.size(); ++v) {
     if (views[v].device != device.id || views[v].raw != raw) continue;
     if (raw) return v;
-    if (views[v].inputs == channels && same_steps(view_steps[v], pc.transforms) &&
+    if (views[v].inputs == channels && view_steps[v] == pc.transforms &&
         views[v].normalise == pc.normalise)
       return v;
   }
@@ -161,7 +145,7 @@ const config::ChannelBaseline& example_baseline(
 
 bool same_view_samples(const ChannelView& a, const ChannelView& b) {
   return a.device == b.device && a.raw == b.raw && a.inputs == b.inputs &&
-         same_steps(a.steps, b.steps) && a.normalise == b.normalise;
+         a.steps == b.steps && a.normalise == b.normalise;
 }
 
 void view_samples(const ChannelView& view, const float* raw, int rows, int device_channels,

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Candidate configs for the falls pack: templates cut (gaitwatch pattern cut) around each
 SisFall trial's largest acceleration magnitude."""
-import argparse, glob, gzip, math, os, subprocess
+import argparse, glob, math, os, subprocess, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from falls_augment import adxl345_magnitudes, read_trial  # noqa: E402  (SisFall's line format)
 ap = argparse.ArgumentParser()
 ap.add_argument('--out', required=True)
 ap.add_argument('--before', type=float, default=1.0)
@@ -103,12 +105,7 @@ for t in filter(None, a.augment.split(',')):
     sources += [(f, '_' + t) for f in sorted(glob.glob(f'{aug_dir}/{t}/*_R01.txt.gz'))]
 for f, tag in sources:
     name = os.path.basename(f)[:-7] + tag
-    vals = []
-    for line in gzip.open(f, 'rt'):
-        line = line.strip().rstrip(';')
-        if not line: continue
-        x, y, z = (int(v) * 32 / 8192 for v in line.split(',')[:3])
-        vals.append(math.sqrt(x * x + y * y + z * z))
+    vals = adxl345_magnitudes(read_trial(f))
     peak = max(range(len(vals)), key=lambda i: vals[i]) // 2  # 200 Hz -> 100 Hz
     start = max(a.lead_in, peak - int(a.before * rate))
     n100 = len(vals) // 2

@@ -27,10 +27,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from falls_augment import read_trial  # noqa: E402  (SisFall's line format, plain or gzipped)
+from falls_augment import ADXL345_G_PER_COUNT as G_PER_COUNT, read_trial  # noqa: E402  (SisFall's line format, plain or gzipped)
 
 RATE = 100
-G_PER_COUNT = 32.0 / 8192.0  # ADXL345 as SisFall records it
 
 
 def read_axes(path):

@@ -11,23 +11,20 @@ G: the gaitwatch CLI (default build/daemon/gaitwatch).
 import argparse
 import glob
 import json
-import math
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from falls_augment import read_trial  # noqa: E402
+from falls_augment import adxl345_magnitudes, read_trial  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ADXL345_G_PER_COUNT = 32 / 8192  # +-16 g in 13 bits
 SISFALL_RATE_HZ = 200
 
 
 def impact_time_s(path):
     """Seconds from the trial's start to its largest ADXL345 magnitude."""
-    rows = read_trial(path)
-    mags = [math.sqrt(sum((v * ADXL345_G_PER_COUNT) ** 2 for v in r[:3])) for r in rows]
+    mags = adxl345_magnitudes(read_trial(path))
     return max(range(len(mags)), key=mags.__getitem__) / SISFALL_RATE_HZ
 
 
