@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Freezes of gait from many causal features at once: a leave-one-subject-out logistic detector.
 
-docs/detection.md §6 ("Many features at once, measured") reports what this script prints.
+docs/detection.md §8 ("Many causal features at once, measured: not shipped") reports what this
+script prints.
 
 The latency bound (fog_latency_bound.py) scored one feature past one threshold. This script asks
 whether a weighted combination of all of them carries across people better than any one: a
@@ -11,7 +12,8 @@ earlier (what the wearer did just before), 108 inputs.
 
 Per-wearer normalisation, as the shipped freeze pack's `normalise` (docs/detection.md §8): every
 feature of a recording is taken relative to its median and standard deviation over the first 30 s
-of that recording in which the 3-s freeze index of some sensor is above 0.05 (the wearer moving);
+of that recording in which the 3-s freeze index of some sensor is above 0.05 in absolute value
+(the wearer moving, as pipeline/baseline.cc counts it);
 nothing before that is scored, trained on or alarmed. A dead sensor's features (undefined) read 0,
 the wearer's own median.
 
@@ -27,8 +29,9 @@ A "hindsight" block fits and chooses on both subjects and scores both: memory, n
 reported only as an upper bound of what this feature set can separate at all.
 
 Usage:
-  /usr/bin/python3 scripts/packs/fog_multifeature.py [--rates 10,25] [--lambdas 0.01,0.1,1]
-Needs numpy (Debian: python3-numpy). One core; about 1.5 minutes on the 2-core build machine.
+  /usr/bin/python3 scripts/packs/fog_multifeature.py [--rates 10,25] [--lambdas 0.001,0.01,0.1,1]
+                                                     [--durations 0,0.25,0.5]
+Needs numpy (Debian: python3-numpy). One core; about a minute on the 2-core build machine.
 """
 import argparse
 import os
@@ -48,7 +51,8 @@ STRIDE = 8
 def feature_matrix(rec, names):
     """Per-sample inputs relative to the wearer's baseline, and the first sample scored."""
     raw = np.array([rec.feat[n] for n in names], dtype=float).T  # n x f
-    active = np.array([max((v for v in (rec.feat['fi_%s_3' % s][t] for s in lb.SENSORS)
+    # As pipeline/baseline.cc: a sample counts when some channel's |value| passes the level.
+    active = np.array([max((abs(v) for v in (rec.feat['fi_%s_3' % s][t] for s in lb.SENSORS)
                             if v == v), default=-np.inf) > ACTIVE_ABOVE
                        for t in range(rec.n)])
     idx = np.flatnonzero(active)[:int(LEARN_S * lb.RATE)]
@@ -115,7 +119,8 @@ class Scored:
 def choose(series, target):
     """Most permissive threshold with <= target false alarms per hour at it and at every
     stricter grid point (as Rule.choose)."""
-    vals = np.sort(np.concatenate([np.array(s.g)[np.isfinite(s.g)] for s in series]))
+    vals = np.sort(np.concatenate([
+        np.array(s.g)[np.isfinite(s.g) & (np.array(s.rec.labels) != 0)] for s in series]))
     hours = sum(s.hours for s in series)
     rate = lambda th: sum(s.false_alarms(th) for s in series) / hours
     grid = [vals[min(len(vals) - 1, int(q * len(vals)))]
