@@ -41,12 +41,12 @@ GYRO_COLUMNS = (3, 4, 5)
 COLUMN_LIMITS = (4095,) * 3 + (32767,) * 3 + (8191,) * 3
 SMOOTH_S = 0.5
 ADXL345_G_PER_COUNT = 32 / 8192  # +-16 g in 13 bits, as SisFall records it
+RATE = 200
 
 
 def adxl345_magnitudes(rows):
     """Per row of a trial (read_trial), the ADXL345's acceleration magnitude in g."""
     return [math.sqrt(sum((v * ADXL345_G_PER_COUNT) ** 2 for v in r[:3])) for r in rows]
-RATE = 200
 
 
 def read_trial(path):

@@ -36,6 +36,8 @@ def main():
     config_dir = os.path.dirname(os.path.abspath(a.config))
     pack = os.path.join(config_dir, 'patterns/falls.yaml')
     base = open(a.config).read()
+    if 'include: patterns/falls.yaml' not in base:
+        sys.exit('%s does not include patterns/falls.yaml' % a.config)
     pack_text = open(pack).read()
     # The copies lie beside the originals, so their relative paths resolve as the originals' do.
     pack_copy = os.path.join(config_dir, 'patterns/.falls-latency-%d.yaml' % os.getpid())
@@ -48,8 +50,6 @@ def main():
             # Every line naming the trial is one of its examples.
             with open(pack_copy, 'w') as f:
                 f.write(''.join(l for l in pack_text.splitlines(True) if name not in l))
-            if 'include: patterns/falls.yaml' not in base:
-                sys.exit('%s does not include patterns/falls.yaml' % a.config)
             with open(config_copy, 'w') as f:
                 f.write(base.replace('include: patterns/falls.yaml',
                                      'include: patterns/' + os.path.basename(pack_copy)))

@@ -348,11 +348,17 @@ class Rule:
         vals = sorted(v for r in recs for v, l in zip(self.g[r.name], r.labels) if l != 0 and v == v)
         levels = [1 - 0.0002 * 1.25 ** i for i in range(36)]  # 0.9998 .. about 0.29
         grid = [vals[min(len(vals) - 1, int(q * len(vals)))] for q in levels]
-        rates = [self.fa_rate(recs, th) for th in grid]
+        rates = {}  # grid index -> false alarms per hour, computed only as far as needed
+
+        def rate_at(i):
+            if i not in rates:
+                rates[i] = self.fa_rate(recs, grid[i])
+            return rates[i]
+
         out = {}
         for target in targets:
             i = 0
-            while i < len(grid) and rates[i] <= target:
+            while i < len(grid) and rate_at(i) <= target:
                 i += 1
             if i == 0:
                 out[target] = grid[0]  # even the strictest grid point is above target

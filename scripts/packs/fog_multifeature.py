@@ -46,6 +46,7 @@ LEARN_S = 30.0
 ACTIVE_ABOVE = 0.05
 LAGS_S = (0.0, 1.5, 3.0)
 STRIDE = 8
+SCORE = 'logistic_score'  # the feature name the model's score is stored under
 
 
 def feature_matrix(rec, names):
@@ -99,45 +100,13 @@ def scores(model, x):
     return ((x - mu) / sig) @ beta[:-1] + beta[-1]
 
 
-class Scored:
-    """One recording's score series as a rule of fog_latency_bound (value > thr)."""
-
-    def __init__(self, rec, s, start, d):
-        g = [float(v) if t >= start else lb.NAN for t, v in enumerate(s)]
-        self.rec = rec
-        self.g = lb.sustained(g, int(round(d * lb.RATE)), True)
-        self.up = lb.prepare(self.g)
-        self.hours = sum(1 for v, f in zip(self.g, rec.far) if f and v == v) / lb.RATE / 3600.0
-
-    def run(self, thr):
-        return lb.score(self.rec, lb.alarm_times(self.up, thr), self.g, thr, self.hours)
-
-    def false_alarms(self, thr):
-        return sum(1 for t in lb.alarm_times(self.up, thr) if self.rec.far[t])
-
-
-def choose(series, target):
-    """Most permissive threshold with <= target false alarms per hour at it and at every
-    stricter grid point (as Rule.choose)."""
-    vals = np.sort(np.concatenate([
-        np.array(s.g)[np.isfinite(s.g) & (np.array(s.rec.labels) != 0)] for s in series]))
-    hours = sum(s.hours for s in series)
-    rate = lambda th: sum(s.false_alarms(th) for s in series) / hours
-    grid = [vals[min(len(vals) - 1, int(q * len(vals)))]
-            for q in (1 - 0.0002 * 1.25 ** i for i in range(36))]
-    i = 0
-    while i < len(grid) and rate(grid[i]) <= target:
-        i += 1
-    if i in (0, len(grid)):
-        return grid[0] if i == 0 else grid[-1]
-    ok, bad = grid[i - 1], grid[i]
-    for _ in range(8):
-        mid = 0.5 * (ok + bad)
-        if rate(mid) <= target:
-            ok = mid
-        else:
-            bad = mid
-    return ok
+def score_rule(recs, model, mats, d):
+    """The model's score on each recording as a rule of fog_latency_bound (value > thr): the
+    score is the recording's feature SCORE, undefined before the baseline is learned."""
+    for r in recs:
+        x, start = mats[r.name]
+        r.feat[SCORE] = [float(v) if t >= start else lb.NAN for t, v in enumerate(scores(model, x))]
+    return lb.Rule(recs, SCORE, True, d)
 
 
 def training_set(recs, mats):
@@ -194,21 +163,19 @@ def main():
             models[scored] = fit_logistic(*training_set(recs[train], mats), lam)
         models['both'] = fit_logistic(*training_set(recs['S02'] + recs['S03'], mats), lam)
         for d in (float(x) for x in a.durations.split(',')):
-            series = {}
+            # Each rule is made before the next overwrites the recordings' SCORE feature.
+            rules = {}
             for scored, train in (('S02', 'S03'), ('S03', 'S02')):
-                m = models[scored]
-                series[scored] = {
-                    'train': [Scored(r, scores(m, mats[r.name][0]), mats[r.name][1], d)
-                              for r in recs[train]],
-                    'test': [Scored(r, scores(m, mats[r.name][0]), mats[r.name][1], d)
-                             for r in recs[scored]]}
-            both = [Scored(r, scores(models['both'], mats[r.name][0]), mats[r.name][1], d)
-                    for r in recs['S02'] + recs['S03']]
+                rules[scored] = (score_rule(recs[train], models[scored], mats, d),
+                                 score_rule(recs[scored], models[scored], mats, d))
+            both_recs = recs['S02'] + recs['S03']
+            both = score_rule(both_recs, models['both'], mats, d)
             for rate in rates:
                 per = {}
-                for scored in ('S02', 'S03'):
-                    thr = choose(series[scored]['train'], rate)
-                    per[scored] = lb.merge(s.run(thr) for s in series[scored]['test'])
+                for scored, train in (('S02', 'S03'), ('S03', 'S02')):
+                    train_rule, test_rule = rules[scored]
+                    thr = train_rule.choose(recs[train], [rate])[rate]
+                    per[scored] = test_rule.run(recs[scored], thr)
                 pooled = lb.summary(lb.merge(per.values()))
                 s02, s03 = lb.summary(per['S02']), lb.summary(per['S03'])
                 print('| %g | %g | %g | %s (%s) | %s (%s) | %s | %s | %s s | %s | %s |' % (
@@ -217,9 +184,8 @@ def main():
                     lb.fmt(pooled['precision']), lb.fmt(pooled['median'], 1),
                     lb.fmt(pooled['by15']), lb.fmt(pooled['fa_h'], 1)))
                 sys.stdout.flush()
-                thr = choose(both, rate)
-                h = lb.summary(lb.merge(s.run(thr) for s in both))
-                hind.append((lam, d, rate, h))
+                thr = both.choose(both_recs, [rate])[rate]
+                hind.append((lam, d, rate, lb.summary(both.run(both_recs, thr))))
     print('\nHindsight (fitted and chosen on both subjects, scored on both: memory, not detection)')
     print('| lambda | D | rate | recall / precision / latency | by 1.5 s | FA/h |')
     print('|---|---|---|---|---|---|')
